@@ -1,0 +1,1 @@
+//! Monte Carlo generator (in progress).

@@ -1,0 +1,1 @@
+//! TrackML CSV files (to be written).

@@ -1,0 +1,93 @@
+//! The solenoid field of the TrackML detector.
+
+use crate::units::{native_to_tesla, tesla_to_native};
+
+/// An axial field B_z(z) [GeV/(e·mm)] that depends on z only.
+///
+/// The TrackML solenoid is ≈ 2.0 T for |z| < 0.5 m, ≈ 1.75 T at 1–1.5 m and falls to ≈ 0.5 T
+/// beyond 2 m (MISSION.md). We interpolate linearly in |z| through a table of (|z| [mm], B [T])
+/// knots. Only B_z is modelled: the radial component of a real solenoid's fringe field bends
+/// tracks by far less than the silicon scatters them at these momenta, and leaving it out keeps
+/// the transverse motion an exact helix within each propagation step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolenoidField {
+    knots: Vec<(f64, f64)>,
+}
+
+impl Default for SolenoidField {
+    fn default() -> Self {
+        Self::from_tesla_knots(&[
+            (0.0, 2.0),
+            (500.0, 2.0),
+            (1000.0, 1.80),
+            (1500.0, 1.72),
+            (2000.0, 0.80),
+            (2500.0, 0.55),
+            (3200.0, 0.50),
+        ])
+    }
+}
+
+impl SolenoidField {
+    /// A field from knots (|z| [mm], B [T]) in increasing |z|; constant beyond the last knot.
+    ///
+    /// # Panics
+    /// If the knots are empty or not increasing in |z|.
+    #[track_caller]
+    pub fn from_tesla_knots(knots: &[(f64, f64)]) -> Self {
+        assert!(!knots.is_empty(), "SolenoidField needs at least one knot");
+        assert!(
+            knots.windows(2).all(|w| w[0].0 < w[1].0),
+            "SolenoidField knots must increase in |z|"
+        );
+        SolenoidField {
+            knots: knots
+                .iter()
+                .map(|&(z, b)| (z, tesla_to_native(b)))
+                .collect(),
+        }
+    }
+
+    /// A uniform field of `b_tesla` everywhere.
+    pub fn uniform(b_tesla: f64) -> Self {
+        Self::from_tesla_knots(&[(0.0, b_tesla)])
+    }
+
+    /// B_z at longitudinal position `z` [mm], in GeV/(e·mm).
+    #[inline]
+    pub fn bz(&self, z: f64) -> f64 {
+        let az = z.abs();
+        let k = &self.knots;
+        if az <= k[0].0 {
+            return k[0].1;
+        }
+        for w in k.windows(2) {
+            if az <= w[1].0 {
+                let t = (az - w[0].0) / (w[1].0 - w[0].0);
+                return w[0].1 + t * (w[1].1 - w[0].1);
+            }
+        }
+        k[k.len() - 1].1
+    }
+
+    /// B_z at `z` [mm] in tesla (for reports).
+    pub fn bz_tesla(&self, z: f64) -> f64 {
+        native_to_tesla(self.bz(z))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trackml_field_profile() {
+        let f = SolenoidField::default();
+        assert!((f.bz_tesla(0.0) - 2.0).abs() < 1e-12);
+        assert!((f.bz_tesla(-450.0) - 2.0).abs() < 1e-12);
+        let mid = f.bz_tesla(1250.0);
+        assert!((1.7..=1.8).contains(&mid), "{mid}");
+        assert!(f.bz_tesla(2600.0) <= 0.55 && f.bz_tesla(5000.0) > 0.45);
+        assert_eq!(f.bz(700.0), f.bz(-700.0));
+    }
+}
