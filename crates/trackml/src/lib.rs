@@ -28,6 +28,7 @@ pub mod geometry;
 pub mod ids;
 pub mod physics;
 pub mod rng;
+pub mod summary;
 pub mod units;
 
 pub use error::{Error, Result};

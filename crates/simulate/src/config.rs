@@ -1,0 +1,135 @@
+//! Every setting of the generator, with its physical meaning, unit and the source of its default.
+
+use serde::{Deserialize, Serialize};
+
+/// Settings of the event generator. `Default` gives the TrackML-like configuration; only
+/// `pileup` usually changes (MISSION.md: small for quick runs, 200 for TrackML scale).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SimConfig {
+    /// Mean number of minimum-bias interactions per event (Poisson) on top of the hard scatter.
+    pub pileup: f64,
+    /// Generate a hard-scatter interaction in each event.
+    pub hard_scatter: bool,
+    /// Charged-particle density dN_ch/dη at η = 0 per inelastic interaction. ≈ 5 at 13–14 TeV
+    /// (ALICE/ATLAS/CMS inelastic measurements; ≈ 6–7 for non-single-diffractive events).
+    pub dndeta0: f64,
+    /// Negative-binomial k of the multiplicity per interaction (KNO-like spread; UA5/ALICE fits
+    /// give k ≈ 1–2 over wide η ranges).
+    pub nbd_k: f64,
+    /// Largest |η| generated; the detector ends near 4.
+    pub eta_max: f64,
+    /// |η| where the dN/dη plateau ends and the fall-off starts.
+    pub eta_plateau: f64,
+    /// Width of the Gaussian fall-off of dN/dη beyond the plateau.
+    pub eta_falloff: f64,
+    /// Tsallis temperature T [GeV] of the minimum-bias pT spectrum
+    /// dN/dpT ∝ pT · (1 + (mT − m)/(n T))^(−n) (CMS/ALICE 13 TeV fits: T ≈ 0.09–0.13 GeV).
+    pub tsallis_t: f64,
+    /// Tsallis exponent n of the minimum-bias spectrum (fits: n ≈ 6–8).
+    pub tsallis_n: f64,
+    /// Tsallis T of the hard scatter [GeV].
+    pub hard_tsallis_t: f64,
+    /// Tsallis n of the hard scatter (a harder, more power-law spectrum).
+    pub hard_tsallis_n: f64,
+    /// Multiplicity of the hard scatter relative to a minimum-bias interaction.
+    pub hard_multiplicity_factor: f64,
+    /// Lowest generated primary pT [GeV].
+    pub pt_min: f64,
+    /// Fractions of charged primaries: π±, K±, p/p̄, e±, μ± (normalised when used).
+    pub charged_fractions: [f64; 5],
+    /// Neutral primaries per charged pion: π0 (→ γγ, the source of conversions).
+    pub pi0_per_pion: f64,
+    /// K0_S per charged kaon.
+    pub kshort_per_kaon: f64,
+    /// Λ + Λ̄ per proton + antiproton.
+    pub lambda_per_proton: f64,
+    /// Beam-spot width in z [mm] (LHC: σz ≈ 55 mm).
+    pub beam_sigma_z: f64,
+    /// Beam-spot width in x and y [mm] (LHC: σxy ≈ 15 µm).
+    pub beam_sigma_xy: f64,
+    /// Field at the centre [T]; the profile along z keeps the TrackML shape, scaled.
+    pub field_tesla: f64,
+    /// Propagation stops after the particle turned through this many full turns in the
+    /// transverse plane (the "loop protection" of ACTS, whose default is half a turn).
+    pub max_turns: f64,
+    /// Propagation step [mm] (the helix is exact within a step; this sets how often the field
+    /// is re-evaluated and the geometry queried).
+    pub step_mm: f64,
+    /// Probability that a particle crossing a module leaves no hit.
+    pub hit_inefficiency: f64,
+    /// Fraction of all hits that are noise (real TrackML: 15%).
+    pub noise_fraction: f64,
+    /// Beam pipe radius [mm] and thickness [mm] of beryllium.
+    pub beam_pipe: [f64; 2],
+    /// Material of one module with its support, cooling and services, in radiation lengths
+    /// (pixel, short strip, long strip), on top of the sensor's own silicon. Tuned so the
+    /// fraction of secondaries and of electrons matches MISSION.md's realism table.
+    pub support_x0: [f64; 3],
+    /// The same material in nuclear interaction lengths (pixel, short strip, long strip).
+    pub support_lambda: [f64; 3],
+    /// Mean number of charged secondaries of a nuclear interaction (besides the leading one).
+    pub nuclear_multiplicity: f64,
+    /// Fraction of nuclear-interaction secondaries that are protons (spallation fragments).
+    pub nuclear_proton_fraction: f64,
+    /// Secondaries below this momentum [GeV] are not produced (a production cut).
+    pub secondary_p_min: f64,
+    /// Digitisation per technology (pixel, short strip, long strip).
+    pub digitisation: [DigiConfig; 3],
+}
+
+/// Digitisation settings of one sensor technology.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DigiConfig {
+    /// tan of the Lorentz angle in barrel sensors (field along v, drift along u).
+    pub tan_lorentz: f64,
+    /// Charge-cloud width from diffusion at the full drift length [mm], plus capacitive
+    /// sharing between neighbouring strips folded in.
+    pub diffusion_mm: f64,
+    /// A cell is read out if it collects at least this fraction of a normally incident MIP's
+    /// charge.
+    pub threshold: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            pileup: 10.0,
+            hard_scatter: true,
+            dndeta0: 5.0,
+            nbd_k: 1.5,
+            eta_max: 4.0,
+            eta_plateau: 2.5,
+            eta_falloff: 1.5,
+            tsallis_t: 0.11,
+            tsallis_n: 7.0,
+            hard_tsallis_t: 0.16,
+            hard_tsallis_n: 4.5,
+            hard_multiplicity_factor: 3.0,
+            pt_min: 0.05,
+            charged_fractions: [0.80, 0.11, 0.065, 0.015, 0.005],
+            pi0_per_pion: 0.5,
+            kshort_per_kaon: 0.5,
+            lambda_per_proton: 0.3,
+            beam_sigma_z: 55.0,
+            beam_sigma_xy: 0.015,
+            field_tesla: 2.0,
+            max_turns: 0.5,
+            step_mm: 20.0,
+            hit_inefficiency: 0.01,
+            noise_fraction: 0.15,
+            beam_pipe: [19.0, 0.8],
+            support_x0: [0.008, 0.012, 0.015],
+            support_lambda: [0.004, 0.006, 0.008],
+            nuclear_multiplicity: 2.5,
+            nuclear_proton_fraction: 0.4,
+            secondary_p_min: 0.05,
+            digitisation: [
+                DigiConfig { tan_lorentz: 0.2, diffusion_mm: 0.006, threshold: 0.08 },
+                DigiConfig { tan_lorentz: 0.05, diffusion_mm: 0.02, threshold: 0.08 },
+                DigiConfig { tan_lorentz: 0.05, diffusion_mm: 0.03, threshold: 0.08 },
+            ],
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Consistency checks of an event: truth against hits, particles and the geometry.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::event::Event;
+use crate::field::SolenoidField;
+use crate::geometry::Detector;
+
+/// The outcome of one check.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CheckResult {
+    /// Short snake_case name.
+    pub name: String,
+    /// True if every item passed.
+    pub passed: bool,
+    /// Items checked.
+    pub checked: u64,
+    /// Items that failed.
+    pub failed: u64,
+    /// A human-readable detail (first failure, or the measured figure).
+    pub detail: String,
+}
+
+/// Runs consistency checks over events and collects the results.
+#[derive(Debug, Default)]
+pub struct ConsistencyChecks {
+    results: Vec<CheckResult>,
+}
+
+/// Tolerance for positions written as f32 [mm].
+const POS_TOL: f64 = 2e-3;
+
+impl ConsistencyChecks {
+    fn record(&mut self, name: &str, checked: u64, failed: u64, detail: String) {
+        self.record_tolerant(name, checked, failed, detail, 0.0)
+    }
+
+    /// Records a check that passes while at most `allowed` of the items fail.
+    fn record_tolerant(&mut self, name: &str, checked: u64, failed: u64, detail: String, allowed: f64) {
+        let ok = |c: u64, f: u64| f as f64 <= allowed * c as f64;
+        match self.results.iter_mut().find(|r| r.name == name) {
+            Some(r) => {
+                r.checked += checked;
+                r.failed += failed;
+                r.passed = ok(r.checked, r.failed);
+                if r.detail.is_empty() || (failed > 0 && r.failed == failed) {
+                    r.detail = detail;
+                }
+            }
+            None => self.results.push(CheckResult {
+                name: name.to_string(),
+                passed: ok(checked, failed),
+                checked,
+                failed,
+                detail,
+            }),
+        }
+    }
+
+    /// Checks one event. Checks that need files the event lacks are skipped.
+    pub fn add(&mut self, ev: &Event, det: Option<&Detector>, field: Option<&SolenoidField>) {
+        let hits = &ev.hits;
+        let (Some(truth), Some(parts)) = (&ev.truth, &ev.particles) else {
+            return;
+        };
+        // Particles: unique non-zero ids, nhits equal to the truth count.
+        let mut index: HashMap<u64, usize> = HashMap::with_capacity(parts.len());
+        let mut bad_ids = 0;
+        for (i, p) in parts.particle_id.iter().enumerate() {
+            if p.is_noise() || index.insert(p.0, i).is_some() {
+                bad_ids += 1;
+            }
+        }
+        self.record("particle_ids_unique_nonzero", parts.len() as u64, bad_ids, String::new());
+        let mut counts = vec![0u32; parts.len()];
+        let mut unknown = 0;
+        let mut first_unknown = String::new();
+        for p in &truth.particle_id {
+            if p.is_noise() {
+                continue;
+            }
+            match index.get(&p.0) {
+                Some(&i) => counts[i] += 1,
+                None => {
+                    unknown += 1;
+                    if first_unknown.is_empty() {
+                        first_unknown = format!("event {}: truth particle_id {} not in particles", ev.event_id, p.0);
+                    }
+                }
+            }
+        }
+        self.record("truth_particles_known", truth.len() as u64, unknown, first_unknown);
+        let mismatched = (0..parts.len()).filter(|&i| parts.nhits[i] != counts[i]).count() as u64;
+        let detail = (0..parts.len())
+            .find(|&i| parts.nhits[i] != counts[i])
+            .map(|i| {
+                format!(
+                    "event {}: particle {} has nhits {} but {} truth rows",
+                    ev.event_id, parts.particle_id[i], parts.nhits[i], counts[i]
+                )
+            })
+            .unwrap_or_default();
+        self.record("nhits_match_truth", parts.len() as u64, mismatched, detail);
+        // Weights: zero for noise, sum to one.
+        let sum: f64 = truth.weight.iter().map(|&w| w as f64).sum();
+        let noise_weighted = (0..truth.len())
+            .filter(|&i| truth.particle_id[i].is_noise() && truth.weight[i] != 0.0)
+            .count() as u64;
+        self.record(
+            "weights_sum_to_one_zero_for_noise",
+            1,
+            u64::from((sum - 1.0).abs() > 1e-3 || noise_weighted > 0),
+            format!("sum {sum:.6}, weighted noise hits {noise_weighted}"),
+        );
+        if let Some(det) = det {
+            self.geometry_checks(ev, det);
+        }
+        if let Some(field) = field {
+            self.helix_check(ev, field);
+        }
+        let _ = hits;
+    }
+
+    fn geometry_checks(&mut self, ev: &Event, det: &Detector) {
+        let hits = &ev.hits;
+        let truth = ev.truth.as_ref().expect("checked by caller");
+        let (mut unknown, mut off_plane, mut outside) = (0u64, 0u64, 0u64);
+        let (mut d_unknown, mut d_plane, mut d_out) = (String::new(), String::new(), String::new());
+        let mut max_w = 0.0f64;
+        for i in 0..hits.len() {
+            let Some(m) = det.module(hits.module[i]) else {
+                unknown += 1;
+                if d_unknown.is_empty() {
+                    d_unknown = format!("hit {} on unknown {}", hits.hit_id[i], hits.module[i]);
+                }
+                continue;
+            };
+            let l = m.to_local([truth.tx[i] as f64, truth.ty[i] as f64, truth.tz[i] as f64]);
+            max_w = max_w.max(l[2].abs());
+            if l[2].abs() > 0.5 * m.thickness + POS_TOL {
+                off_plane += 1;
+                if d_plane.is_empty() {
+                    d_plane = format!("hit {}: truth {:.4} mm from the plane of {}", hits.hit_id[i], l[2], m.id);
+                }
+            }
+            if !m.contains(l[0], l[1], POS_TOL) {
+                outside += 1;
+                if d_out.is_empty() {
+                    d_out = format!("hit {}: truth at u={:.3} v={:.3} outside {}", hits.hit_id[i], l[0], l[1], m.id);
+                }
+            }
+        }
+        let n = hits.len() as u64;
+        self.record("hit_modules_in_geometry", n, unknown, d_unknown);
+        if d_plane.is_empty() {
+            d_plane = format!("largest |w| {max_w:.5} mm");
+        }
+        self.record("truth_on_module_plane", n, off_plane, d_plane);
+        self.record("truth_inside_module_bounds", n, outside, d_out);
+    }
+
+    /// For consecutive hits of a particle in the solenoid's uniform centre (|z| < 450 mm), the
+    /// radius of the circle through both hits tangent to the second hit's true momentum must
+    /// equal pT / (0.3 · B). Pairs closer than 20 mm are skipped (f32 positions).
+    fn helix_check(&mut self, ev: &Event, field: &SolenoidField) {
+        let hits = &ev.hits;
+        let truth = ev.truth.as_ref().expect("checked by caller");
+        let parts = ev.particles.as_ref().expect("checked by caller");
+        let vertex: HashMap<u64, usize> = parts.particle_id.iter().enumerate().map(|(i, p)| (p.0, i)).collect();
+        let mut by_particle: HashMap<u64, Vec<usize>> = HashMap::new();
+        for i in 0..hits.len() {
+            if !truth.particle_id[i].is_noise() {
+                by_particle.entry(truth.particle_id[i].0).or_default().push(i);
+            }
+        }
+        let (mut checked, mut failed) = (0u64, 0u64);
+        let mut devs = Vec::new();
+        let mut keys: Vec<_> = by_particle.keys().copied().collect();
+        keys.sort_unstable();
+        for pid in keys {
+            let idx = by_particle.get_mut(&pid).unwrap();
+            let Some(&pi) = vertex.get(&pid) else { continue };
+            let q = parts.q[pi] as f64;
+            if q == 0.0 {
+                continue;
+            }
+            let v = [parts.vx[pi] as f64, parts.vy[pi] as f64, parts.vz[pi] as f64];
+            let dist = |i: usize| {
+                let d = [truth.tx[i] as f64 - v[0], truth.ty[i] as f64 - v[1], truth.tz[i] as f64 - v[2]];
+                d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+            };
+            idx.sort_by(|&a, &b| dist(a).total_cmp(&dist(b)));
+            for w in idx.windows(2) {
+                let (a, b) = (w[0], w[1]);
+                let (za, zb) = (truth.tz[a] as f64, truth.tz[b] as f64);
+                if za.abs() > 450.0 || zb.abs() > 450.0 {
+                    continue;
+                }
+                let chord = [truth.tx[b] as f64 - truth.tx[a] as f64, truth.ty[b] as f64 - truth.ty[a] as f64];
+                let c = chord[0].hypot(chord[1]);
+                let (px, py) = (truth.tpx[b] as f64, truth.tpy[b] as f64);
+                let pt = px.hypot(py);
+                if c < 20.0 || pt == 0.0 {
+                    continue;
+                }
+                // The tangent at the end of an arc makes half the turning angle with the chord.
+                let sin_half = ((px * chord[1] - py * chord[0]) / (pt * c)).abs();
+                if sin_half < 1e-6 {
+                    continue;
+                }
+                let r_geom = c / (2.0 * sin_half);
+                let r_phys = crate::physics::helix_radius(pt, q, field.bz(0.5 * (za + zb)));
+                let dev = r_geom / r_phys - 1.0;
+                checked += 1;
+                devs.push(dev.abs());
+                // The sine of a small half-angle is poorly known from f32 positions: allow
+                // the error of 0.5 µm position errors on the sagitta.
+                let sagitta = c * c / (8.0 * r_phys);
+                let tol = 0.01 + 2e-3 / sagitta.max(1e-9);
+                if dev.abs() > tol {
+                    failed += 1;
+                }
+            }
+        }
+        devs.sort_by(|a, b| a.total_cmp(b));
+        let med = devs.get(devs.len() / 2).copied().unwrap_or(f64::NAN);
+        // A module crossed without a hit (the 1% inefficiency) scatters the particle between
+        // two recorded hits, so a small fraction of pairs may legitimately deviate.
+        self.record_tolerant(
+            "helix_radius_matches_pt_over_0p3b",
+            checked,
+            failed,
+            format!("median |R_hits / (pT/0.3B) − 1| = {med:.2e} over {} hit pairs, {failed} beyond 1%", devs.len()),
+            0.02,
+        );
+    }
+
+    /// The results so far, in the order first recorded.
+    pub fn results(&self) -> &[CheckResult] {
+        &self.results
+    }
+
+    /// True if every check passed.
+    pub fn all_passed(&self) -> bool {
+        self.results.iter().all(|r| r.passed)
+    }
+}

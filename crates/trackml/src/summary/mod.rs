@@ -1,0 +1,8 @@
+//! Summaries of events for people and scripts: the realism statistics of MISSION.md's table and
+//! consistency checks of truth against hits, particles and the geometry (`trackgnn inspect`).
+
+mod checks;
+mod realism;
+
+pub use checks::{CheckResult, ConsistencyChecks};
+pub use realism::{RealismAccumulator, RealismStats, ResidualStats};

@@ -1,0 +1,254 @@
+//! The quantities of MISSION.md's generator realism table, measured on events.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::event::Event;
+use crate::geometry::{Detector, LayerKind, Technology};
+use crate::physics::wrap_phi;
+
+/// RMS of hit-minus-truth residuals of one group of modules [mm].
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ResidualStats {
+    /// Residual across the beam axis, r·Δφ [mm].
+    pub rphi_rms_mm: f64,
+    /// Residual along the second coordinate: z in barrels, r in disks [mm].
+    pub second_rms_mm: f64,
+    /// Number of hits.
+    pub hits: u64,
+}
+
+/// Realism statistics over one or more events (fractions in 0–1, lengths in mm, pT in GeV).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RealismStats {
+    /// Number of events summarised.
+    pub events: u64,
+    /// Mean hits per event.
+    pub hits_per_event: f64,
+    /// Mean particles (rows of particles.csv) per event.
+    pub particles_per_event: f64,
+    /// Mean particles with at least one hit per event.
+    pub particles_with_hits_per_event: f64,
+    /// Noise hits / all hits.
+    pub noise_fraction: f64,
+    /// Hits per volume / all hits, keyed by volume_id.
+    pub hits_per_volume: BTreeMap<u16, f64>,
+    /// Median pT of particles with hits [GeV].
+    pub median_pt_gev: f64,
+    /// Fraction of particles with hits that have pT > 1 GeV.
+    pub fraction_pt_above_1gev: f64,
+    /// Fraction of particles with hits that have pT > 0.5 GeV.
+    pub fraction_pt_above_0p5gev: f64,
+    /// Mean hits per particle with hits.
+    pub mean_hits_per_particle: f64,
+    /// Mean hits per particle with pT > 1 GeV and |η| < 2.5.
+    pub mean_hits_per_particle_pt1_eta2p5: f64,
+    /// Median hits per particle with pT > 1 GeV and |η| < 2.5.
+    pub median_hits_per_particle_pt1_eta2p5: f64,
+    /// (particle, layer) pairs with more than one hit / all (particle, layer) pairs.
+    pub multi_hit_layer_fraction: f64,
+    /// Mean cells per particle hit, per group: pixel_endcap, pixel_barrel, short_strip_barrel,
+    /// short_strip_endcap, long_strip_barrel, long_strip_endcap.
+    pub cells_per_hit: BTreeMap<String, f64>,
+    /// Fraction of particles with hits produced at r > 1 mm (secondaries).
+    pub secondary_fraction: f64,
+    /// Median |vz| of particles with hits [mm].
+    pub median_abs_vz_mm: f64,
+    /// Species fractions among particles with hits: pion, kaon, proton, electron, muon, other.
+    pub species: BTreeMap<String, f64>,
+    /// Hit-vs-truth residuals per group (as for `cells_per_hit`).
+    pub residuals: BTreeMap<String, ResidualStats>,
+}
+
+/// Accumulates [`RealismStats`] event by event.
+#[derive(Debug, Default)]
+pub struct RealismAccumulator {
+    events: u64,
+    hits: u64,
+    noise: u64,
+    particles: u64,
+    per_volume: BTreeMap<u16, u64>,
+    pts: Vec<f64>,
+    hits_per_particle: Vec<u32>,
+    hits_hipt: Vec<u32>,
+    layer_pairs: u64,
+    layer_pairs_multi: u64,
+    cells: BTreeMap<String, (u64, u64)>,
+    secondaries: u64,
+    abs_vz: Vec<f64>,
+    species: BTreeMap<String, u64>,
+    residuals: BTreeMap<String, (f64, f64, u64)>,
+}
+
+/// The group name of a module for cell and residual statistics.
+fn group(det: Option<&Detector>, volume: u16, layer: u16) -> String {
+    let (tech, kind) = match det.and_then(|d| d.layer_index(crate::ids::LayerId::new(volume, layer))) {
+        Some(li) => {
+            let l = &det.unwrap().layers[li];
+            (l.technology, l.kind)
+        }
+        None => (
+            Technology::of(volume, 0.0),
+            if matches!(volume, 8 | 13 | 17) { LayerKind::Barrel } else { LayerKind::Endcap },
+        ),
+    };
+    let t = match tech {
+        Technology::Pixel => "pixel",
+        Technology::ShortStrip => "short_strip",
+        Technology::LongStrip => "long_strip",
+    };
+    let k = match kind {
+        LayerKind::Barrel => "barrel",
+        LayerKind::Endcap => "endcap",
+    };
+    format!("{t}_{k}")
+}
+
+fn species_name(pdg: i32) -> &'static str {
+    match pdg.abs() {
+        211 => "pion",
+        321 => "kaon",
+        2212 => "proton",
+        11 => "electron",
+        13 => "muon",
+        _ => "other",
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
+}
+
+impl RealismAccumulator {
+    /// Adds one event. Truth-based quantities need truth and particles; cell counts need cells;
+    /// the detector (optional) tells barrel from end-cap for non-TrackML volume ids.
+    pub fn add(&mut self, ev: &Event, det: Option<&Detector>) {
+        self.events += 1;
+        let hits = &ev.hits;
+        self.hits += hits.len() as u64;
+        for m in &hits.module {
+            *self.per_volume.entry(m.volume()).or_default() += 1;
+        }
+        let (Some(truth), Some(parts)) = (&ev.truth, &ev.particles) else {
+            return;
+        };
+        self.noise += truth.particle_id.iter().filter(|p| p.is_noise()).count() as u64;
+        // Hits per particle and (particle, layer) multiplicities.
+        let mut per_particle: HashMap<u64, u32> = HashMap::new();
+        let mut per_layer: HashMap<(u64, u32), u32> = HashMap::new();
+        for (i, pid) in truth.particle_id.iter().enumerate() {
+            if pid.is_noise() {
+                continue;
+            }
+            *per_particle.entry(pid.0).or_default() += 1;
+            let m = hits.module[i];
+            *per_layer.entry((pid.0, ((m.volume() as u32) << 16) | m.layer() as u32)).or_default() += 1;
+        }
+        self.layer_pairs += per_layer.len() as u64;
+        self.layer_pairs_multi += per_layer.values().filter(|&&c| c > 1).count() as u64;
+        self.particles += parts.len() as u64;
+        for i in 0..parts.len() {
+            let n = per_particle.get(&parts.particle_id[i].0).copied().unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            let pt = parts.pt(i);
+            self.pts.push(pt);
+            self.hits_per_particle.push(n);
+            if pt > 1.0 && parts.eta(i).abs() < 2.5 {
+                self.hits_hipt.push(n);
+            }
+            if (parts.vx[i] as f64).hypot(parts.vy[i] as f64) > 1.0 {
+                self.secondaries += 1;
+            }
+            self.abs_vz.push((parts.vz[i] as f64).abs());
+            let name = parts.particle_type.as_ref().map_or("other", |t| species_name(t[i]));
+            *self.species.entry(name.to_string()).or_default() += 1;
+        }
+        // Residuals of particle hits.
+        for i in 0..hits.len() {
+            if truth.particle_id[i].is_noise() {
+                continue;
+            }
+            let m = hits.module[i];
+            let g = group(det, m.volume(), m.layer());
+            let (x, y, z) = (hits.x[i] as f64, hits.y[i] as f64, hits.z[i] as f64);
+            let (tx, ty, tz) = (truth.tx[i] as f64, truth.ty[i] as f64, truth.tz[i] as f64);
+            let rt = tx.hypot(ty);
+            let drphi = rt * wrap_phi(y.atan2(x) - ty.atan2(tx));
+            let second = if g.ends_with("barrel") { z - tz } else { x.hypot(y) - rt };
+            let e = self.residuals.entry(g).or_default();
+            e.0 += drphi * drphi;
+            e.1 += second * second;
+            e.2 += 1;
+        }
+        // Cells per particle hit.
+        if let Some(cells) = &ev.cells {
+            let index: HashMap<u64, usize> = hits.hit_id.iter().enumerate().map(|(i, &h)| (h, i)).collect();
+            let mut count = vec![0u32; hits.len()];
+            for h in &cells.hit_id {
+                if let Some(&i) = index.get(h) {
+                    count[i] += 1;
+                }
+            }
+            for i in 0..hits.len() {
+                if truth.particle_id[i].is_noise() {
+                    continue;
+                }
+                let m = hits.module[i];
+                let e = self.cells.entry(group(det, m.volume(), m.layer())).or_default();
+                e.0 += count[i] as u64;
+                e.1 += 1;
+            }
+        }
+    }
+
+    /// The statistics so far.
+    pub fn finish(&self) -> RealismStats {
+        let n_ev = self.events.max(1) as f64;
+        let frac = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+        let np = self.pts.len();
+        let mut pts = self.pts.clone();
+        let mut vz = self.abs_vz.clone();
+        let mut hipt: Vec<f64> = self.hits_hipt.iter().map(|&n| n as f64).collect();
+        RealismStats {
+            events: self.events,
+            hits_per_event: self.hits as f64 / n_ev,
+            particles_per_event: self.particles as f64 / n_ev,
+            particles_with_hits_per_event: np as f64 / n_ev,
+            noise_fraction: frac(self.noise, self.hits),
+            hits_per_volume: self.per_volume.iter().map(|(&v, &c)| (v, frac(c, self.hits))).collect(),
+            median_pt_gev: median(&mut pts),
+            fraction_pt_above_1gev: frac(self.pts.iter().filter(|&&p| p > 1.0).count() as u64, np as u64),
+            fraction_pt_above_0p5gev: frac(self.pts.iter().filter(|&&p| p > 0.5).count() as u64, np as u64),
+            mean_hits_per_particle: frac(self.hits_per_particle.iter().map(|&n| n as u64).sum(), np as u64),
+            mean_hits_per_particle_pt1_eta2p5: frac(
+                self.hits_hipt.iter().map(|&n| n as u64).sum(),
+                self.hits_hipt.len() as u64,
+            ),
+            median_hits_per_particle_pt1_eta2p5: median(&mut hipt),
+            multi_hit_layer_fraction: frac(self.layer_pairs_multi, self.layer_pairs),
+            cells_per_hit: self.cells.iter().map(|(k, &(c, n))| (k.clone(), frac(c, n))).collect(),
+            secondary_fraction: frac(self.secondaries, np as u64),
+            median_abs_vz_mm: median(&mut vz),
+            species: self.species.iter().map(|(k, &c)| (k.clone(), frac(c, np as u64))).collect(),
+            residuals: self
+                .residuals
+                .iter()
+                .map(|(k, &(a, b, n))| {
+                    let n_f = n.max(1) as f64;
+                    (
+                        k.clone(),
+                        ResidualStats { rphi_rms_mm: (a / n_f).sqrt(), second_rms_mm: (b / n_f).sqrt(), hits: n },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
