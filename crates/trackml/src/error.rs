@@ -68,6 +68,18 @@ pub enum Error {
         /// The repeated id.
         hit_id: u64,
     },
+    /// The same particle_id appears twice in a particles file.
+    #[error("{}:{line}: column `particle_id`: duplicate particle_id {particle_id} (first on line {first_line})", path.display())]
+    DuplicateParticle {
+        /// The file concerned.
+        path: PathBuf,
+        /// The line of the second occurrence.
+        line: u64,
+        /// The line of the first occurrence.
+        first_line: u64,
+        /// The repeated id.
+        particle_id: u64,
+    },
     /// A row (truth or cells) refers to a hit_id that hits.csv does not have.
     #[error("{}:{line}: column `hit_id`: hit_id {hit_id} is not in the hits file", path.display())]
     UnknownHit {

@@ -210,7 +210,7 @@ fn endcap_modules(
                 let phi = (ip as f64 + 0.5 + 0.25 * ir as f64) * TAU / ring.n as f64
                     - std::f64::consts::PI;
                 let (c, sn) = (phi.cos(), phi.sin());
-                let alt = if (ip as usize + ir) % 2 == 0 {
+                let alt = if (ip as usize + ir).is_multiple_of(2) {
                     -1.0
                 } else {
                     1.0
