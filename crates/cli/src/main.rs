@@ -1,1 +1,30 @@
-fn main() {}
+//! The `trackgnn` binary: parse the command line, run one subcommand, report errors.
+//!
+//! Every stage of the pipeline is a subcommand in `commands/`; this file stays thin.
+
+mod cli;
+mod commands;
+mod progress;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .without_time()
+        .init();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

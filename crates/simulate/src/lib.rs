@@ -36,5 +36,5 @@ pub mod species;
 pub mod spectra;
 pub mod weights;
 
-pub use config::{DigiConfig, SimConfig};
+pub use config::{ConfigError, DigiConfig, SimConfig};
 pub use generator::{GenStats, Generator};

@@ -32,7 +32,13 @@ impl SolenoidField {
     /// The TrackML profile scaled so that the centre field is `b_center_tesla`.
     pub fn trackml(b_center_tesla: f64) -> Self {
         let f = b_center_tesla / 2.0;
-        SolenoidField { knots: Self::default().knots.iter().map(|&(z, b)| (z, b * f)).collect() }
+        SolenoidField {
+            knots: Self::default()
+                .knots
+                .iter()
+                .map(|&(z, b)| (z, b * f))
+                .collect(),
+        }
     }
 
     /// A field from knots (|z| [mm], B [T]) in increasing |z|; constant beyond the last knot.

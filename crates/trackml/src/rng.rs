@@ -121,6 +121,19 @@ impl Rng {
         }
     }
 
+    /// Two independent standard normals from one polar-method draw (half the cost per value).
+    pub fn normal_pair(&mut self) -> (f64, f64) {
+        loop {
+            let u = 2.0 * self.uniform() - 1.0;
+            let v = 2.0 * self.uniform() - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                let f = (-2.0 * s.ln() / s).sqrt();
+                return (u * f, v * f);
+            }
+        }
+    }
+
     /// Normal with the given mean and standard deviation.
     #[inline]
     pub fn gauss(&mut self, mean: f64, sigma: f64) -> f64 {
@@ -269,6 +282,15 @@ mod tests {
         let n = 200_000;
         let (m, v) = mean_var(&(0..n).map(|_| r.normal()).collect::<Vec<_>>());
         assert!(m.abs() < 0.01 && (v - 1.0).abs() < 0.02, "normal {m} {v}");
+        let pairs: Vec<(f64, f64)> = (0..n / 2).map(|_| r.normal_pair()).collect();
+        let xs: Vec<f64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+        let (m, v) = mean_var(&xs);
+        assert!(
+            m.abs() < 0.01 && (v - 1.0).abs() < 0.02,
+            "normal pair {m} {v}"
+        );
+        let cov = pairs.iter().map(|&(a, b)| a * b).sum::<f64>() / pairs.len() as f64;
+        assert!(cov.abs() < 0.01, "pair correlation {cov}");
         let (m, v) = mean_var(&(0..n).map(|_| r.exponential(2.0)).collect::<Vec<_>>());
         assert!(
             (m - 2.0).abs() < 0.03 && (v - 4.0).abs() < 0.15,

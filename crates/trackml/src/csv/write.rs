@@ -34,7 +34,7 @@ pub(crate) fn is_gzip_path(path: &Path) -> bool {
 
 enum Sink {
     Plain(File),
-    Gzip(GzEncoder<File>),
+    Gzip(Box<GzEncoder<File>>),
 }
 
 impl Write for Sink {
@@ -96,7 +96,9 @@ impl CsvWriter {
             // Fast compression: event files are written in bulk and re-read many times, so
             // writing speed matters more than the last percent of size (on a TrackML-like
             // hits file, zlib level 1 vs the default 6: ~6x faster, ~12% larger).
-            Sink::Gzip(GzBuilder::new().mtime(0).write(file, Compression::fast()))
+            Sink::Gzip(Box::new(
+                GzBuilder::new().mtime(0).write(file, Compression::fast()),
+            ))
         } else {
             Sink::Plain(file)
         };

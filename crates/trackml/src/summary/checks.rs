@@ -38,7 +38,14 @@ impl ConsistencyChecks {
     }
 
     /// Records a check that passes while at most `allowed` of the items fail.
-    fn record_tolerant(&mut self, name: &str, checked: u64, failed: u64, detail: String, allowed: f64) {
+    fn record_tolerant(
+        &mut self,
+        name: &str,
+        checked: u64,
+        failed: u64,
+        detail: String,
+        allowed: f64,
+    ) {
         let ok = |c: u64, f: u64| f as f64 <= allowed * c as f64;
         match self.results.iter_mut().find(|r| r.name == name) {
             Some(r) => {
@@ -73,7 +80,12 @@ impl ConsistencyChecks {
                 bad_ids += 1;
             }
         }
-        self.record("particle_ids_unique_nonzero", parts.len() as u64, bad_ids, String::new());
+        self.record(
+            "particle_ids_unique_nonzero",
+            parts.len() as u64,
+            bad_ids,
+            String::new(),
+        );
         let mut counts = vec![0u32; parts.len()];
         let mut unknown = 0;
         let mut first_unknown = String::new();
@@ -86,13 +98,23 @@ impl ConsistencyChecks {
                 None => {
                     unknown += 1;
                     if first_unknown.is_empty() {
-                        first_unknown = format!("event {}: truth particle_id {} not in particles", ev.event_id, p.0);
+                        first_unknown = format!(
+                            "event {}: truth particle_id {} not in particles",
+                            ev.event_id, p.0
+                        );
                     }
                 }
             }
         }
-        self.record("truth_particles_known", truth.len() as u64, unknown, first_unknown);
-        let mismatched = (0..parts.len()).filter(|&i| parts.nhits[i] != counts[i]).count() as u64;
+        self.record(
+            "truth_particles_known",
+            truth.len() as u64,
+            unknown,
+            first_unknown,
+        );
+        let mismatched = (0..parts.len())
+            .filter(|&i| parts.nhits[i] != counts[i])
+            .count() as u64;
         let detail = (0..parts.len())
             .find(|&i| parts.nhits[i] != counts[i])
             .map(|i| {
@@ -142,13 +164,20 @@ impl ConsistencyChecks {
             if l[2].abs() > 0.5 * m.thickness + POS_TOL {
                 off_plane += 1;
                 if d_plane.is_empty() {
-                    d_plane = format!("hit {}: truth {:.4} mm from the plane of {}", hits.hit_id[i], l[2], m.id);
+                    d_plane = format!(
+                        "hit {}: truth {:.4} mm from the plane of {}",
+                        hits.hit_id[i], l[2], m.id
+                    );
                 }
             }
-            if !m.contains(l[0], l[1], POS_TOL) {
+            // Noise has no true crossing: its "truth" is the measured cell centre.
+            if !truth.particle_id[i].is_noise() && !m.contains(l[0], l[1], POS_TOL) {
                 outside += 1;
                 if d_out.is_empty() {
-                    d_out = format!("hit {}: truth at u={:.3} v={:.3} outside {}", hits.hit_id[i], l[0], l[1], m.id);
+                    d_out = format!(
+                        "hit {}: truth at u={:.3} v={:.3} outside {}",
+                        hits.hit_id[i], l[0], l[1], m.id
+                    );
                 }
             }
         }
@@ -168,11 +197,19 @@ impl ConsistencyChecks {
         let hits = &ev.hits;
         let truth = ev.truth.as_ref().expect("checked by caller");
         let parts = ev.particles.as_ref().expect("checked by caller");
-        let vertex: HashMap<u64, usize> = parts.particle_id.iter().enumerate().map(|(i, p)| (p.0, i)).collect();
+        let vertex: HashMap<u64, usize> = parts
+            .particle_id
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.0, i))
+            .collect();
         let mut by_particle: HashMap<u64, Vec<usize>> = HashMap::new();
         for i in 0..hits.len() {
             if !truth.particle_id[i].is_noise() {
-                by_particle.entry(truth.particle_id[i].0).or_default().push(i);
+                by_particle
+                    .entry(truth.particle_id[i].0)
+                    .or_default()
+                    .push(i);
             }
         }
         let (mut checked, mut failed) = (0u64, 0u64);
@@ -181,14 +218,24 @@ impl ConsistencyChecks {
         keys.sort_unstable();
         for pid in keys {
             let idx = by_particle.get_mut(&pid).unwrap();
-            let Some(&pi) = vertex.get(&pid) else { continue };
+            let Some(&pi) = vertex.get(&pid) else {
+                continue;
+            };
             let q = parts.q[pi] as f64;
             if q == 0.0 {
                 continue;
             }
-            let v = [parts.vx[pi] as f64, parts.vy[pi] as f64, parts.vz[pi] as f64];
+            let v = [
+                parts.vx[pi] as f64,
+                parts.vy[pi] as f64,
+                parts.vz[pi] as f64,
+            ];
             let dist = |i: usize| {
-                let d = [truth.tx[i] as f64 - v[0], truth.ty[i] as f64 - v[1], truth.tz[i] as f64 - v[2]];
+                let d = [
+                    truth.tx[i] as f64 - v[0],
+                    truth.ty[i] as f64 - v[1],
+                    truth.tz[i] as f64 - v[2],
+                ];
                 d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
             };
             idx.sort_by(|&a, &b| dist(a).total_cmp(&dist(b)));
@@ -198,7 +245,10 @@ impl ConsistencyChecks {
                 if za.abs() > 450.0 || zb.abs() > 450.0 {
                     continue;
                 }
-                let chord = [truth.tx[b] as f64 - truth.tx[a] as f64, truth.ty[b] as f64 - truth.ty[a] as f64];
+                let chord = [
+                    truth.tx[b] as f64 - truth.tx[a] as f64,
+                    truth.ty[b] as f64 - truth.ty[a] as f64,
+                ];
                 let c = chord[0].hypot(chord[1]);
                 let (px, py) = (truth.tpx[b] as f64, truth.tpy[b] as f64);
                 let pt = px.hypot(py);
@@ -232,7 +282,10 @@ impl ConsistencyChecks {
             "helix_radius_matches_pt_over_0p3b",
             checked,
             failed,
-            format!("median |R_hits / (pT/0.3B) − 1| = {med:.2e} over {} hit pairs, {failed} beyond 1%", devs.len()),
+            format!(
+                "median |R_hits / (pT/0.3B) − 1| = {med:.2e} over {} hit pairs, {failed} beyond 1%",
+                devs.len()
+            ),
             0.02,
         );
     }

@@ -3,6 +3,8 @@
 
 mod checks;
 mod realism;
+mod reference;
 
 pub use checks::{CheckResult, ConsistencyChecks};
 pub use realism::{RealismAccumulator, RealismStats, ResidualStats};
+pub use reference::{ReferenceRow, Tolerance, compare_with_trackml};

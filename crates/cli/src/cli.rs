@@ -1,0 +1,179 @@
+//! Command-line arguments (clap derive): one subcommand per stage of the pipeline.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// trackgnn: graph neural networks for particle tracking, from one core to many MPI ranks.
+#[derive(Debug, Parser)]
+#[command(name = "trackgnn", version, about, long_about = None, args_override_self = true)]
+pub struct Cli {
+    /// The stage to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate TrackML-format events with the Monte Carlo generator.
+    Simulate(SimulateArgs),
+    /// Write the detector geometry as detectors.csv.
+    Geometry(GeometryArgs),
+    /// Summarise an event or a directory of events: realism statistics and consistency checks.
+    Inspect(InspectArgs),
+    /// Benchmarks that print figures.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// Where the detector geometry comes from.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DetectorArg {
+    /// A detectors.csv to use instead of the built-in TrackML geometry.
+    #[arg(long, value_name = "FILE")]
+    pub detector: Option<PathBuf>,
+}
+
+/// `trackgnn simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Number of events.
+    #[arg(long, default_value_t = 10)]
+    pub events: u64,
+    /// Mean number of pile-up interactions per event (TrackML: 200).
+    #[arg(long)]
+    pub pileup: Option<f64>,
+    /// Seed of the data set: same seed, same bytes, whatever the thread count.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of the first event (events are numbered consecutively from it).
+    #[arg(long, default_value_t = 1)]
+    pub first_event: u64,
+    /// Output directory (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Write `.csv.gz` files.
+    #[arg(long)]
+    pub gzip: bool,
+    /// Generator settings (TOML, the keys of `SimConfig`); flags win over the file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object with the run's figures instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
+
+/// `trackgnn geometry`.
+#[derive(Debug, Args)]
+pub struct GeometryArgs {
+    /// Where to write detectors.csv.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Print one JSON object (module counts per layer) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
+
+/// `trackgnn inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// An event directory, or one event (any of its files, or its `eventNNNNNNNNN` prefix).
+    pub path: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Central field [T] for the helix check (the TrackML profile is scaled to it).
+    #[arg(long, default_value_t = 2.0)]
+    pub field_tesla: f64,
+    /// Geometry for the checks; by default `detectors.csv` next to the events, else the
+    /// built-in TrackML geometry.
+    #[arg(long, value_name = "FILE")]
+    pub detector: Option<PathBuf>,
+}
+
+/// `trackgnn bench …`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Event generation time and CSV write/read throughput.
+    Io(BenchIoArgs),
+}
+
+/// `trackgnn bench io`.
+#[derive(Debug, Args)]
+pub struct BenchIoArgs {
+    /// Events to generate and time.
+    #[arg(long, default_value_t = 3)]
+    pub events: u64,
+    /// Pile-up of the generated events.
+    #[arg(long, default_value_t = 200.0)]
+    pub pileup: f64,
+    /// Directory for the files written (a temporary one by default).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simulate_flags_parse_and_last_one_wins() {
+        let cli = Cli::try_parse_from([
+            "trackgnn",
+            "simulate",
+            "--events",
+            "3",
+            "--pileup",
+            "200",
+            "--seed",
+            "7",
+            "--out",
+            "d",
+            "--gzip",
+            "--threads",
+            "2",
+            "--seed",
+            "8",
+        ])
+        .unwrap();
+        let Command::Simulate(a) = cli.command else {
+            panic!()
+        };
+        assert_eq!(
+            (a.events, a.pileup, a.seed, a.gzip, a.threads),
+            (3, Some(200.0), 8, true, Some(2))
+        );
+        assert!(
+            Cli::try_parse_from(["trackgnn", "simulate", "--events", "x", "--out", "d"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["trackgnn", "simulate"]).is_err(),
+            "--out is required"
+        );
+    }
+
+    #[test]
+    fn inspect_and_bench_parse() {
+        let cli = Cli::try_parse_from(["trackgnn", "inspect", "data", "--json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Inspect(InspectArgs { json: true, .. })
+        ));
+        let cli = Cli::try_parse_from(["trackgnn", "bench", "io", "--events", "1"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))
+        ));
+    }
+}

@@ -1,0 +1,22 @@
+//! One module per subcommand.
+
+mod bench_io;
+mod geometry;
+mod inspect;
+mod simulate;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::{BenchCommand, Cli, Command};
+
+/// Runs the subcommand; the exit code says whether everything it checked was fine.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Simulate(a) => simulate::run(a),
+        Command::Geometry(a) => geometry::run(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
+    }
+}

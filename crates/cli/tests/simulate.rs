@@ -1,0 +1,99 @@
+use std::fs;
+
+use crate::util::{fails, json, ok, trackgnn};
+
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("event")
+        })
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                fs::read(&p).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn same_seed_gives_byte_identical_files_at_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    for (threads, out) in [("1", "t1"), ("2", "t2"), ("3", "t3")] {
+        ok(trackgnn(
+            dir.path(),
+            &[
+                "simulate",
+                "--events",
+                "3",
+                "--pileup",
+                "4",
+                "--seed",
+                "9",
+                "--out",
+                out,
+                "--threads",
+                threads,
+                "--gzip",
+            ],
+        ));
+    }
+    let t1 = files(&dir.path().join("t1"));
+    assert_eq!(t1.len(), 12, "4 files per event");
+    assert!(t1.iter().all(|(n, _)| n.ends_with(".csv.gz")));
+    assert_eq!(t1, files(&dir.path().join("t2")));
+    assert_eq!(t1, files(&dir.path().join("t3")));
+    ok(trackgnn(
+        dir.path(),
+        &[
+            "simulate", "--events", "3", "--pileup", "4", "--seed", "10", "--out", "other",
+            "--gzip",
+        ],
+    ));
+    assert_ne!(t1, files(&dir.path().join("other")));
+}
+
+#[test]
+fn simulate_json_reports_figures_and_records_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = json(&ok(trackgnn(
+        dir.path(),
+        &[
+            "simulate", "--events", "2", "--pileup", "3", "--out", "d", "--json",
+        ],
+    )));
+    assert_eq!(out["events"], 2);
+    assert!(out["hits_per_event"].as_f64().unwrap() > 500.0);
+    assert!(out["generate_seconds_per_event"].as_f64().unwrap() > 0.0);
+    let record = fs::read_to_string(dir.path().join("d/simulation.toml")).unwrap();
+    assert!(
+        record.contains("seed = 1") && record.contains("pileup = 3.0"),
+        "{record}"
+    );
+    assert!(dir.path().join("d/detectors.csv").exists());
+}
+
+#[test]
+fn bad_simulation_settings_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = fails(trackgnn(
+        dir.path(),
+        &["simulate", "--events", "1", "--pileup=-3", "--out", "d"],
+    ));
+    assert!(err.contains("`pileup` = -3"), "{err}");
+    fs::write(dir.path().join("sim.toml"), "pilup = 3\n").unwrap();
+    let err = fails(trackgnn(
+        dir.path(),
+        &[
+            "simulate", "--events", "1", "--config", "sim.toml", "--out", "d",
+        ],
+    ));
+    assert!(err.contains("sim.toml") && err.contains("pilup"), "{err}");
+}
