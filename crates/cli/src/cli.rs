@@ -22,6 +22,11 @@ pub enum Command {
     Geometry(GeometryArgs),
     /// Summarise an event or a directory of events: realism statistics and consistency checks.
     Inspect(InspectArgs),
+    /// Module maps: which module pairs real tracks join.
+    #[command(subcommand, name = "module-map")]
+    ModuleMap(ModuleMapCommand),
+    /// Build graphs (nodes = hits, edges = candidate segments) from events.
+    BuildGraphs(BuildGraphsArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -97,6 +102,99 @@ pub struct InspectArgs {
     /// built-in TrackML geometry.
     #[arg(long, value_name = "FILE")]
     pub detector: Option<PathBuf>,
+}
+
+/// `trackgnn module-map …`.
+#[derive(Debug, Subcommand)]
+pub enum ModuleMapCommand {
+    /// Learn a module map from training events.
+    Build(ModuleMapBuildArgs),
+}
+
+/// `trackgnn module-map build`.
+#[derive(Debug, Args)]
+pub struct ModuleMapBuildArgs {
+    /// Directory of training events (with truth).
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// Where to write the map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Record true edges of particles with pT at least this [GeV].
+    #[arg(long, default_value_t = 1.0)]
+    pub pt_min: f64,
+    /// Record true edges of particles with at least this many hits.
+    #[arg(long, default_value_t = 3)]
+    pub min_hits: usize,
+    /// Use only the first N events of the directory.
+    #[arg(long)]
+    pub events: Option<usize>,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
+
+/// The edge builder of `build-graphs`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum GraphMethod {
+    /// Layer pairs with phi-slope and z0 cuts, plus same-layer overlaps.
+    Geometric,
+    /// Module pairs of a module map (needs --map).
+    ModuleMap,
+}
+
+/// `trackgnn build-graphs`.
+#[derive(Debug, Args)]
+pub struct BuildGraphsArgs {
+    /// Directory of events.
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// Output directory for the graph files and recipe.toml.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Edge builder.
+    #[arg(long, value_enum, default_value_t = GraphMethod::Geometric)]
+    pub method: GraphMethod,
+    /// Module map file (for --method module-map).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
+    /// Truth hard cut: keep only hits of particles with pT at least this [GeV] (drops noise).
+    #[arg(long)]
+    pub pt_min: Option<f64>,
+    /// Drop noise hits (truth-based).
+    #[arg(long)]
+    pub remove_noise: bool,
+    /// Relative margin around the module map's ranges.
+    #[arg(long)]
+    pub margin: Option<f64>,
+    /// Geometric builder: largest |dphi/dr| [rad/mm].
+    #[arg(long)]
+    pub phi_slope_max: Option<f64>,
+    /// Geometric builder: largest |z0| [mm].
+    #[arg(long)]
+    pub z0_max: Option<f64>,
+    /// Geometric builder: layers a pair may skip.
+    #[arg(long)]
+    pub skip_layers: Option<usize>,
+    /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Use only the first N events.
+    #[arg(long)]
+    pub events: Option<usize>,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
 }
 
 /// `trackgnn bench …`.

@@ -1,15 +1,17 @@
 //! One module per subcommand.
 
 mod bench_io;
+mod build_graphs;
 mod geometry;
 mod inspect;
+mod module_map;
 mod simulate;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::{BenchCommand, Cli, Command};
+use crate::cli::{BenchCommand, Cli, Command, ModuleMapCommand};
 
 /// Runs the subcommand; the exit code says whether everything it checked was fine.
 pub fn run(cli: Cli) -> Result<ExitCode> {
@@ -17,6 +19,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Simulate(a) => simulate::run(a),
         Command::Geometry(a) => geometry::run(a),
         Command::Inspect(a) => inspect::run(a),
+        Command::ModuleMap(ModuleMapCommand::Build(a)) => module_map::build(a),
+        Command::BuildGraphs(a) => build_graphs::run(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
     }
 }

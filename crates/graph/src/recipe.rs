@@ -1,0 +1,201 @@
+//! How a graph directory was built (the recipe written beside the graphs) and the function that
+//! turns an event into a graph with it.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_trackml::geometry::Detector;
+use trackgnn_trackml::Event;
+
+use crate::error::{Error, Result};
+use crate::features::{FeatureConfig, HitTable, NodeCuts};
+use crate::geometric::{self, GeometricConfig, dphi};
+use crate::graph::{Graph, GraphTruth};
+use crate::module_map::{MapMargin, ModuleMap};
+use crate::truth::{TargetConfig, pair_key, truth_edges};
+
+/// The edge builder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Layer pairs with phi-slope and z0 cuts, plus same-layer overlaps.
+    Geometric,
+    /// Module pairs of a module map with the ranges it learned.
+    ModuleMap,
+}
+
+/// Everything that decides how an event becomes a graph. Written as `recipe.toml` in a graph
+/// directory, copied into training runs, and used by inference (without its truth cuts).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphRecipe {
+    /// The edge builder.
+    pub method: Method,
+    /// Which hits become nodes.
+    #[serde(default)]
+    pub node_cuts: NodeCuts,
+    /// Node features and their scaling.
+    #[serde(default)]
+    pub features: FeatureConfig,
+    /// Which true edges are targets.
+    #[serde(default)]
+    pub target: TargetConfig,
+    /// Cuts of the geometric builder.
+    #[serde(default)]
+    pub geometric: GeometricConfig,
+    /// The module map file (module-map method).
+    #[serde(default)]
+    pub map_file: Option<String>,
+    /// Content hash of the module map file, see [`crate::module_map::file_hash`].
+    #[serde(default)]
+    pub map_hash: Option<String>,
+    /// Margin around the module map's ranges.
+    #[serde(default)]
+    pub map_margin: MapMargin,
+    /// Store edge features (dr/1000, dphi/π, dz/1000, deta).
+    #[serde(default = "default_true")]
+    pub edge_features: bool,
+    /// True if the node cuts used truth (so inference must drop them).
+    #[serde(default)]
+    pub truth_cuts_applied: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl GraphRecipe {
+    /// A recipe with default settings for a method.
+    pub fn new(method: Method) -> Self {
+        GraphRecipe {
+            method,
+            node_cuts: NodeCuts::default(),
+            features: FeatureConfig::default(),
+            target: TargetConfig::default(),
+            geometric: GeometricConfig::default(),
+            map_file: None,
+            map_hash: None,
+            map_margin: MapMargin::default(),
+            edge_features: true,
+            truth_cuts_applied: false,
+        }
+    }
+
+    /// The recipe inference uses: the same, without truth-based node cuts.
+    pub fn for_inference(&self) -> GraphRecipe {
+        GraphRecipe { node_cuts: self.node_cuts.without_truth(), truth_cuts_applied: false, ..self.clone() }
+    }
+}
+
+/// Names of the edge features, when stored.
+pub const EDGE_FEATURE_NAMES: [&str; 4] = ["dr", "dphi", "dz", "deta"];
+
+/// Figures of one built graph (graph-construction figures, not GNN metrics).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BuildStats {
+    /// Event number.
+    pub event_id: u64,
+    /// Nodes.
+    pub nodes: u64,
+    /// Edges.
+    pub edges: u64,
+    /// Edges joining consecutive hits of one particle.
+    pub true_edges: u64,
+    /// True edges of target particles in the graph.
+    pub target_edges: u64,
+    /// True edges of the event (after node cuts).
+    pub event_true_edges: u64,
+    /// Target edges of the event (after node cuts).
+    pub event_target_edges: u64,
+    /// Graph efficiency: target edges in the graph / target edges of the event.
+    pub efficiency: f64,
+    /// Graph purity: true edges / edges.
+    pub purity: f64,
+    /// Seconds to build (preprocessing, edges, labels; not reading or writing).
+    pub build_seconds: f64,
+}
+
+/// Builds an event's graph with a recipe. Truth labels are attached when the event has truth.
+///
+/// # Errors
+/// Truth cuts on an event without truth, an unknown feature, a missing module map, a hit on a
+/// module the detector lacks.
+pub fn build_graph(event: &Event, det: &Detector, recipe: &GraphRecipe, map: Option<&ModuleMap>) -> Result<(Graph, BuildStats)> {
+    let t0 = Instant::now();
+    let table = HitTable::build(event, det, &recipe.node_cuts)?;
+    let (src, dst) = match recipe.method {
+        Method::Geometric => geometric::build(&table, det, &recipe.geometric),
+        Method::ModuleMap => {
+            let map = map.ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
+            map.build_edges(&table, &recipe.map_margin)
+        }
+    };
+    let (src, dst) = dedup_undirected(&table, src, dst);
+    let node_features = table.features(&recipe.features)?;
+    let mut edge_features = Vec::new();
+    if recipe.edge_features {
+        edge_features.reserve(src.len() * 4);
+        for (&a, &b) in src.iter().zip(&dst) {
+            let (a, b) = (a as usize, b as usize);
+            edge_features.push((table.r[b] - table.r[a]) / 1000.0);
+            edge_features.push(dphi(table.phi[a], table.phi[b]) / std::f32::consts::PI);
+            edge_features.push((table.z[b] - table.z[a]) / 1000.0);
+            edge_features.push(table.eta[b] - table.eta[a]);
+        }
+    }
+    let mut stats = BuildStats { event_id: event.event_id, nodes: table.len() as u64, edges: src.len() as u64, ..Default::default() };
+    let truth = table.truth.as_ref().map(|nt| {
+        let te = truth_edges(&table, &recipe.target);
+        let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let targets: HashSet<u64> = (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
+        let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
+        stats.true_edges = y.iter().map(|&v| v as u64).sum();
+        stats.target_edges = target.iter().map(|&v| v as u64).sum();
+        stats.event_true_edges = all.len() as u64;
+        stats.event_target_edges = targets.len() as u64;
+        GraphTruth {
+            particle_id: nt.particle_id.clone(),
+            particle_pt: nt.particle_pt.clone(),
+            particle_eta: nt.particle_eta.clone(),
+            y,
+            target,
+            n_true_edges_event: all.len() as u64,
+            n_target_edges_event: targets.len() as u64,
+        }
+    });
+    stats.efficiency = if stats.event_target_edges > 0 { stats.target_edges as f64 / stats.event_target_edges as f64 } else { f64::NAN };
+    stats.purity = if stats.edges > 0 { stats.true_edges as f64 / stats.edges as f64 } else { f64::NAN };
+    let graph = Graph {
+        event_id: event.event_id,
+        node_feature_names: recipe.features.features.iter().map(|f| f.name.clone()).collect(),
+        node_features,
+        edge_feature_names: if recipe.edge_features { EDGE_FEATURE_NAMES.iter().map(|s| s.to_string()).collect() } else { Vec::new() },
+        edge_features,
+        src,
+        dst,
+        hit_id: table.hit_id.clone(),
+        r: table.r.clone(),
+        phi: table.phi.clone(),
+        z: table.z.clone(),
+        truth,
+    };
+    stats.build_seconds = t0.elapsed().as_secs_f64();
+    Ok((graph, stats))
+}
+
+/// Keeps one edge per unordered node pair (the first built), in a deterministic order: sorted by
+/// (src, dst).
+fn dedup_undirected(t: &HitTable, src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
+    let _ = t;
+    let mut seen: HashMap<u64, ()> = HashMap::with_capacity(src.len());
+    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(src.len());
+    for (a, b) in src.into_iter().zip(dst) {
+        if seen.insert(pair_key(a, b), ()).is_none() {
+            edges.push((a, b));
+        }
+    }
+    edges.sort_unstable();
+    edges.into_iter().unzip()
+}
