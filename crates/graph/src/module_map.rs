@@ -20,6 +20,10 @@ use crate::geometric::dphi;
 use crate::truth::{TargetConfig, TruthEdges};
 
 const MAGIC: &[u8; 8] = b"TGNNMMAP";
+/// Index of Δφ among the pair quantities.
+const DPHI: usize = 0;
+/// Index of Δφ/Δr among the pair quantities.
+const PHI_SLOPE: usize = 3;
 const VERSION: u32 = 1;
 
 /// The quantities of a directed hit pair (a → b) the map records.
@@ -42,7 +46,12 @@ impl PairQuantities {
         let dp = dphi(t.phi[a], t.phi[b]);
         let dz = t.z[b] - t.z[a];
         let dr = t.r[b] - t.r[a];
-        PairQuantities { dphi: dp, dz, z0: t.z[a] - t.r[a] * dz / dr, phi_slope: dp / dr }
+        PairQuantities {
+            dphi: dp,
+            dz,
+            z0: t.z[a] - t.r[a] * dz / dr,
+            phi_slope: dp / dr,
+        }
     }
     fn as_array(&self) -> [f32; 4] {
         [self.dphi, self.dz, self.z0, self.phi_slope]
@@ -62,7 +71,11 @@ pub struct PairRanges {
 
 impl PairRanges {
     fn new() -> Self {
-        PairRanges { count: 0, min: [f32::INFINITY; 4], max: [f32::NEG_INFINITY; 4] }
+        PairRanges {
+            count: 0,
+            min: [f32::INFINITY; 4],
+            max: [f32::NEG_INFINITY; 4],
+        }
     }
     fn add(&mut self, q: PairQuantities) {
         self.count += 1;
@@ -94,7 +107,10 @@ pub struct MapMargin {
 
 impl Default for MapMargin {
     fn default() -> Self {
-        MapMargin { relative: 0.1, absolute: [1e-3, 2.0, 10.0, 5e-5] }
+        MapMargin {
+            relative: 0.1,
+            absolute: [1e-3, 2.0, 10.0, 5e-5],
+        }
     }
 }
 
@@ -119,7 +135,11 @@ struct MapHeader {
 impl ModuleMap {
     /// An empty map recording edges of particles selected by `config`.
     pub fn new(config: TargetConfig) -> Self {
-        ModuleMap { config, events: 0, entries: HashMap::new() }
+        ModuleMap {
+            config,
+            events: 0,
+            entries: HashMap::new(),
+        }
     }
 
     /// Number of module pairs.
@@ -146,8 +166,17 @@ impl ModuleMap {
                 continue;
             }
             let (a, b) = (truth.src[i] as usize, truth.dst[i] as usize);
-            let q = PairQuantities::of(t, a, b);
-            self.entries.entry((t.module[a], t.module[b])).or_insert_with(PairRanges::new).add(q);
+            let mut q = PairQuantities::of(t, a, b);
+            if t.layer[a] == t.layer[b] {
+                // Two hits on overlapping modules of one layer differ in r by a fraction of a
+                // millimetre: z0 and Δφ/Δr are numerically meaningless there.
+                q.z0 = f32::NAN;
+                q.phi_slope = f32::NAN;
+            }
+            self.entries
+                .entry((t.module[a], t.module[b]))
+                .or_insert_with(PairRanges::new)
+                .add(q);
         }
     }
 
@@ -155,7 +184,10 @@ impl ModuleMap {
     pub fn merge(&mut self, other: &ModuleMap) {
         self.events += other.events;
         for (k, r) in &other.entries {
-            self.entries.entry(*k).or_insert_with(PairRanges::new).merge(r);
+            self.entries
+                .entry(*k)
+                .or_insert_with(PairRanges::new)
+                .merge(r);
         }
     }
 
@@ -171,9 +203,16 @@ impl ModuleMap {
             if by_module.contains_key(&a) && by_module.contains_key(&b) {
                 let (mut lo, mut hi) = (r.min, r.max);
                 for k in 0..4 {
-                    let grow = margin.relative * (r.max[k] - r.min[k]).max(0.0) as f64 + margin.absolute[k];
-                    lo[k] = (r.min[k] as f64 - grow) as f32;
-                    hi[k] = (r.max[k] as f64 + grow) as f32;
+                    let (mut min, mut max) = (r.min[k] as f64, r.max[k] as f64);
+                    if k == DPHI || k == PHI_SLOPE {
+                        // The opposite charge bends the other way: Δφ and Δφ/Δr ranges seen
+                        // from a few tracks are mirrored.
+                        let m = min.abs().max(max.abs());
+                        (min, max) = (-m, m);
+                    }
+                    let grow = margin.relative * (max - min).max(0.0) + margin.absolute[k];
+                    lo[k] = (min - grow) as f32;
+                    hi[k] = (max + grow) as f32;
                 }
                 targets.entry(a).or_default().push((b, lo, hi));
             }
@@ -230,9 +269,15 @@ impl ModuleMap {
         out.extend_from_slice(&header);
         out.extend_from_slice(&body);
         out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
+        let io = |e| Error::Io {
+            path: path.to_path_buf(),
+            source: e,
+        };
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
         f.write_all(&out).map_err(io)?;
         drop(f);
@@ -242,22 +287,34 @@ impl ModuleMap {
 
     /// Reads a map written by [`ModuleMap::save`].
     pub fn load(path: &Path) -> Result<ModuleMap> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-        let corrupt = |m: String| Error::Corrupt { path: path.to_path_buf(), message: m };
+        let bytes = std::fs::read(path).map_err(|e| Error::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let corrupt = |m: String| Error::Corrupt {
+            path: path.to_path_buf(),
+            message: m,
+        };
         if bytes.len() < 16 || &bytes[..8] != MAGIC {
             return Err(corrupt("not a trackgnn module map (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
         if version != VERSION {
-            return Err(corrupt(format!("module map format version {version}, this build reads {VERSION}")));
+            return Err(corrupt(format!(
+                "module map format version {version}, this build reads {VERSION}"
+            )));
         }
         let hlen = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
         let hend = 16 + hlen;
         if bytes.len() < hend + 4 {
-            return Err(corrupt(format!("truncated: {} bytes, header needs {}", bytes.len(), hend + 4)));
+            return Err(corrupt(format!(
+                "truncated: {} bytes, header needs {}",
+                bytes.len(),
+                hend + 4
+            )));
         }
-        let header: MapHeader =
-            serde_json::from_slice(&bytes[16..hend]).map_err(|e| corrupt(format!("bad header: {e}")))?;
+        let header: MapHeader = serde_json::from_slice(&bytes[16..hend])
+            .map_err(|e| corrupt(format!("bad header: {e}")))?;
         let body_len = header.entries as usize * 52;
         if bytes.len() != hend + body_len + 4 {
             return Err(corrupt(format!(
@@ -278,20 +335,35 @@ impl ModuleMap {
             let a = ModuleId::from_raw(u64::from_le_bytes(c[0..8].try_into().unwrap()));
             let b = ModuleId::from_raw(u64::from_le_bytes(c[8..16].try_into().unwrap()));
             let count = u32::from_le_bytes(c[16..20].try_into().unwrap());
-            let mut r = PairRanges { count, min: [0.0; 4], max: [0.0; 4] };
+            let mut r = PairRanges {
+                count,
+                min: [0.0; 4],
+                max: [0.0; 4],
+            };
             for k in 0..4 {
                 r.min[k] = f32_at(c, 20 + 4 * k);
                 r.max[k] = f32_at(c, 36 + 4 * k);
             }
             entries.insert((a, b), r);
         }
-        Ok(ModuleMap { config: header.config, events: header.events, entries })
+        Ok(ModuleMap {
+            config: header.config,
+            events: header.events,
+            entries,
+        })
     }
 }
 
 /// A short content hash of a file (CRC32 and size), recorded in graph recipes so a graph
 /// directory names the exact map it was built with.
 pub fn file_hash(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
-    Ok(format!("crc32:{:08x}:{}", crc32fast::hash(&bytes), bytes.len()))
+    let bytes = std::fs::read(path).map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    Ok(format!(
+        "crc32:{:08x}:{}",
+        crc32fast::hash(&bytes),
+        bytes.len()
+    ))
 }

@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use trackgnn_trackml::geometry::Detector;
 use trackgnn_trackml::Event;
+use trackgnn_trackml::geometry::Detector;
 
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, HitTable, NodeCuts};
@@ -84,7 +84,11 @@ impl GraphRecipe {
 
     /// The recipe inference uses: the same, without truth-based node cuts.
     pub fn for_inference(&self) -> GraphRecipe {
-        GraphRecipe { node_cuts: self.node_cuts.without_truth(), truth_cuts_applied: false, ..self.clone() }
+        GraphRecipe {
+            node_cuts: self.node_cuts.without_truth(),
+            truth_cuts_applied: false,
+            ..self.clone()
+        }
     }
 }
 
@@ -121,13 +125,19 @@ pub struct BuildStats {
 /// # Errors
 /// Truth cuts on an event without truth, an unknown feature, a missing module map, a hit on a
 /// module the detector lacks.
-pub fn build_graph(event: &Event, det: &Detector, recipe: &GraphRecipe, map: Option<&ModuleMap>) -> Result<(Graph, BuildStats)> {
+pub fn build_graph(
+    event: &Event,
+    det: &Detector,
+    recipe: &GraphRecipe,
+    map: Option<&ModuleMap>,
+) -> Result<(Graph, BuildStats)> {
     let t0 = Instant::now();
     let table = HitTable::build(event, det, &recipe.node_cuts)?;
     let (src, dst) = match recipe.method {
         Method::Geometric => geometric::build(&table, det, &recipe.geometric),
         Method::ModuleMap => {
-            let map = map.ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
+            let map = map
+                .ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
             map.build_edges(&table, &recipe.map_margin)
         }
     };
@@ -144,13 +154,31 @@ pub fn build_graph(event: &Event, det: &Detector, recipe: &GraphRecipe, map: Opt
             edge_features.push(table.eta[b] - table.eta[a]);
         }
     }
-    let mut stats = BuildStats { event_id: event.event_id, nodes: table.len() as u64, edges: src.len() as u64, ..Default::default() };
+    let mut stats = BuildStats {
+        event_id: event.event_id,
+        nodes: table.len() as u64,
+        edges: src.len() as u64,
+        ..Default::default()
+    };
     let truth = table.truth.as_ref().map(|nt| {
         let te = truth_edges(&table, &recipe.target);
-        let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
-        let targets: HashSet<u64> = (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
-        let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
-        let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
+        let all: HashSet<u64> = (0..te.len())
+            .map(|i| pair_key(te.src[i], te.dst[i]))
+            .collect();
+        let targets: HashSet<u64> = (0..te.len())
+            .filter(|&i| te.target[i])
+            .map(|i| pair_key(te.src[i], te.dst[i]))
+            .collect();
+        let y: Vec<u8> = src
+            .iter()
+            .zip(&dst)
+            .map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8)
+            .collect();
+        let target: Vec<u8> = src
+            .iter()
+            .zip(&dst)
+            .map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8)
+            .collect();
         stats.true_edges = y.iter().map(|&v| v as u64).sum();
         stats.target_edges = target.iter().map(|&v| v as u64).sum();
         stats.event_true_edges = all.len() as u64;
@@ -165,13 +193,30 @@ pub fn build_graph(event: &Event, det: &Detector, recipe: &GraphRecipe, map: Opt
             n_target_edges_event: targets.len() as u64,
         }
     });
-    stats.efficiency = if stats.event_target_edges > 0 { stats.target_edges as f64 / stats.event_target_edges as f64 } else { f64::NAN };
-    stats.purity = if stats.edges > 0 { stats.true_edges as f64 / stats.edges as f64 } else { f64::NAN };
+    stats.efficiency = if stats.event_target_edges > 0 {
+        stats.target_edges as f64 / stats.event_target_edges as f64
+    } else {
+        f64::NAN
+    };
+    stats.purity = if stats.edges > 0 {
+        stats.true_edges as f64 / stats.edges as f64
+    } else {
+        f64::NAN
+    };
     let graph = Graph {
         event_id: event.event_id,
-        node_feature_names: recipe.features.features.iter().map(|f| f.name.clone()).collect(),
+        node_feature_names: recipe
+            .features
+            .features
+            .iter()
+            .map(|f| f.name.clone())
+            .collect(),
         node_features,
-        edge_feature_names: if recipe.edge_features { EDGE_FEATURE_NAMES.iter().map(|s| s.to_string()).collect() } else { Vec::new() },
+        edge_feature_names: if recipe.edge_features {
+            EDGE_FEATURE_NAMES.iter().map(|s| s.to_string()).collect()
+        } else {
+            Vec::new()
+        },
         edge_features,
         src,
         dst,

@@ -6,9 +6,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
+use trackgnn_graph::ModuleMap;
 use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
-use trackgnn_graph::ModuleMap;
 use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
 
 use crate::cli::ModuleMapBuildArgs;
@@ -22,8 +22,15 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
         anyhow::ensure!(n > 0, "--events must be at least 1");
         events.truncate(n);
     }
-    let config = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
-    let cuts = NodeCuts { pt_min: Some(a.pt_min), remove_noise: true, eta_range: None };
+    let config = TargetConfig {
+        pt_min: a.pt_min,
+        min_hits: a.min_hits,
+    };
+    let cuts = NodeCuts {
+        pt_min: Some(a.pt_min),
+        remove_noise: true,
+        eta_range: None,
+    };
     let pool = thread_pool(a.threads)?;
     let pb = progress::bar(events.len() as u64, "module map");
     let t = Instant::now();
@@ -33,7 +40,11 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
             .try_fold(
                 || ModuleMap::new(config.clone()),
                 |mut map, files| -> Result<ModuleMap> {
-                    let opts = ReadOptions { truth: true, particles: true, cells: false };
+                    let opts = ReadOptions {
+                        truth: true,
+                        particles: true,
+                        cells: false,
+                    };
                     let event = read_event(files, opts)?;
                     let table = HitTable::build(&event, &det, &cuts)?;
                     map.add_event(&table, &truth_edges(&table, &config));
@@ -51,7 +62,9 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     })?;
     pb.finish_and_clear();
     let seconds = t.elapsed().as_secs_f64();
-    let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
+    let bytes = map
+        .save(&a.out)
+        .with_context(|| format!("writing {}", a.out.display()))?;
     if a.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "bytes": bytes,
@@ -60,7 +73,13 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     } else {
         println!(
             "module map from {} events (particles with pT >= {} GeV, >= {} hits): {} module pairs, {} bytes, {:.1} s -> {}",
-            map.events, a.pt_min, a.min_hits, map.len(), bytes, seconds, a.out.display()
+            map.events,
+            a.pt_min,
+            a.min_hits,
+            map.len(),
+            bytes,
+            seconds,
+            a.out.display()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,122 @@
+//! The error type of the graph crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong building, writing or reading graphs.
+///
+/// Every variant names the file or directory concerned and says what is wrong, so that a run
+/// over thousands of graph files can report the bad one and go on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on a file or directory.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is shorter than its own header says it must be.
+    #[error(
+        "{}: truncated file: {actual} bytes, expected {expected} (the file ends inside the {part})",
+        path.display()
+    )]
+    Truncated {
+        /// The file concerned.
+        path: PathBuf,
+        /// The size the file must have. Exact once the header could be read; when the file ends
+        /// inside the header itself, the size needed to hold the header.
+        expected: u64,
+        /// The size the file has.
+        actual: u64,
+        /// Where the file ends: `fixed header`, `JSON header`, `data section` or `checksum`.
+        part: &'static str,
+    },
+    /// The file was written in a format version this build cannot read.
+    #[error(
+        "{}: unsupported graph file format version {found} (this build reads version {supported})",
+        path.display()
+    )]
+    UnsupportedVersion {
+        /// The file concerned.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+    /// The stored CRC32 of the data section differs from the one computed on reading.
+    #[error(
+        "{}: checksum mismatch (corrupt file): stored CRC32 {stored:08x}, computed {computed:08x}",
+        path.display()
+    )]
+    ChecksumMismatch {
+        /// The file concerned.
+        path: PathBuf,
+        /// The CRC32 at the end of the file.
+        stored: u32,
+        /// The CRC32 of the data section as read.
+        computed: u32,
+    },
+    /// The file is not a valid file of its format (bad magic, unparsable header, an array out
+    /// of bounds or of the wrong type or length, an index out of range, …).
+    #[error("{}: {message}", path.display())]
+    Corrupt {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Data in memory (or a set of files) that cannot be written or used as they are, e.g. a
+    /// graph whose arrays disagree in length, or two files for one event.
+    #[error("{}: {message}", path.display())]
+    Inconsistent {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// What is inconsistent.
+        message: String,
+    },
+    /// A setting or an input that graph building cannot use (an unknown feature, truth cuts on
+    /// an event without truth, a method without its module map, …).
+    #[error("{0}")]
+    Config(String),
+    /// A directory holds none of the files looked for.
+    #[error("{}: no {what} found", dir.display())]
+    NotFound {
+        /// The directory searched.
+        dir: PathBuf,
+        /// What was looked for, e.g. `graph files (event<id>.graph)`.
+        what: &'static str,
+    },
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A [`Error::Corrupt`] error for `path`.
+    pub fn corrupt(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error::Corrupt {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// An [`Error::Inconsistent`] error for `path`.
+    pub fn inconsistent(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error::Inconsistent {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The result type of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
