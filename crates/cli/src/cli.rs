@@ -126,6 +126,12 @@ pub struct ModuleMapBuildArgs {
     /// Record true edges of particles with at least this many hits.
     #[arg(long, default_value_t = 3)]
     pub min_hits: usize,
+    /// Record only particles produced within this distance of the beam line [mm].
+    #[arg(long, default_value_t = 1.0)]
+    pub max_vertex_r: f64,
+    /// Record secondaries too (no vertex cut).
+    #[arg(long)]
+    pub all_particles: bool,
     /// Use only the first N events of the directory.
     #[arg(long)]
     pub events: Option<usize>,

@@ -3,5 +3,6 @@
 mod util;
 
 mod geometry;
+mod graphs;
 mod inspect;
 mod simulate;

@@ -9,7 +9,7 @@ use trackgnn_trackml::ids::ModuleId;
 use trackgnn_trackml::physics::eta_of_point;
 
 /// Which hits become nodes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeCuts {
     /// Truth "hard cut": keep only hits of particles with pT ≥ this [GeV] (needs truth; noise
@@ -19,16 +19,6 @@ pub struct NodeCuts {
     pub remove_noise: bool,
     /// Keep hits whose position has η in this range (truth-free).
     pub eta_range: Option<(f64, f64)>,
-}
-
-impl Default for NodeCuts {
-    fn default() -> Self {
-        NodeCuts {
-            pt_min: None,
-            remove_noise: false,
-            eta_range: None,
-        }
-    }
 }
 
 impl NodeCuts {
@@ -136,6 +126,8 @@ pub struct NodeTruth {
     pub particle_eta: Vec<f32>,
     /// Distance of the hit from its particle's production vertex [mm] (the truth order).
     pub dist_from_vertex: Vec<f32>,
+    /// Transverse distance of the particle's production vertex from the beam line [mm].
+    pub vertex_r: Vec<f32>,
 }
 
 impl HitTable {
@@ -188,10 +180,10 @@ impl HitTable {
         for i in 0..hits.len() {
             let (x, y, z) = (hits.x[i], hits.y[i], hits.z[i]);
             let eta = eta_of_point(x as f64, y as f64, z as f64) as f32;
-            if let Some((lo, hi)) = cuts.eta_range {
-                if (eta as f64) < lo || (eta as f64) > hi {
-                    continue;
-                }
+            if let Some((lo, hi)) = cuts.eta_range
+                && ((eta as f64) < lo || (eta as f64) > hi)
+            {
+                continue;
             }
             let mut node_truth = None;
             if let Some((tr, _)) = truth {
@@ -207,7 +199,7 @@ impl HitTable {
                     + (tr.ty[i] - v[1]).powi(2)
                     + (tr.tz[i] - v[2]).powi(2))
                 .sqrt();
-                node_truth = Some((pid.0, pt, peta, d));
+                node_truth = Some((pid.0, pt, peta, d, v[0].hypot(v[1])));
             }
             let module = hits.module[i];
             let layer = det.layer_index(module.layer_id()).ok_or_else(|| {
@@ -229,11 +221,12 @@ impl HitTable {
             let (cs, q) = cl.get(&hits.hit_id[i]).copied().unwrap_or((0.0, 0.0));
             t.cluster_size.push(cs);
             t.charge_sum.push(q);
-            if let (Some(nt), Some((pid, pt, peta, d))) = (nt.as_mut(), node_truth) {
+            if let (Some(nt), Some((pid, pt, peta, d, vr))) = (nt.as_mut(), node_truth) {
                 nt.particle_id.push(pid);
                 nt.particle_pt.push(pt);
                 nt.particle_eta.push(peta);
                 nt.dist_from_vertex.push(d);
+                nt.vertex_r.push(vr);
             }
         }
         t.truth = nt;

@@ -114,11 +114,35 @@ impl Default for MapMargin {
     }
 }
 
+/// Which true edges of the training events a module map records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MapConfig {
+    /// Particles' pT and hit count (the target definition).
+    pub target: TargetConfig,
+    /// Only particles produced within this distance of the beam line [mm] (prompt particles).
+    ///
+    /// Why: secondaries from decays and nuclear interactions start anywhere in the tracker, so
+    /// their z0 and Δφ/Δr stray far from what prompt tracks give; recorded as min/max they widen
+    /// every range they touch until, over many training events, the map admits far more fakes.
+    /// Their edges are still found where they fall inside the prompt ranges and margins.
+    pub max_vertex_r: Option<f64>,
+}
+
+impl Default for MapConfig {
+    fn default() -> Self {
+        MapConfig {
+            target: TargetConfig::default(),
+            max_vertex_r: Some(1.0),
+        }
+    }
+}
+
 /// A module map learned from training events.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModuleMap {
-    /// Which true edges were recorded (their particles' pT and hit count).
-    pub config: TargetConfig,
+    /// Which true edges were recorded.
+    pub config: MapConfig,
     /// Training events seen.
     pub events: u64,
     entries: HashMap<(ModuleId, ModuleId), PairRanges>,
@@ -127,14 +151,14 @@ pub struct ModuleMap {
 /// What the map file records besides the entries.
 #[derive(Serialize, Deserialize)]
 struct MapHeader {
-    config: TargetConfig,
+    config: MapConfig,
     events: u64,
     entries: u64,
 }
 
 impl ModuleMap {
     /// An empty map recording edges of particles selected by `config`.
-    pub fn new(config: TargetConfig) -> Self {
+    pub fn new(config: MapConfig) -> Self {
         ModuleMap {
             config,
             events: 0,
@@ -158,14 +182,20 @@ impl ModuleMap {
     }
 
     /// Records the true edges of one training event whose particles pass the map's selection
-    /// (`truth` must come from [`crate::truth::truth_edges`] with the same config).
+    /// (`truth` must come from [`crate::truth::truth_edges`] with `self.config.target`).
     pub fn add_event(&mut self, t: &HitTable, truth: &TruthEdges) {
         self.events += 1;
+        let vertex_r = t.truth.as_ref().map(|nt| &nt.vertex_r);
         for i in 0..truth.len() {
             if !truth.target[i] {
                 continue;
             }
             let (a, b) = (truth.src[i] as usize, truth.dst[i] as usize);
+            if let (Some(max), Some(vr)) = (self.config.max_vertex_r, vertex_r)
+                && vr[a] as f64 > max
+            {
+                continue;
+            }
             let mut q = PairQuantities::of(t, a, b);
             if t.layer[a] == t.layer[b] {
                 // Two hits on overlapping modules of one layer differ in r by a fraction of a
@@ -198,7 +228,9 @@ impl ModuleMap {
         for (i, m) in t.module.iter().enumerate() {
             by_module.entry(*m).or_default().push(i as u32);
         }
-        let mut targets: HashMap<ModuleId, Vec<(ModuleId, [f32; 4], [f32; 4])>> = HashMap::new();
+        // Per source module: (destination module, lower bounds, upper bounds).
+        type Window = (ModuleId, [f32; 4], [f32; 4]);
+        let mut targets: HashMap<ModuleId, Vec<Window>> = HashMap::new();
         for (&(a, b), r) in &self.entries {
             if by_module.contains_key(&a) && by_module.contains_key(&b) {
                 let (mut lo, mut hi) = (r.min, r.max);

@@ -1,7 +1,7 @@
 //! How a graph directory was built (the recipe written beside the graphs) and the function that
 //! turns an event into a graph with it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -141,7 +141,7 @@ pub fn build_graph(
             map.build_edges(&table, &recipe.map_margin)
         }
     };
-    let (src, dst) = dedup_undirected(&table, src, dst);
+    let (src, dst) = dedup_undirected(src, dst);
     let node_features = table.features(&recipe.features)?;
     let mut edge_features = Vec::new();
     if recipe.edge_features {
@@ -231,16 +231,12 @@ pub fn build_graph(
 }
 
 /// Keeps one edge per unordered node pair (the first built), in a deterministic order: sorted by
-/// (src, dst).
-fn dedup_undirected(t: &HitTable, src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
-    let _ = t;
-    let mut seen: HashMap<u64, ()> = HashMap::with_capacity(src.len());
-    let mut edges: Vec<(u32, u32)> = Vec::with_capacity(src.len());
-    for (a, b) in src.into_iter().zip(dst) {
-        if seen.insert(pair_key(a, b), ()).is_none() {
-            edges.push((a, b));
-        }
-    }
+/// (src, dst). Sorting rather than hashing: a full event has over a million edges.
+fn dedup_undirected(src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
+    let mut edges: Vec<(u32, u32)> = src.into_iter().zip(dst).collect();
+    // Stable: among duplicates the first built comes first and is kept.
+    edges.sort_by_key(|&(a, b)| pair_key(a, b));
+    edges.dedup_by_key(|&mut (a, b)| pair_key(a, b));
     edges.sort_unstable();
     edges.into_iter().unzip()
 }

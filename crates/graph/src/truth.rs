@@ -137,6 +137,7 @@ mod tests {
             nt.particle_pt.push(pt);
             nt.particle_eta.push(0.0);
             nt.dist_from_vertex.push(d);
+            nt.vertex_r.push(0.0);
         }
         t.truth = Some(nt);
         t

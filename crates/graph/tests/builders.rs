@@ -4,7 +4,7 @@
 use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::file::{read_graph, write_graph};
 use trackgnn_graph::geometric::{self, GeometricConfig};
-use trackgnn_graph::module_map::{MapMargin, file_hash};
+use trackgnn_graph::module_map::{MapConfig, MapMargin, file_hash};
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
 use trackgnn_graph::{GraphRecipe, Method, ModuleMap, build_graph};
 use trackgnn_simulate::{Generator, SimConfig};
@@ -94,7 +94,10 @@ fn module_map_round_trip_and_self_consistency() {
         remove_noise: true,
         eta_range: None,
     };
-    let mut map = ModuleMap::new(TargetConfig::default());
+    let mut map = ModuleMap::new(MapConfig {
+        max_vertex_r: None,
+        ..MapConfig::default()
+    });
     let mut tables = Vec::new();
     for ev in &evs {
         let t = HitTable::build(ev, &det, &cuts).unwrap();

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::ModuleMap;
 use trackgnn_graph::features::{HitTable, NodeCuts};
+use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
 use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
 
@@ -22,9 +23,17 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
         anyhow::ensure!(n > 0, "--events must be at least 1");
         events.truncate(n);
     }
-    let config = TargetConfig {
+    let target = TargetConfig {
         pt_min: a.pt_min,
         min_hits: a.min_hits,
+    };
+    let config = MapConfig {
+        target: target.clone(),
+        max_vertex_r: if a.all_particles {
+            None
+        } else {
+            Some(a.max_vertex_r)
+        },
     };
     let cuts = NodeCuts {
         pt_min: Some(a.pt_min),
@@ -47,7 +56,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
                     };
                     let event = read_event(files, opts)?;
                     let table = HitTable::build(&event, &det, &cuts)?;
-                    map.add_event(&table, &truth_edges(&table, &config));
+                    map.add_event(&table, &truth_edges(&table, &target));
                     pb.inc(1);
                     Ok(map)
                 },
@@ -68,7 +77,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "bytes": bytes,
-            "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "seconds": seconds,
+            "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "max_vertex_r_mm": map.config.max_vertex_r, "seconds": seconds,
         }));
     } else {
         println!(
