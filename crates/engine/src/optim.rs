@@ -1,0 +1,1 @@
+//! AdamW, learning-rate schedules and gradient clipping (to be written).

@@ -1,0 +1,2 @@
+//! Training of edge classifiers (work in progress).
+#![deny(missing_docs)]
