@@ -1,7 +1,21 @@
 //! The fused CPU InteractionGNN engine (work in progress).
 #![deny(missing_docs)]
 
+pub mod config;
+pub mod graph_input;
+pub mod loss;
+pub mod matmul;
+pub mod mlp;
+pub mod model;
+pub mod naive;
+pub mod ops;
 pub mod optim;
 pub mod params;
+pub mod real;
+pub mod simd;
 
+pub use config::{ModelConfig, Norm};
+pub use graph_input::GraphInput;
+pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};
+pub use real::Real;

@@ -1,0 +1,121 @@
+//! The configuration space of the InteractionGNN.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ops::{Activation, Aggr};
+
+/// LayerNorm after each Linear of the MLPs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Norm {
+    /// No normalisation.
+    None,
+    /// LayerNorm with learned γ and β (`elementwise_affine=True`).
+    Affine,
+    /// LayerNorm without learned parameters (`elementwise_affine=False`, as acorn).
+    NoAffine,
+}
+
+/// The InteractionGNN edge classifier (Battaglia et al. 2016; the Exa.TrkX/acorn
+/// `InteractionGNN`): node and edge encoders, `iterations` rounds of message passing (edge
+/// network on [h_src, h_dst, e], aggregation of edge states at nodes, node network on
+/// [h, aggregated incoming, aggregated outgoing]) and an edge classifier on [h_src, h_dst, e].
+///
+/// Each encoder/network is an MLP of `mlp_depth` Linear layers of width `hidden`; every hidden
+/// Linear is followed by `norm` and `activation`, the last one by `norm` (if `output_norm`) and
+/// `output_activation`. The classifier has `classifier_depth` Linear layers, the last of width 1
+/// with no norm or activation (its output is the logit).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Width of node and edge states and of every hidden layer.
+    pub hidden: usize,
+    /// Message-passing iterations.
+    pub iterations: usize,
+    /// Linear layers per encoder and network MLP (≥ 1).
+    pub mlp_depth: usize,
+    /// Linear layers of the edge classifier (≥ 1; the last one has width 1).
+    pub classifier_depth: usize,
+    /// Activation after hidden layers.
+    pub activation: Activation,
+    /// Activation on encoder and network outputs.
+    pub output_activation: Activation,
+    /// LayerNorm mode.
+    pub norm: Norm,
+    /// Apply the norm to encoder and network outputs too.
+    pub output_norm: bool,
+    /// Aggregations of incoming and of outgoing edge states (each contributes `hidden` columns
+    /// per direction to the node network's input).
+    pub aggregation: Vec<Aggr>,
+    /// One edge network and one node network shared by all iterations (acorn's default), or a
+    /// set per iteration.
+    pub recurrent: bool,
+    /// h ← h + node_net(…), e ← e + edge_net(…) instead of replacing the states.
+    pub residual: bool,
+}
+
+impl Default for ModelConfig {
+    /// trackgnn's defaults: acorn's TrackML InteractionGNN (hidden 128, 8 recurrent iterations,
+    /// 2-layer SiLU MLPs, LayerNorm without affine parameters, Tanh on network outputs, sum / mean
+    /// / max / std aggregation, classifier 3H → H → H → 1), with residual connections on.
+    fn default() -> Self {
+        ModelConfig {
+            hidden: 128,
+            iterations: 8,
+            mlp_depth: 2,
+            classifier_depth: 3,
+            activation: Activation::Silu,
+            output_activation: Activation::Tanh,
+            norm: Norm::NoAffine,
+            output_norm: true,
+            aggregation: vec![Aggr::Sum, Aggr::Mean, Aggr::Max, Aggr::Std],
+            recurrent: true,
+            residual: true,
+        }
+    }
+}
+
+impl ModelConfig {
+    /// The model of `../shared/bench/BENCH_SPEC.md`: hidden 64, 4 separate iterations, ReLU,
+    /// affine LayerNorm on every layer, residual, sum aggregation, classifier 3H → H → 1.
+    pub fn bench_spec() -> Self {
+        ModelConfig {
+            hidden: 64,
+            iterations: 4,
+            mlp_depth: 2,
+            classifier_depth: 2,
+            activation: Activation::Relu,
+            output_activation: Activation::Relu,
+            norm: Norm::Affine,
+            output_norm: true,
+            aggregation: vec![Aggr::Sum],
+            recurrent: false,
+            residual: true,
+        }
+    }
+
+    /// acorn's TrackML InteractionGNN exactly (no residual connections): 362,241 parameters
+    /// with 3 node features.
+    pub fn acorn() -> Self {
+        ModelConfig {
+            residual: false,
+            ..ModelConfig::default()
+        }
+    }
+
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.hidden == 0 || self.mlp_depth == 0 || self.classifier_depth == 0 {
+            return Err("hidden, mlp_depth and classifier_depth must be at least 1".into());
+        }
+        if self.aggregation.is_empty() {
+            return Err("aggregation needs at least one of sum, mean, max, std".into());
+        }
+        let mut seen = self.aggregation.clone();
+        seen.dedup();
+        if seen.len() != self.aggregation.len() {
+            return Err("aggregation lists the same aggregator twice".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! Matrix products through the `gemm` crate (run-time AVX-512/AVX2 kernels), behind a safe,
+//! bounds-checked view type. The engine calls it on cache-sized tiles without internal
+//! threading (`Parallelism::None`): parallelism is over tiles, so results do not depend on the
+//! thread count.
+
+use crate::real::Real;
+
+/// Overwrite or accumulate into the destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accum {
+    /// dst = a·b
+    Replace,
+    /// dst += a·b
+    Add,
+}
+
+/// A read-only strided matrix view: element (i, j) is `data[offset + i·rs + j·cs]`.
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a, T> {
+    data: &'a [T],
+    offset: usize,
+    rows: usize,
+    cols: usize,
+    rs: isize,
+    cs: isize,
+}
+
+impl<'a, T> MatRef<'a, T> {
+    /// A row-major `rows × cols` matrix.
+    ///
+    /// # Panics
+    /// If `data` is shorter than `rows·cols`.
+    #[track_caller]
+    pub fn row_major(data: &'a [T], rows: usize, cols: usize) -> Self {
+        assert!(
+            data.len() >= rows * cols,
+            "MatRef::row_major: {} < {rows}×{cols}",
+            data.len()
+        );
+        MatRef {
+            data,
+            offset: 0,
+            rows,
+            cols,
+            rs: cols as isize,
+            cs: 1,
+        }
+    }
+
+    /// The transpose (no copy).
+    pub fn t(self) -> Self {
+        MatRef {
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+            ..self
+        }
+    }
+
+    /// Columns `c0..c1` (no copy).
+    ///
+    /// # Panics
+    /// If the range is out of bounds.
+    #[track_caller]
+    pub fn cols(self, c0: usize, c1: usize) -> Self {
+        assert!(
+            c0 <= c1 && c1 <= self.cols,
+            "MatRef::cols({c0}, {c1}) of {} columns",
+            self.cols
+        );
+        MatRef {
+            offset: (self.offset as isize + c0 as isize * self.cs) as usize,
+            cols: c1 - c0,
+            ..self
+        }
+    }
+
+    /// Rows `r0..r1` (no copy).
+    ///
+    /// # Panics
+    /// If the range is out of bounds.
+    #[track_caller]
+    pub fn rows(self, r0: usize, r1: usize) -> Self {
+        assert!(
+            r0 <= r1 && r1 <= self.rows,
+            "MatRef::rows({r0}, {r1}) of {} rows",
+            self.rows
+        );
+        MatRef {
+            offset: (self.offset as isize + r0 as isize * self.rs) as usize,
+            rows: r1 - r0,
+            ..self
+        }
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.cols
+    }
+
+    /// Element (i, j).
+    #[inline]
+    pub fn at(&self, i: usize, j: usize) -> T
+    where
+        T: Copy,
+    {
+        self.data[(self.offset as isize + i as isize * self.rs + j as isize * self.cs) as usize]
+    }
+
+    /// Checks every reachable index is in bounds (strides are non-negative here).
+    fn check(&self) {
+        if self.rows == 0 || self.cols == 0 {
+            return;
+        }
+        assert!(
+            self.rs >= 0 && self.cs >= 0,
+            "negative strides are not used"
+        );
+        let last =
+            self.offset + (self.rows - 1) * self.rs as usize + (self.cols - 1) * self.cs as usize;
+        assert!(
+            last < self.data.len(),
+            "MatRef out of bounds: index {last} of {}",
+            self.data.len()
+        );
+    }
+}
+
+/// `dst (m × n, row-major with row stride ld) = / += a (m × k) · b (k × n)`.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_, T>, accum: Accum) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert_eq!(b.rows, k, "matmul: inner dimensions {} and {}", k, b.rows);
+    assert!(ld >= n, "matmul: ld {ld} < n {n}");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= (m - 1) * ld + n, "matmul: dst too short");
+    if k == 0 {
+        if accum == Accum::Replace {
+            for i in 0..m {
+                dst[i * ld..i * ld + n]
+                    .iter_mut()
+                    .for_each(|x| *x = T::ZERO);
+            }
+        }
+        return;
+    }
+    a.check();
+    b.check();
+    // SAFETY: every index gemm reads or writes was bounds-checked above: dst covers
+    // (m−1)·ld + n elements and both operands' last reachable elements are in their slices.
+    unsafe {
+        gemm::gemm(
+            /* m = */ m,
+            /* n = */ n,
+            /* k = */ k,
+            /* dst = */ dst.as_mut_ptr(),
+            /* dst_cs = */ 1,
+            /* dst_rs = */ ld as isize,
+            /* read_dst = */ accum == Accum::Add,
+            /* lhs = */ a.data.as_ptr().add(a.offset),
+            /* lhs_cs = */ a.cs,
+            /* lhs_rs = */ a.rs,
+            /* rhs = */ b.data.as_ptr().add(b.offset),
+            /* rhs_cs = */ b.cs,
+            /* rhs_rs = */ b.rs,
+            /* alpha = */ T::ONE,
+            /* beta = */ T::ONE,
+            /* conj_dst = */ false,
+            /* conj_lhs = */ false,
+            /* conj_rhs = */ false,
+            /* parallelism = */ gemm::Parallelism::None,
+        );
+    }
+}
+
+/// The slow twin of [`matmul`]: three plain loops, summing in f64.
+pub fn matmul_slow<T: Real>(
+    dst: &mut [T],
+    ld: usize,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    accum: Accum,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert_eq!(b.rows, k);
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k)
+                .map(|p| a.at(i, p).to_f64() * b.at(p, j).to_f64())
+                .sum();
+            let d = &mut dst[i * ld + j];
+            *d = match accum {
+                Accum::Replace => T::from_f64(s),
+                Accum::Add => T::from_f64(d.to_f64() + s),
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_trackml::rng::Rng;
+
+    #[test]
+    fn gemm_matches_loops_on_awkward_sizes_and_views() {
+        let mut rng = Rng::new(1);
+        for &(m, k, n) in &[
+            (1, 1, 1),
+            (3, 5, 7),
+            (17, 31, 13),
+            (64, 64, 64),
+            (129, 3, 65),
+            (0, 4, 3),
+            (5, 0, 3),
+        ] {
+            let a: Vec<f64> = (0..m * (k + 3)).map(|_| rng.normal()).collect();
+            let b: Vec<f64> = (0..n * k).map(|_| rng.normal()).collect();
+            // a: columns 2..2+k of an m×(k+3) matrix; b given as n×k and transposed.
+            let av = MatRef::row_major(&a, m, k + 3).cols(2, 2 + k);
+            let bv = MatRef::row_major(&b, n, k).t();
+            for accum in [Accum::Replace, Accum::Add] {
+                let init: Vec<f64> = (0..m * (n + 2)).map(|_| rng.normal()).collect();
+                let (mut fast, mut slow) = (init.clone(), init.clone());
+                matmul(&mut fast, n + 2, av, bv, accum);
+                matmul_slow(&mut slow, n + 2, av, bv, accum);
+                let diff = fast
+                    .iter()
+                    .zip(&slow)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0.0, f64::max);
+                assert!(
+                    diff < 1e-12 * (k.max(1) as f64),
+                    "({m},{k},{n}) {accum:?}: max |Δ| {diff}"
+                );
+                for i in 0..m {
+                    assert_eq!(
+                        fast[i * (n + 2) + n..i * (n + 2) + n + 2],
+                        init[i * (n + 2) + n..i * (n + 2) + n + 2],
+                        "padding untouched"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,736 @@
+//! A multi-layer perceptron applied to many rows (nodes or edges), tile by tile.
+//!
+//! Layer l: z_l = a_{l−1}·W_lᵀ + b_l, then LayerNorm (optional) and an activation. Only what
+//! the backward cannot cheaply recompute is cached: per layer the normalised x̂ (or z without a
+//! norm) and 1/σ per row. The backward recomputes activations tile by tile while the tile is in
+//! cache.
+//!
+//! The first layer of an edge MLP on cat(h[src], h[dst], e) is split (the engine's main trick):
+//! z_1 = (h·W_aᵀ)[src] + (h·W_bᵀ)[dst] + e·W_cᵀ + b, so the two big products run on nodes,
+//! E/N ≈ 8–16× fewer rows, and in the backward dz_1 is summed onto nodes before the weight
+//! products ([`Mlp::split_backward_nodes`]).
+//!
+//! Determinism: rows are processed in tiles of [`TILE`]; weight gradients are summed per fixed
+//! chunk of rows into private buffers that are then added in chunk order. The chunking depends
+//! on the number of rows only, never on the thread count.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::matmul::{Accum, MatRef, matmul};
+use crate::ops::aggregate::Csr;
+use crate::ops::{Activation, act, layer_norm};
+use crate::params::ParamStore;
+use crate::real::Real;
+
+/// Rows per tile: a tile's activations stay in L2 while it passes through all layers.
+pub const TILE: usize = 512;
+/// At most this many private gradient buffers per backward.
+const MAX_CHUNKS: usize = 64;
+/// Fewest rows per gradient chunk.
+const MIN_CHUNK_ROWS: usize = 8 * TILE;
+
+/// One Linear layer and what follows it.
+#[derive(Clone, Debug)]
+pub struct Layer {
+    /// Weight tensor index, shape (dout, din).
+    pub w: usize,
+    /// Bias tensor index, shape (dout).
+    pub b: usize,
+    /// LayerNorm after the Linear: `Some((γ, β))` with `None` parameters for no-affine.
+    pub norm: Option<(Option<usize>, Option<usize>)>,
+    /// Activation after the norm.
+    pub act: Activation,
+    /// Input width.
+    pub din: usize,
+    /// Output width.
+    pub dout: usize,
+}
+
+/// An MLP: its layers and the contiguous range of its parameters in the flat buffer.
+#[derive(Clone, Debug)]
+pub struct Mlp {
+    /// The layers in order.
+    pub layers: Vec<Layer>,
+    /// Where its parameters (and gradients) live.
+    pub range: Range<usize>,
+}
+
+/// How each layer of an MLP ends.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerStyle {
+    /// LayerNorm (with affine parameters or not).
+    pub norm: Option<bool>,
+    /// Activation.
+    pub act: Activation,
+}
+
+/// The input of an MLP's first layer.
+#[derive(Clone, Copy)]
+pub enum Input<'a, T> {
+    /// A row-major matrix (rows × dim).
+    Dense {
+        /// The rows.
+        x: &'a [T],
+        /// Columns.
+        dim: usize,
+    },
+    /// cat(h[src], h[dst], rest) with `a = h·W_aᵀ`, `b = h·W_bᵀ` precomputed on nodes.
+    Split {
+        /// (N × d1) h·W_aᵀ.
+        a: &'a [T],
+        /// (N × d1) h·W_bᵀ.
+        b: &'a [T],
+        /// Source node of each row (edge).
+        src: &'a [u32],
+        /// Destination node of each row.
+        dst: &'a [u32],
+        /// Width of h (the columns of W_a and of W_b).
+        h_dim: usize,
+        /// The third block (edge state or edge features) and its width.
+        rest: Option<(&'a [T], usize)>,
+    },
+}
+
+/// Where the gradient with respect to the input goes.
+pub enum DInput<'a, T> {
+    /// Not needed.
+    None,
+    /// Accumulate dx (rows × dim).
+    Dense(&'a mut [T]),
+    /// Write dz_1 (rows × d1) for [`Mlp::split_backward_nodes`], accumulate d rest.
+    Split {
+        /// dz of the first layer, overwritten.
+        dz1: &'a mut [T],
+        /// Accumulated gradient of the rest block (rows × rest width).
+        drest: Option<&'a mut [T]>,
+    },
+}
+
+/// What the forward keeps for the backward.
+#[derive(Clone, Debug, Default)]
+pub struct MlpCache<T> {
+    /// Per layer (rows × dout): x̂ after a norm, else the pre-activation z.
+    pub pre: Vec<Vec<T>>,
+    /// Per normalised layer: 1/σ per row.
+    pub rstd: Vec<Vec<T>>,
+    /// Rows the cache holds.
+    pub rows: usize,
+}
+
+impl<T> MlpCache<T> {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.pre.iter().map(Vec::len).sum::<usize>()
+            + self.rstd.iter().map(Vec::len).sum::<usize>())
+            * std::mem::size_of::<T>()
+    }
+}
+
+fn chunk_rows(rows: usize) -> usize {
+    let c = rows.div_ceil(MAX_CHUNKS).max(MIN_CHUNK_ROWS);
+    c.div_ceil(TILE) * TILE
+}
+
+impl Mlp {
+    /// Registers an MLP `dims[0] → … → dims.last()` named `name` (tensors `name.{l}.weight`,
+    /// `name.{l}.bias`, `name.{l}.norm.weight`, `name.{l}.norm.bias`); `style(l)` says how layer
+    /// l ends.
+    pub fn register<T: Real>(
+        ps: &mut ParamStore<T>,
+        name: &str,
+        dims: &[usize],
+        style: impl Fn(usize) -> LayerStyle,
+    ) -> Mlp {
+        assert!(dims.len() >= 2, "an MLP needs at least one layer");
+        let start = ps.len();
+        let mut layers = Vec::new();
+        for l in 0..dims.len() - 1 {
+            let (din, dout) = (dims[l], dims[l + 1]);
+            let w = ps.add(format!("{name}.{l}.weight"), &[dout, din]);
+            let b = ps.add(format!("{name}.{l}.bias"), &[dout]);
+            let s = style(l);
+            let norm = s.norm.map(|affine| {
+                if affine {
+                    let g = ps.add(format!("{name}.{l}.norm.weight"), &[dout]);
+                    let b = ps.add(format!("{name}.{l}.norm.bias"), &[dout]);
+                    (Some(g), Some(b))
+                } else {
+                    (None, None)
+                }
+            });
+            layers.push(Layer {
+                w,
+                b,
+                norm,
+                act: s.act,
+                din,
+                dout,
+            });
+        }
+        Mlp {
+            layers,
+            range: start..ps.len(),
+        }
+    }
+
+    /// Output width.
+    pub fn dout(&self) -> usize {
+        self.layers.last().expect("non-empty").dout
+    }
+
+    /// For a split MLP: A = h·W_aᵀ and B = h·W_bᵀ (each N × d1) from node states h (N × h_dim).
+    pub fn split_precompute<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        h: &[T],
+        h_dim: usize,
+        a: &mut Vec<T>,
+        b: &mut Vec<T>,
+    ) {
+        let l0 = &self.layers[0];
+        let n = h.len() / h_dim;
+        let w = MatRef::row_major(ps.value(l0.w), l0.dout, l0.din);
+        a.resize(n * l0.dout, T::ZERO);
+        b.resize(n * l0.dout, T::ZERO);
+        let (wa, wb) = (w.cols(0, h_dim).t(), w.cols(h_dim, 2 * h_dim).t());
+        a.par_chunks_mut(TILE * l0.dout)
+            .zip(b.par_chunks_mut(TILE * l0.dout))
+            .enumerate()
+            .for_each(|(t, (ac, bc))| {
+                let r0 = t * TILE;
+                let rows = ac.len() / l0.dout;
+                let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
+                matmul(ac, l0.dout, hv, wa, Accum::Replace);
+                matmul(bc, l0.dout, hv, wb, Accum::Replace);
+            });
+    }
+
+    /// Forward over `rows` rows; writes the output (rows × dout) and fills the cache.
+    pub fn forward<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        rows: usize,
+        cache: &mut MlpCache<T>,
+        out: &mut [T],
+    ) {
+        let n_layers = self.layers.len();
+        let dout = self.dout();
+        assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
+        cache.rows = rows;
+        cache.pre.resize_with(n_layers, Vec::new);
+        cache.rstd.resize_with(n_layers, Vec::new);
+        for (l, layer) in self.layers.iter().enumerate() {
+            cache.pre[l].resize(rows * layer.dout, T::ZERO);
+            cache.rstd[l].resize(if layer.norm.is_some() { rows } else { 0 }, T::ZERO);
+        }
+        let width = self
+            .layers
+            .iter()
+            .map(|l| l.dout.max(l.din))
+            .max()
+            .unwrap_or(0);
+        let tiles = TileViews::new(
+            &mut cache.pre,
+            &mut cache.rstd,
+            &self.layers,
+            out,
+            dout,
+            rows,
+        );
+        tiles.into_par_iter().for_each(|mut t| {
+            let mut a = vec![T::ZERO; t.rows * width];
+            let mut y = vec![T::ZERO; t.rows * width];
+            for (l, layer) in self.layers.iter().enumerate() {
+                let z = &mut *t.pre[l];
+                let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+                if l == 0 {
+                    first_layer(input, w, layer, t.r0, t.rows, z);
+                } else {
+                    matmul(
+                        z,
+                        layer.dout,
+                        MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
+                        w.t(),
+                        Accum::Replace,
+                    );
+                }
+                add_bias(z, ps.value(layer.b));
+                let last = l + 1 == n_layers;
+                let ys = &mut y[..t.rows * layer.dout];
+                self.post(ps, layer, z, &mut t.rstd[l], ys);
+                let dst = if last {
+                    &mut *t.out
+                } else {
+                    &mut a[..t.rows * layer.dout]
+                };
+                act::forward(layer.act, ys, dst);
+            }
+        });
+    }
+
+    /// Norm (in place on z, caching x̂ and rstd) and affine into `y`; without a norm, y = z.
+    fn post<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        layer: &Layer,
+        z: &mut [T],
+        rstd: &mut [T],
+        y: &mut [T],
+    ) {
+        match layer.norm {
+            Some((g, b)) => {
+                layer_norm::normalize(z, layer.dout, rstd);
+                layer_norm::affine(
+                    z,
+                    layer.dout,
+                    g.map(|i| ps.value(i)),
+                    b.map(|i| ps.value(i)),
+                    y,
+                );
+            }
+            None => y.copy_from_slice(z),
+        }
+    }
+
+    /// Backward over `rows` rows given dL/d(output) in `dout`; accumulates parameter gradients
+    /// into `grad` (the whole flat gradient buffer) and input gradients as `dinput` asks.
+    pub fn backward<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        cache: &MlpCache<T>,
+        dout: &[T],
+        grad: &mut [T],
+        dinput: DInput<'_, T>,
+    ) {
+        let rows = cache.rows;
+        let n_layers = self.layers.len();
+        assert_eq!(dout.len(), rows * self.dout(), "mlp backward: dout shape");
+        let chunk = chunk_rows(rows);
+        let n_chunks = rows.div_ceil(chunk);
+        let plen = self.range.len();
+        let base = self.range.start;
+        // Per-chunk views of the input-gradient outputs.
+        let (din_dim, split_d1) = match input {
+            Input::Dense { dim, .. } => (dim, 0),
+            Input::Split { rest, .. } => (rest.map_or(0, |r| r.1), self.layers[0].dout),
+        };
+        let mut dense_chunks: Vec<Option<&mut [T]>> = (0..n_chunks).map(|_| None).collect();
+        let mut dz1_chunks: Vec<Option<&mut [T]>> = (0..n_chunks).map(|_| None).collect();
+        let mut drest_chunks: Vec<Option<&mut [T]>> = (0..n_chunks).map(|_| None).collect();
+        match dinput {
+            DInput::None => {}
+            DInput::Dense(dx) => {
+                for (c, s) in dx.chunks_mut(chunk * din_dim).enumerate() {
+                    dense_chunks[c] = Some(s);
+                }
+            }
+            DInput::Split { dz1, drest } => {
+                for (c, s) in dz1.chunks_mut(chunk * split_d1).enumerate() {
+                    dz1_chunks[c] = Some(s);
+                }
+                if let Some(dr) = drest {
+                    for (c, s) in dr.chunks_mut(chunk * din_dim).enumerate() {
+                        drest_chunks[c] = Some(s);
+                    }
+                }
+            }
+        }
+        let work: Vec<_> = (0..n_chunks)
+            .zip(dense_chunks)
+            .zip(dz1_chunks)
+            .zip(drest_chunks)
+            .collect();
+        let partials: Vec<Vec<T>> = work
+            .into_par_iter()
+            .map(|(((c, mut dx_c), mut dz1_c), mut drest_c)| {
+                let mut g_local = vec![T::ZERO; plen];
+                let width = self
+                    .layers
+                    .iter()
+                    .map(|l| l.dout.max(l.din))
+                    .max()
+                    .unwrap_or(0);
+                let r_begin = c * chunk;
+                let r_end = ((c + 1) * chunk).min(rows);
+                let mut acts: Vec<Vec<T>> = self
+                    .layers
+                    .iter()
+                    .map(|l| vec![T::ZERO; TILE * l.dout])
+                    .collect();
+                let mut y = vec![T::ZERO; TILE * width];
+                let mut g = vec![T::ZERO; TILE * width];
+                let mut g_prev = vec![T::ZERO; TILE * width];
+                let mut r0 = r_begin;
+                while r0 < r_end {
+                    let tr = TILE.min(r_end - r0);
+                    // Recompute the activations a_l (inputs of layers l+1).
+                    for (l, layer) in self.layers.iter().enumerate().take(n_layers - 1) {
+                        let d = layer.dout;
+                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut y[..tr * d]);
+                        act::forward(layer.act, &y[..tr * d], &mut acts[l][..tr * d]);
+                    }
+                    let d_last = self.dout();
+                    g[..tr * d_last].copy_from_slice(&dout[r0 * d_last..(r0 + tr) * d_last]);
+                    for l in (0..n_layers).rev() {
+                        let layer = &self.layers[l];
+                        let d = layer.dout;
+                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut y[..tr * d]);
+                        act::backward_in_place(layer.act, &y[..tr * d], &mut g[..tr * d]);
+                        if let Some((gi, bi)) = layer.norm {
+                            let xhat = &cache.pre[l][r0 * d..(r0 + tr) * d];
+                            let rstd = &cache.rstd[l][r0..r0 + tr];
+                            let gamma = gi.map(|i| ps.value(i));
+                            match (gi, bi) {
+                                (Some(gi), Some(bi)) => {
+                                    let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
+                                    let (dg, db) = two_slices(
+                                        &mut g_local,
+                                        gr.start - base..gr.end - base,
+                                        br.start - base..br.end - base,
+                                    );
+                                    layer_norm::backward(
+                                        xhat,
+                                        rstd,
+                                        d,
+                                        gamma,
+                                        &mut g[..tr * d],
+                                        Some(dg),
+                                        Some(db),
+                                    );
+                                }
+                                _ => layer_norm::backward(
+                                    xhat,
+                                    rstd,
+                                    d,
+                                    gamma,
+                                    &mut g[..tr * d],
+                                    None,
+                                    None,
+                                ),
+                            }
+                        }
+                        // g = dz_l. Bias and weight gradients, then dz → input gradient.
+                        let br = ps.specs[layer.b].range();
+                        sum_rows(
+                            &g[..tr * d],
+                            d,
+                            &mut g_local[br.start - base..br.end - base],
+                        );
+                        let wr = ps.specs[layer.w].range();
+                        let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
+                        let gz = MatRef::row_major(&g[..tr * d], tr, d);
+                        let dw = &mut g_local[wr.start - base..wr.end - base];
+                        if l > 0 {
+                            let a_in =
+                                MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
+                            matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
+                            matmul(
+                                &mut g_prev[..tr * layer.din],
+                                layer.din,
+                                gz,
+                                w,
+                                Accum::Replace,
+                            );
+                            std::mem::swap(&mut g, &mut g_prev);
+                            continue;
+                        }
+                        let lr = r0 - r_begin;
+                        match input {
+                            Input::Dense { x, dim } => {
+                                let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
+                                matmul(dw, dim, gz.t(), xv, Accum::Add);
+                                if let Some(dx) = dx_c.as_deref_mut() {
+                                    matmul(
+                                        &mut dx[lr * dim..(lr + tr) * dim],
+                                        dim,
+                                        gz,
+                                        w,
+                                        Accum::Add,
+                                    );
+                                }
+                            }
+                            Input::Split { h_dim, rest, .. } => {
+                                if let Some(dz1) = dz1_c.as_deref_mut() {
+                                    dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
+                                }
+                                if let Some((rx, rd)) = rest {
+                                    let rv =
+                                        MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
+                                    matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
+                                    if let Some(dr) = drest_c.as_deref_mut() {
+                                        let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
+                                        matmul(
+                                            &mut dr[lr * rd..(lr + tr) * rd],
+                                            rd,
+                                            gz,
+                                            wc,
+                                            Accum::Add,
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    r0 += tr;
+                }
+                g_local
+            })
+            .collect();
+        for p in partials {
+            grad[self.range.clone()]
+                .iter_mut()
+                .zip(&p)
+                .for_each(|(g, &v)| *g += v);
+        }
+    }
+
+    /// y_l (the norm's output, or z) of rows r0..r0+tr, from the cache.
+    #[allow(clippy::too_many_arguments)]
+    fn recompute_y<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        layer: &Layer,
+        cache: &MlpCache<T>,
+        l: usize,
+        r0: usize,
+        tr: usize,
+        y: &mut [T],
+    ) {
+        let d = layer.dout;
+        let pre = &cache.pre[l][r0 * d..(r0 + tr) * d];
+        match layer.norm {
+            Some((g, b)) => {
+                layer_norm::affine(pre, d, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y)
+            }
+            None => y.copy_from_slice(pre),
+        }
+    }
+
+    /// The node-side half of a split first layer's backward: dA = Σ over each node's outgoing
+    /// edges of dz_1, dB over its incoming edges; dW_a += dAᵀ·h, dW_b += dBᵀ·h; dh += dA·W_a + dB·W_b.
+    #[allow(clippy::too_many_arguments)]
+    pub fn split_backward_nodes<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        dz1: &[T],
+        h: &[T],
+        h_dim: usize,
+        out_edges: &Csr,
+        in_edges: &Csr,
+        grad: &mut [T],
+        dh: &mut [T],
+    ) {
+        let l0 = &self.layers[0];
+        let d1 = l0.dout;
+        let n = h.len() / h_dim;
+        let mut da = vec![T::ZERO; n * d1];
+        let mut db = vec![T::ZERO; n * d1];
+        pull(dz1, d1, out_edges, &mut da);
+        pull(dz1, d1, in_edges, &mut db);
+        let wr = ps.specs[l0.w].range();
+        let din = l0.din;
+        let chunk = chunk_rows(n);
+        let partials: Vec<Vec<T>> = (0..n.div_ceil(chunk).max(1))
+            .into_par_iter()
+            .map(|c| {
+                let (r0, r1) = (c * chunk, ((c + 1) * chunk).min(n));
+                let mut dw = vec![T::ZERO; d1 * din];
+                if r1 > r0 {
+                    let hv = MatRef::row_major(&h[r0 * h_dim..r1 * h_dim], r1 - r0, h_dim);
+                    let dav = MatRef::row_major(&da[r0 * d1..r1 * d1], r1 - r0, d1);
+                    let dbv = MatRef::row_major(&db[r0 * d1..r1 * d1], r1 - r0, d1);
+                    matmul(&mut dw, din, dav.t(), hv, Accum::Add);
+                    matmul(&mut dw[h_dim..], din, dbv.t(), hv, Accum::Add);
+                }
+                dw
+            })
+            .collect();
+        for p in partials {
+            grad[wr.clone()]
+                .iter_mut()
+                .zip(&p)
+                .for_each(|(g, &v)| *g += v);
+        }
+        let w = MatRef::row_major(ps.value(l0.w), d1, din);
+        let (wa, wb) = (w.cols(0, h_dim), w.cols(h_dim, 2 * h_dim));
+        dh.par_chunks_mut(TILE * h_dim)
+            .enumerate()
+            .for_each(|(t, dhc)| {
+                let r0 = t * TILE;
+                let rows = dhc.len() / h_dim;
+                matmul(
+                    dhc,
+                    h_dim,
+                    MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1),
+                    wa,
+                    Accum::Add,
+                );
+                matmul(
+                    dhc,
+                    h_dim,
+                    MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1),
+                    wb,
+                    Accum::Add,
+                );
+            });
+    }
+}
+
+/// out[n] = Σ_{e ∈ csr.of(n)} x[e], rows of width d, in edge order.
+pub fn pull<T: Real>(x: &[T], d: usize, csr: &Csr, out: &mut [T]) {
+    out.par_chunks_mut(TILE * d)
+        .enumerate()
+        .for_each(|(t, oc)| {
+            for local in 0..oc.len() / d {
+                let o = &mut oc[local * d..(local + 1) * d];
+                o.iter_mut().for_each(|v| *v = T::ZERO);
+                for &e in csr.of(t * TILE + local) {
+                    add_row(o, &x[e as usize * d..(e as usize + 1) * d]);
+                }
+            }
+        });
+}
+
+crate::dispatch! {
+    /// o += x, element-wise.
+    fn add_row<T: Real>(o: &mut [T], x: &[T]) {
+        o.iter_mut().zip(x).for_each(|(o, &x)| *o += x);
+    }
+}
+
+crate::dispatch! {
+    /// z (rows × d) += bias on every row.
+    fn add_bias<T: Real>(z: &mut [T], bias: &[T]) {
+        let d = bias.len();
+        for row in z.chunks_exact_mut(d) {
+            row.iter_mut().zip(bias).for_each(|(v, &b)| *v += b);
+        }
+    }
+}
+
+crate::dispatch! {
+    /// out += Σ over rows of g (rows × d).
+    fn sum_rows<T: Real>(g: &[T], d: usize, out: &mut [T]) {
+        for row in g.chunks_exact(d) {
+            out.iter_mut().zip(row).for_each(|(o, &v)| *o += v);
+        }
+    }
+}
+
+crate::dispatch! {
+    /// z[i] = a[src[i]] + b[dst[i]] for the rows of a tile.
+    fn gather_pair<T: Real>(a: &[T], b: &[T], src: &[u32], dst: &[u32], d: usize, z: &mut [T]) {
+        for ((row, &s), &t) in z.chunks_exact_mut(d).zip(src).zip(dst) {
+            let ar = &a[s as usize * d..(s as usize + 1) * d];
+            let br = &b[t as usize * d..(t as usize + 1) * d];
+            for j in 0..d {
+                row[j] = ar[j] + br[j];
+            }
+        }
+    }
+}
+
+/// z = first Linear of rows r0..r0+tr (without bias).
+fn first_layer<T: Real>(
+    input: Input<'_, T>,
+    w: MatRef<'_, T>,
+    layer: &Layer,
+    r0: usize,
+    tr: usize,
+    z: &mut [T],
+) {
+    match input {
+        Input::Dense { x, dim } => {
+            matmul(
+                z,
+                layer.dout,
+                MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim),
+                w.t(),
+                Accum::Replace,
+            );
+        }
+        Input::Split {
+            a,
+            b,
+            src,
+            dst,
+            h_dim,
+            rest,
+        } => {
+            gather_pair(a, b, &src[r0..r0 + tr], &dst[r0..r0 + tr], layer.dout, z);
+            if let Some((rx, rd)) = rest {
+                let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
+                matmul(
+                    z,
+                    layer.dout,
+                    rv,
+                    w.cols(2 * h_dim, 2 * h_dim + rd).t(),
+                    Accum::Add,
+                );
+            }
+        }
+    }
+}
+
+/// Two disjoint sub-slices of one slice.
+fn two_slices<T>(s: &mut [T], a: Range<usize>, b: Range<usize>) -> (&mut [T], &mut [T]) {
+    assert!(a.end <= b.start || b.end <= a.start, "overlapping ranges");
+    if a.start < b.start {
+        let (lo, hi) = s.split_at_mut(b.start);
+        (&mut lo[a], &mut hi[..b.end - b.start])
+    } else {
+        let (lo, hi) = s.split_at_mut(a.start);
+        (&mut hi[..a.end - a.start], &mut lo[b])
+    }
+}
+
+/// Mutable views of one tile: each layer's cache rows and the output rows.
+struct TileView<'a, T> {
+    r0: usize,
+    rows: usize,
+    pre: Vec<&'a mut [T]>,
+    rstd: Vec<&'a mut [T]>,
+    out: &'a mut [T],
+}
+
+struct TileViews;
+
+impl TileViews {
+    fn new<'a, T>(
+        pre: &'a mut [Vec<T>],
+        rstd: &'a mut [Vec<T>],
+        layers: &[Layer],
+        out: &'a mut [T],
+        dout: usize,
+        rows: usize,
+    ) -> Vec<TileView<'a, T>> {
+        let n_tiles = rows.div_ceil(TILE);
+        let mut pre_it: Vec<std::slice::ChunksMut<'a, T>> = pre
+            .iter_mut()
+            .zip(layers)
+            .map(|(p, l)| p.chunks_mut(TILE * l.dout))
+            .collect();
+        let mut rstd_it: Vec<std::slice::ChunksMut<'a, T>> =
+            rstd.iter_mut().map(|r| r.chunks_mut(TILE)).collect();
+        let mut out_it = out.chunks_mut(TILE * dout);
+        (0..n_tiles)
+            .map(|t| TileView {
+                r0: t * TILE,
+                rows: TILE.min(rows - t * TILE),
+                pre: pre_it
+                    .iter_mut()
+                    .map(|it| it.next().expect("tile"))
+                    .collect(),
+                rstd: rstd_it
+                    .iter_mut()
+                    .map(|it| it.next().unwrap_or(&mut []))
+                    .collect(),
+                out: out_it.next().expect("tile"),
+            })
+            .collect()
+    }
+}

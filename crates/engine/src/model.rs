@@ -1,0 +1,568 @@
+//! The InteractionGNN: parameters, fused forward and hand-derived backward.
+
+use rayon::prelude::*;
+use trackgnn_trackml::rng::Rng;
+
+use crate::config::{ModelConfig, Norm};
+use crate::graph_input::GraphInput;
+use crate::mlp::{DInput, Input, LayerStyle, Mlp, MlpCache};
+use crate::ops::Activation;
+use crate::ops::aggregate::{self, AggCache};
+use crate::params::ParamStore;
+use crate::real::Real;
+
+/// The model: its configuration, parameters and the MLPs that index them.
+#[derive(Clone, Debug)]
+pub struct InteractionGnn<T> {
+    /// The configuration.
+    pub cfg: ModelConfig,
+    /// All parameters and gradients, in one flat buffer.
+    pub params: ParamStore<T>,
+    /// Node feature width the model was built for.
+    pub node_dim: usize,
+    /// Edge feature width (0: none).
+    pub edge_dim: usize,
+    node_encoder: Mlp,
+    edge_encoder: Mlp,
+    edge_networks: Vec<Mlp>,
+    node_networks: Vec<Mlp>,
+    classifier: Mlp,
+}
+
+/// Activations the forward keeps for the backward.
+#[derive(Clone, Debug, Default)]
+pub struct ForwardCache<T> {
+    /// Node states h_0 … h_L (each N × H).
+    pub h: Vec<Vec<T>>,
+    /// Edge states e_0 … e_L (each E × H).
+    pub e: Vec<Vec<T>>,
+    /// Node-network inputs per iteration (N × (1 + 2K)·H).
+    pub node_in: Vec<Vec<T>>,
+    /// Aggregation caches per iteration: incoming, outgoing.
+    pub agg: Vec<(AggCache<T>, AggCache<T>)>,
+    /// MLP caches: node encoder, edge encoder, per iteration edge and node networks, classifier.
+    pub node_encoder: MlpCache<T>,
+    /// Edge encoder cache.
+    pub edge_encoder: MlpCache<T>,
+    /// Edge network caches.
+    pub edge_net: Vec<MlpCache<T>>,
+    /// Node network caches.
+    pub node_net: Vec<MlpCache<T>>,
+    /// Classifier cache.
+    pub classifier: MlpCache<T>,
+    /// The logits (E).
+    pub logits: Vec<T>,
+}
+
+impl<T> ForwardCache<T> {
+    /// Bytes of activations held.
+    pub fn bytes(&self) -> usize {
+        let v = |x: &Vec<Vec<T>>| x.iter().map(Vec::len).sum::<usize>();
+        let s = std::mem::size_of::<T>();
+        let agg: usize = self
+            .agg
+            .iter()
+            .map(|(a, b)| {
+                (a.mean.len() + a.std.len() + b.mean.len() + b.std.len()) * s
+                    + (a.argmax.len() + b.argmax.len()) * 4
+            })
+            .sum();
+        (v(&self.h) + v(&self.e) + v(&self.node_in) + self.logits.len()) * s
+            + agg
+            + self.node_encoder.bytes()
+            + self.edge_encoder.bytes()
+            + self.edge_net.iter().map(MlpCache::bytes).sum::<usize>()
+            + self.node_net.iter().map(MlpCache::bytes).sum::<usize>()
+            + self.classifier.bytes()
+    }
+}
+
+impl<T: Real> InteractionGnn<T> {
+    /// A model for graphs with `node_dim` node features and `edge_dim` edge features (0 for
+    /// none), initialised like PyTorch (Linear weights and biases U(−1/√fan_in, 1/√fan_in),
+    /// LayerNorm γ = 1, β = 0) from `rng`.
+    ///
+    /// # Panics
+    /// If the configuration is invalid (see [`ModelConfig::validate`]).
+    #[track_caller]
+    pub fn new(cfg: ModelConfig, node_dim: usize, edge_dim: usize, rng: &mut Rng) -> Self {
+        cfg.validate().expect("valid model configuration");
+        let h = cfg.hidden;
+        let mut ps = ParamStore::default();
+        let norm = match cfg.norm {
+            Norm::None => None,
+            Norm::Affine => Some(true),
+            Norm::NoAffine => Some(false),
+        };
+        let depth = cfg.mlp_depth;
+        let net_style = |l: usize| {
+            if l + 1 < depth {
+                LayerStyle {
+                    norm,
+                    act: cfg.activation,
+                }
+            } else {
+                LayerStyle {
+                    norm: if cfg.output_norm { norm } else { None },
+                    act: cfg.output_activation,
+                }
+            }
+        };
+        let dims = |din: usize| -> Vec<usize> {
+            std::iter::once(din)
+                .chain(std::iter::repeat_n(h, depth))
+                .collect()
+        };
+        let node_encoder = Mlp::register(&mut ps, "node_encoder", &dims(node_dim), net_style);
+        let edge_encoder =
+            Mlp::register(&mut ps, "edge_encoder", &dims(2 * h + edge_dim), net_style);
+        let k = cfg.aggregation.len();
+        let n_nets = if cfg.recurrent { 1 } else { cfg.iterations };
+        let mut edge_networks = Vec::new();
+        let mut node_networks = Vec::new();
+        for i in 0..n_nets {
+            let suffix = if cfg.recurrent {
+                String::new()
+            } else {
+                format!(".{i}")
+            };
+            edge_networks.push(Mlp::register(
+                &mut ps,
+                &format!("edge_network{suffix}"),
+                &dims(3 * h),
+                net_style,
+            ));
+            node_networks.push(Mlp::register(
+                &mut ps,
+                &format!("node_network{suffix}"),
+                &dims((1 + 2 * k) * h),
+                net_style,
+            ));
+        }
+        let cd = cfg.classifier_depth;
+        let cls_dims: Vec<usize> = std::iter::once(3 * h)
+            .chain(std::iter::repeat_n(h, cd - 1))
+            .chain(std::iter::once(1))
+            .collect();
+        let classifier = Mlp::register(&mut ps, "edge_classifier", &cls_dims, |l| {
+            if l + 1 < cd {
+                LayerStyle {
+                    norm,
+                    act: cfg.activation,
+                }
+            } else {
+                LayerStyle {
+                    norm: None,
+                    act: Activation::Identity,
+                }
+            }
+        });
+        let mut model = InteractionGnn {
+            cfg,
+            params: ps,
+            node_dim,
+            edge_dim,
+            node_encoder,
+            edge_encoder,
+            edge_networks,
+            node_networks,
+            classifier,
+        };
+        model.init(rng);
+        model
+    }
+
+    /// Re-initialises every parameter (PyTorch's defaults).
+    pub fn init(&mut self, rng: &mut Rng) {
+        let mlps: Vec<Mlp> = self.mlps().cloned().collect();
+        for mlp in mlps {
+            for layer in &mlp.layers {
+                let bound = 1.0 / (layer.din as f64).sqrt();
+                for i in [layer.w, layer.b] {
+                    for v in self.params.value_mut(i) {
+                        *v = T::from_f64(rng.range(-bound, bound));
+                    }
+                }
+                if let Some((g, b)) = layer.norm {
+                    if let Some(g) = g {
+                        self.params
+                            .value_mut(g)
+                            .iter_mut()
+                            .for_each(|v| *v = T::ONE);
+                    }
+                    if let Some(b) = b {
+                        self.params
+                            .value_mut(b)
+                            .iter_mut()
+                            .for_each(|v| *v = T::ZERO);
+                    }
+                }
+            }
+        }
+    }
+
+    fn mlps(&self) -> impl Iterator<Item = &Mlp> {
+        std::iter::once(&self.node_encoder)
+            .chain(std::iter::once(&self.edge_encoder))
+            .chain(self.edge_networks.iter())
+            .chain(self.node_networks.iter())
+            .chain(std::iter::once(&self.classifier))
+    }
+
+    fn nets(&self, it: usize) -> (&Mlp, &Mlp) {
+        let i = if self.cfg.recurrent { 0 } else { it };
+        (&self.edge_networks[i], &self.node_networks[i])
+    }
+
+    /// The model with its parameters converted to another scalar type (for gradient checks).
+    pub fn cast<U: Real>(&self) -> InteractionGnn<U> {
+        InteractionGnn {
+            cfg: self.cfg.clone(),
+            params: ParamStore {
+                specs: self.params.specs.clone(),
+                data: self
+                    .params
+                    .data
+                    .iter()
+                    .map(|v| U::from_f64(v.to_f64()))
+                    .collect(),
+                grad: vec![U::ZERO; self.params.grad.len()],
+            },
+            node_dim: self.node_dim,
+            edge_dim: self.edge_dim,
+            node_encoder: self.node_encoder.clone(),
+            edge_encoder: self.edge_encoder.clone(),
+            edge_networks: self.edge_networks.clone(),
+            node_networks: self.node_networks.clone(),
+            classifier: self.classifier.clone(),
+        }
+    }
+
+    /// Forward: fills `cache` (including `cache.logits`, one per edge).
+    ///
+    /// # Panics
+    /// If the graph's feature widths differ from the model's.
+    #[track_caller]
+    pub fn forward(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
+        assert_eq!(g.node_dim, self.node_dim, "node feature width");
+        assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let aggs = &self.cfg.aggregation;
+        let k = aggs.len();
+        let ps = &self.params;
+        cache.h.resize_with(iters + 1, Vec::new);
+        cache.e.resize_with(iters + 1, Vec::new);
+        cache.node_in.resize_with(iters, Vec::new);
+        cache.agg.resize_with(iters, Default::default);
+        cache.edge_net.resize_with(iters, Default::default);
+        cache.node_net.resize_with(iters, Default::default);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        // Encoders.
+        cache.h[0].resize(n * h, T::ZERO);
+        self.node_encoder.forward(
+            ps,
+            Input::Dense {
+                x: &g.x,
+                dim: g.node_dim,
+            },
+            n,
+            &mut cache.node_encoder,
+            &mut cache.h[0],
+        );
+        self.edge_encoder
+            .split_precompute(ps, &cache.h[0], h, &mut a, &mut b);
+        cache.e[0].resize(e * h, T::ZERO);
+        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
+        let input = Input::Split {
+            a: &a,
+            b: &b,
+            src: &g.src,
+            dst: &g.dst,
+            h_dim: h,
+            rest,
+        };
+        self.edge_encoder
+            .forward(ps, input, e, &mut cache.edge_encoder, &mut cache.e[0]);
+        // Message passing.
+        let ld = (1 + 2 * k) * h;
+        for it in 0..iters {
+            let (edge_net, node_net) = self.nets(it);
+            let (h_prev, e_prev) = (&cache.h[it], &cache.e[it]);
+            edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
+            let mut e_next = vec![T::ZERO; e * h];
+            let input = Input::Split {
+                a: &a,
+                b: &b,
+                src: &g.src,
+                dst: &g.dst,
+                h_dim: h,
+                rest: Some((e_prev, h)),
+            };
+            edge_net.forward(ps, input, e, &mut cache.edge_net[it], &mut e_next);
+            if self.cfg.residual {
+                add_into(&mut e_next, e_prev);
+            }
+            let mut node_in = vec![T::ZERO; n * ld];
+            copy_columns(h_prev, h, &mut node_in, ld, 0);
+            let (agg_in, agg_out) = &mut cache.agg[it];
+            aggregate::forward(&e_next, h, &g.in_edges, aggs, &mut node_in, ld, h, agg_in);
+            aggregate::forward(
+                &e_next,
+                h,
+                &g.out_edges,
+                aggs,
+                &mut node_in,
+                ld,
+                (1 + k) * h,
+                agg_out,
+            );
+            let mut h_next = vec![T::ZERO; n * h];
+            node_net.forward(
+                ps,
+                Input::Dense {
+                    x: &node_in,
+                    dim: ld,
+                },
+                n,
+                &mut cache.node_net[it],
+                &mut h_next,
+            );
+            if self.cfg.residual {
+                add_into(&mut h_next, h_prev);
+            }
+            cache.node_in[it] = node_in;
+            cache.e[it + 1] = e_next;
+            cache.h[it + 1] = h_next;
+        }
+        // Classifier.
+        self.classifier
+            .split_precompute(ps, &cache.h[iters], h, &mut a, &mut b);
+        cache.logits.resize(e, T::ZERO);
+        let input = Input::Split {
+            a: &a,
+            b: &b,
+            src: &g.src,
+            dst: &g.dst,
+            h_dim: h,
+            rest: Some((&cache.e[iters], h)),
+        };
+        self.classifier
+            .forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
+    }
+
+    /// Backward from dL/dlogits; accumulates into `self.params.grad`.
+    pub fn backward(&mut self, g: &GraphInput<T>, cache: &ForwardCache<T>, dlogits: &[T]) {
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let k = self.cfg.aggregation.len();
+        let ld = (1 + 2 * k) * h;
+        let mut grad = std::mem::take(&mut self.params.grad);
+        let ps = &self.params;
+        let mut dz1 = vec![T::ZERO; e * h];
+        let mut dh = vec![T::ZERO; n * h];
+        let mut de = vec![T::ZERO; e * h];
+        // Classifier: inputs h_L (split) and e_L.
+        let input = Input::Split {
+            a: &[],
+            b: &[],
+            src: &g.src,
+            dst: &g.dst,
+            h_dim: h,
+            rest: Some((&cache.e[iters], h)),
+        };
+        self.classifier.backward(
+            ps,
+            input,
+            &cache.classifier,
+            dlogits,
+            &mut grad,
+            DInput::Split {
+                dz1: &mut dz1,
+                drest: Some(&mut de),
+            },
+        );
+        self.classifier.split_backward_nodes(
+            ps,
+            &dz1,
+            &cache.h[iters],
+            h,
+            &g.out_edges,
+            &g.in_edges,
+            &mut grad,
+            &mut dh,
+        );
+        for it in (0..iters).rev() {
+            let (edge_net, node_net) = self.nets(it);
+            // h_{it+1} = [h_it +] node_net(node_in); dh holds dL/dh_{it+1}.
+            let mut dnode_in = vec![T::ZERO; n * ld];
+            node_net.backward(
+                ps,
+                Input::Dense {
+                    x: &cache.node_in[it],
+                    dim: ld,
+                },
+                &cache.node_net[it],
+                &dh,
+                &mut grad,
+                DInput::Dense(&mut dnode_in),
+            );
+            let mut dh_prev = if self.cfg.residual {
+                dh
+            } else {
+                vec![T::ZERO; n * h]
+            };
+            add_columns(&dnode_in, ld, 0, h, &mut dh_prev);
+            // Aggregations of e_{it+1}.
+            let (agg_in, agg_out) = &cache.agg[it];
+            let aggs = &self.cfg.aggregation;
+            aggregate::backward(
+                &cache.e[it + 1],
+                h,
+                &g.in_edges,
+                &g.dst,
+                aggs,
+                &dnode_in,
+                ld,
+                h,
+                agg_in,
+                &mut de,
+            );
+            aggregate::backward(
+                &cache.e[it + 1],
+                h,
+                &g.out_edges,
+                &g.src,
+                aggs,
+                &dnode_in,
+                ld,
+                (1 + k) * h,
+                agg_out,
+                &mut de,
+            );
+            // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); de holds dL/de_{it+1}.
+            let mut de_prev = if self.cfg.residual {
+                de.clone()
+            } else {
+                vec![T::ZERO; e * h]
+            };
+            let input = Input::Split {
+                a: &[],
+                b: &[],
+                src: &g.src,
+                dst: &g.dst,
+                h_dim: h,
+                rest: Some((&cache.e[it], h)),
+            };
+            edge_net.backward(
+                ps,
+                input,
+                &cache.edge_net[it],
+                &de,
+                &mut grad,
+                DInput::Split {
+                    dz1: &mut dz1,
+                    drest: Some(&mut de_prev),
+                },
+            );
+            edge_net.split_backward_nodes(
+                ps,
+                &dz1,
+                &cache.h[it],
+                h,
+                &g.out_edges,
+                &g.in_edges,
+                &mut grad,
+                &mut dh_prev,
+            );
+            dh = dh_prev;
+            de = de_prev;
+        }
+        // Edge encoder: inputs h_0 (split) and the edge features; de holds dL/de_0.
+        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
+        let input = Input::Split {
+            a: &[],
+            b: &[],
+            src: &g.src,
+            dst: &g.dst,
+            h_dim: h,
+            rest,
+        };
+        self.edge_encoder.backward(
+            ps,
+            input,
+            &cache.edge_encoder,
+            &de,
+            &mut grad,
+            DInput::Split {
+                dz1: &mut dz1,
+                drest: None,
+            },
+        );
+        self.edge_encoder.split_backward_nodes(
+            ps,
+            &dz1,
+            &cache.h[0],
+            h,
+            &g.out_edges,
+            &g.in_edges,
+            &mut grad,
+            &mut dh,
+        );
+        self.node_encoder.backward(
+            ps,
+            Input::Dense {
+                x: &g.x,
+                dim: g.node_dim,
+            },
+            &cache.node_encoder,
+            &dh,
+            &mut grad,
+            DInput::None,
+        );
+        self.params.grad = grad;
+    }
+}
+
+impl InteractionGnn<f64> {
+    /// The slow twin of [`InteractionGnn::forward`] (see [`crate::naive`]); returns the logits.
+    pub fn forward_naive(&self, g: &GraphInput<f64>) -> Vec<f64> {
+        let nets = |it: usize| {
+            let (a, b) = self.nets(it);
+            (a.clone(), b.clone())
+        };
+        crate::naive::forward_naive(
+            &self.cfg,
+            &self.params,
+            &self.node_encoder,
+            &self.edge_encoder,
+            &nets,
+            &self.classifier,
+            g,
+        )
+    }
+}
+
+fn add_into<T: Real>(a: &mut [T], b: &[T]) {
+    a.par_chunks_mut(1 << 14)
+        .zip(b.par_chunks(1 << 14))
+        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(x, &y)| *x += y));
+}
+
+/// Copies `src` (rows × w) into columns col0.. of `dst` (rows × ld).
+fn copy_columns<T: Real>(src: &[T], w: usize, dst: &mut [T], ld: usize, col0: usize) {
+    dst.par_chunks_mut(ld)
+        .zip(src.par_chunks(w))
+        .for_each(|(d, s)| d[col0..col0 + w].copy_from_slice(s));
+}
+
+/// out (rows × w) += columns col0..col0+w of `src` (rows × ld).
+fn add_columns<T: Real>(src: &[T], ld: usize, col0: usize, w: usize, out: &mut [T]) {
+    out.par_chunks_mut(w)
+        .zip(src.par_chunks(ld))
+        .for_each(|(o, s)| {
+            o.iter_mut()
+                .zip(&s[col0..col0 + w])
+                .for_each(|(o, &v)| *o += v)
+        });
+}

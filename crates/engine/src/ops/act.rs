@@ -1,0 +1,143 @@
+//! Activations, element-wise, with their derivatives.
+
+use serde::{Deserialize, Serialize};
+
+use crate::real::Real;
+
+/// An activation function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// max(x, 0)
+    Relu,
+    /// x·σ(x) (a.k.a. swish), `torch.nn.SiLU`
+    Silu,
+    /// tanh x
+    Tanh,
+    /// x (no activation)
+    Identity,
+}
+
+impl Activation {
+    /// Op name for errors and benchmarks.
+    pub const NAME: &'static str = "activation";
+
+    /// f(x).
+    #[inline(always)]
+    pub fn f<T: Real>(self, x: T) -> T {
+        match self {
+            Activation::Relu => {
+                if x > T::ZERO {
+                    x
+                } else {
+                    T::ZERO
+                }
+            }
+            Activation::Silu => x / (T::ONE + (-x).exp()),
+            Activation::Tanh => x.tanh(),
+            Activation::Identity => x,
+        }
+    }
+
+    /// f'(x).
+    #[inline(always)]
+    pub fn df<T: Real>(self, x: T) -> T {
+        match self {
+            // d/dx relu = 1 for x > 0 (0 at the kink, as PyTorch)
+            Activation::Relu => {
+                if x > T::ZERO {
+                    T::ONE
+                } else {
+                    T::ZERO
+                }
+            }
+            // d/dx silu = s(x)·(1 + x·(1 − s(x))), s = sigmoid
+            Activation::Silu => {
+                let s = T::ONE / (T::ONE + (-x).exp());
+                s * (T::ONE + x * (T::ONE - s))
+            }
+            // d/dx tanh = 1 − tanh²
+            Activation::Tanh => {
+                let t = x.tanh();
+                T::ONE - t * t
+            }
+            Activation::Identity => T::ONE,
+        }
+    }
+}
+
+crate::dispatch! {
+    /// y = f(x), element-wise.
+    pub fn forward<T: Real>(act: Activation, x: &[T], y: &mut [T]) {
+        assert_eq!(x.len(), y.len(), "activation forward: lengths");
+        match act {
+            Activation::Relu => y.iter_mut().zip(x).for_each(|(y, &x)| *y = if x > T::ZERO { x } else { T::ZERO }),
+            Activation::Silu => y.iter_mut().zip(x).for_each(|(y, &x)| *y = x / (T::ONE + (-x).exp())),
+            Activation::Tanh => y.iter_mut().zip(x).for_each(|(y, &x)| *y = x.tanh()),
+            Activation::Identity => y.copy_from_slice(x),
+        }
+    }
+}
+
+crate::dispatch! {
+    /// In place: g ← g · f'(x), element-wise (the backward of y = f(x) given dL/dy in `g`).
+    pub fn backward_in_place<T: Real>(act: Activation, x: &[T], g: &mut [T]) {
+        assert_eq!(x.len(), g.len(), "activation backward: lengths");
+        match act {
+            Activation::Relu => g.iter_mut().zip(x).for_each(|(g, &x)| if x <= T::ZERO { *g = T::ZERO }),
+            Activation::Identity => {}
+            a => g.iter_mut().zip(x).for_each(|(g, &x)| *g *= a.df(x)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derivatives_match_central_differences() {
+        for act in [
+            Activation::Relu,
+            Activation::Silu,
+            Activation::Tanh,
+            Activation::Identity,
+        ] {
+            for &x in &[-2.3f64, -0.4, 0.3, 1.7, 5.0] {
+                let h = 1e-6;
+                let fd = (act.f(x + h) - act.f(x - h)) / (2.0 * h);
+                assert!(
+                    (fd - act.df(x)).abs() < 1e-8,
+                    "{act:?} at {x}: {fd} vs {}",
+                    act.df(x)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn slice_kernels_agree_with_scalar_definition_on_every_level() {
+        use crate::simd::{Level, force_level};
+        let x: Vec<f32> = (0..1003).map(|i| (i as f32 - 500.0) / 97.0).collect();
+        for level in [Level::Scalar, Level::Avx2, Level::Avx512] {
+            force_level(Some(level));
+            for act in [Activation::Relu, Activation::Silu, Activation::Tanh] {
+                let mut y = vec![0.0f32; x.len()];
+                forward(act, &x, &mut y);
+                let mut g = vec![1.5f32; x.len()];
+                backward_in_place(act, &x, &mut g);
+                for i in 0..x.len() {
+                    assert!(
+                        (y[i] - act.f(x[i])).abs() <= 1e-6 * (1.0 + y[i].abs()),
+                        "{act:?} {level:?}"
+                    );
+                    assert!(
+                        (g[i] - 1.5 * act.df(x[i])).abs() <= 1e-5,
+                        "{act:?} {level:?}"
+                    );
+                }
+            }
+        }
+        force_level(None);
+    }
+}

@@ -1,0 +1,196 @@
+//! Layer normalisation over the last dimension (`torch.nn.LayerNorm(d, eps=1e-5)`):
+//! y = (x − μ)/√(σ² + ε) · γ + β, with μ and σ² (biased) over each row.
+
+use crate::real::Real;
+
+/// PyTorch's default ε.
+pub const EPS: f64 = 1e-5;
+
+crate::dispatch! {
+    /// Normalises each row of `x` (`rows × d`) in place into x̂ = (x − μ)·rstd and writes rstd
+    /// per row. Applying γ and β is left to the caller ([`affine`]), so x̂ can be cached.
+    pub fn normalize<T: Real>(x: &mut [T], d: usize, rstd: &mut [T]) {
+        assert_eq!(x.len(), rstd.len() * d, "layer_norm: shapes");
+        let inv_d = T::ONE / T::from_usize(d);
+        let eps = T::from_f64(EPS);
+        for (row, r) in x.chunks_exact_mut(d).zip(rstd.iter_mut()) {
+            let mean = row.iter().copied().sum::<T>() * inv_d;
+            let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<T>() * inv_d;
+            let rs = T::ONE / (var + eps).sqrt();
+            row.iter_mut().for_each(|v| *v = (*v - mean) * rs);
+            *r = rs;
+        }
+    }
+}
+
+crate::dispatch! {
+    /// y = x̂·γ + β row by row (γ, β of length d; `None` for the non-affine LayerNorm).
+    pub fn affine<T: Real>(xhat: &[T], d: usize, gamma: Option<&[T]>, beta: Option<&[T]>, y: &mut [T]) {
+        assert_eq!(xhat.len(), y.len(), "layer_norm affine: shapes");
+        match (gamma, beta) {
+            (Some(g), Some(b)) => {
+                for (yr, xr) in y.chunks_exact_mut(d).zip(xhat.chunks_exact(d)) {
+                    for j in 0..d {
+                        yr[j] = xr[j] * g[j] + b[j];
+                    }
+                }
+            }
+            _ => y.copy_from_slice(xhat),
+        }
+    }
+}
+
+crate::dispatch! {
+    /// Backward. Given dy (`rows × d`) in `g`, replaces it with dx, and accumulates dγ, dβ.
+    ///
+    /// dx̂ = dy·γ; dx = rstd · (dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)); dγ += Σ dy ⊙ x̂; dβ += Σ dy.
+    pub fn backward<T: Real>(
+        xhat: &[T],
+        rstd: &[T],
+        d: usize,
+        gamma: Option<&[T]>,
+        g: &mut [T],
+        dgamma: Option<&mut [T]>,
+        dbeta: Option<&mut [T]>,
+    ) {
+        assert_eq!(xhat.len(), g.len(), "layer_norm backward: shapes");
+        if let (Some(dg), Some(db)) = (dgamma, dbeta) {
+            for (gr, xr) in g.chunks_exact(d).zip(xhat.chunks_exact(d)) {
+                for j in 0..d {
+                    dg[j] += gr[j] * xr[j];
+                    db[j] += gr[j];
+                }
+            }
+        }
+        let inv_d = T::ONE / T::from_usize(d);
+        for ((gr, xr), &rs) in g.chunks_exact_mut(d).zip(xhat.chunks_exact(d)).zip(rstd) {
+            if let Some(gm) = gamma {
+                for j in 0..d {
+                    gr[j] *= gm[j];
+                }
+            }
+            let mean_g = gr.iter().copied().sum::<T>() * inv_d;
+            let mean_gx = gr.iter().zip(xr).map(|(&a, &b)| a * b).sum::<T>() * inv_d;
+            for j in 0..d {
+                gr[j] = rs * (gr[j] - mean_g - xr[j] * mean_gx);
+            }
+        }
+    }
+}
+
+/// The slow twin: per row, in f64, with explicit formulas.
+pub fn layer_norm_slow(x: &[f64], d: usize, gamma: &[f64], beta: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(d) {
+        let mean = row.iter().sum::<f64>() / d as f64;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / d as f64;
+        for j in 0..d {
+            out.push((row[j] - mean) / (var + EPS).sqrt() * gamma[j] + beta[j]);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_trackml::rng::Rng;
+
+    fn forward(x: &[f64], d: usize, g: &[f64], b: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let mut xh = x.to_vec();
+        let mut rstd = vec![0.0; x.len() / d];
+        normalize(&mut xh, d, &mut rstd);
+        let mut y = vec![0.0; x.len()];
+        affine(&xh, d, Some(g), Some(b), &mut y);
+        (y, xh, rstd)
+    }
+
+    #[test]
+    fn forward_matches_slow_twin_and_backward_matches_finite_differences() {
+        let mut rng = Rng::new(3);
+        for &(rows, d) in &[(1usize, 1usize), (3, 5), (7, 64), (2, 129)] {
+            let x: Vec<f64> = (0..rows * d).map(|_| rng.normal() * 2.0 + 0.5).collect();
+            let g: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
+            let b: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
+            let (y, xh, rstd) = forward(&x, d, &g, &b);
+            let slow = layer_norm_slow(&x, d, &g, &b);
+            let diff = y
+                .iter()
+                .zip(&slow)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(diff < 1e-12, "max |Δ| {diff}");
+            // Loss L = Σ w ⊙ y with random w: dL/dy = w.
+            let w: Vec<f64> = (0..rows * d).map(|_| rng.normal()).collect();
+            let mut gx = w.clone();
+            let (mut dg, mut db) = (vec![0.0; d], vec![0.0; d]);
+            backward(
+                &xh,
+                &rstd,
+                d,
+                Some(&g),
+                &mut gx,
+                Some(&mut dg),
+                Some(&mut db),
+            );
+            let loss = |x: &[f64], g: &[f64], b: &[f64]| {
+                forward(x, d, g, b)
+                    .0
+                    .iter()
+                    .zip(&w)
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+            };
+            let h = 1e-6;
+            for i in 0..x.len() {
+                let (mut xp, mut xm) = (x.clone(), x.clone());
+                xp[i] += h;
+                xm[i] -= h;
+                let fd = (loss(&xp, &g, &b) - loss(&xm, &g, &b)) / (2.0 * h);
+                assert!(
+                    (fd - gx[i]).abs() < 1e-6 * (1.0 + fd.abs()),
+                    "dx[{i}] {fd} vs {}",
+                    gx[i]
+                );
+            }
+            for j in 0..d {
+                let (mut gp, mut gm) = (g.clone(), g.clone());
+                gp[j] += h;
+                gm[j] -= h;
+                let fd = (loss(&x, &gp, &b) - loss(&x, &gm, &b)) / (2.0 * h);
+                assert!((fd - dg[j]).abs() < 1e-6 * (1.0 + fd.abs()), "dγ[{j}]");
+                let (mut bp, mut bm) = (b.clone(), b.clone());
+                bp[j] += h;
+                bm[j] -= h;
+                let fd = (loss(&x, &g, &bp) - loss(&x, &g, &bm)) / (2.0 * h);
+                assert!((fd - db[j]).abs() < 1e-6 * (1.0 + fd.abs()), "dβ[{j}]");
+            }
+        }
+    }
+
+    #[test]
+    fn simd_levels_agree_with_scalar() {
+        use crate::simd::{Level, force_level};
+        let mut rng = Rng::new(8);
+        let d = 128;
+        let x: Vec<f32> = (0..d * 33).map(|_| rng.normal() as f32).collect();
+        let mut outs = Vec::new();
+        for level in [Level::Scalar, Level::Avx2, Level::Avx512] {
+            force_level(Some(level));
+            let mut xh = x.clone();
+            let mut rstd = vec![0.0f32; 33];
+            normalize(&mut xh, d, &mut rstd);
+            outs.push(xh);
+        }
+        force_level(None);
+        for o in &outs[1..] {
+            let diff = o
+                .iter()
+                .zip(&outs[0])
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            eprintln!("layer norm SIMD vs scalar: max |Δ| = {diff:e}");
+            assert!(diff < 1e-5);
+        }
+    }
+}
