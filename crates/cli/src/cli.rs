@@ -208,6 +208,39 @@ pub struct BuildGraphsArgs {
 pub enum BenchCommand {
     /// Event generation time and CSV write/read throughput.
     Io(BenchIoArgs),
+    /// The training step of BENCH_SPEC.md (and the default model, and the unfused forward).
+    Engine(BenchEngineArgs),
+}
+
+/// A configuration of `bench engine`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum EngineVariant {
+    /// BENCH_SPEC.md: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
+    BenchSpec,
+    /// trackgnn's default model (H=128, 8 recurrent iterations, SiLU, sum/mean/max/std).
+    Defaults,
+    /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
+    Unfused,
+}
+
+/// `trackgnn bench engine`.
+#[derive(Debug, Args)]
+pub struct BenchEngineArgs {
+    /// Run one variant only (in this process).
+    #[arg(long, value_enum)]
+    pub only: Option<EngineVariant>,
+    /// Timed steps.
+    #[arg(long, default_value_t = 10)]
+    pub steps: usize,
+    /// Warm-up steps before timing.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `trackgnn bench io`.

@@ -132,6 +132,39 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
+/// Time and floating-point work spent in [`matmul`], counted only while enabled (benchmarks
+/// report the GEMM share of a step).
+pub mod stats {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    static ENABLED: AtomicBool = AtomicBool::new(false);
+    static NANOS: AtomicU64 = AtomicU64::new(0);
+    static FLOPS: AtomicU64 = AtomicU64::new(0);
+
+    /// Starts (or stops) counting and resets the counters.
+    pub fn enable(on: bool) {
+        NANOS.store(0, Ordering::Relaxed);
+        FLOPS.store(0, Ordering::Relaxed);
+        ENABLED.store(on, Ordering::Relaxed);
+    }
+
+    /// True while counting.
+    #[inline]
+    pub fn enabled() -> bool {
+        ENABLED.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add(nanos: u64, flops: u64) {
+        NANOS.fetch_add(nanos, Ordering::Relaxed);
+        FLOPS.fetch_add(flops, Ordering::Relaxed);
+    }
+
+    /// (thread-seconds inside GEMM, floating-point operations) since [`enable`].
+    pub fn read() -> (f64, u64) {
+        (NANOS.load(Ordering::Relaxed) as f64 * 1e-9, FLOPS.load(Ordering::Relaxed))
+    }
+}
+
 /// `dst (m × n, row-major with row stride ld) = / += a (m × k) · b (k × n)`.
 ///
 /// # Panics
@@ -157,6 +190,7 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
     }
     a.check();
     b.check();
+    let t0 = stats::enabled().then(std::time::Instant::now);
     // SAFETY: every index gemm reads or writes was bounds-checked above: dst covers
     // (m−1)·ld + n elements and both operands' last reachable elements are in their slices.
     unsafe {
@@ -181,6 +215,9 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
             /* conj_rhs = */ false,
             /* parallelism = */ gemm::Parallelism::None,
         );
+    }
+    if let Some(t0) = t0 {
+        stats::add(t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
     }
 }
 

@@ -351,6 +351,61 @@ impl<T: Real> InteractionGnn<T> {
             .forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
     }
 
+    /// The forward without the engine's tricks, for comparison: every edge MLP gets its input
+    /// cat(h[src], h[dst], e) materialised (E × 3H) and one full Linear over all edges. Same
+    /// results as [`InteractionGnn::forward`] up to rounding; returns the logits.
+    pub fn forward_unfused(&self, g: &GraphInput<T>) -> Vec<T> {
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let ps = &self.params;
+        let k = self.cfg.aggregation.len();
+        let concat = |hs: &[T], rest: Option<(&[T], usize)>| -> (Vec<T>, usize) {
+            let rd = rest.map_or(0, |r| r.1);
+            let w = 2 * h + rd;
+            let mut x = vec![T::ZERO; e * w];
+            x.par_chunks_mut(w).enumerate().for_each(|(i, row)| {
+                let (s, d) = (g.src[i] as usize, g.dst[i] as usize);
+                row[..h].copy_from_slice(&hs[s * h..(s + 1) * h]);
+                row[h..2 * h].copy_from_slice(&hs[d * h..(d + 1) * h]);
+                if let Some((r, rd)) = rest {
+                    row[2 * h..].copy_from_slice(&r[i * rd..(i + 1) * rd]);
+                }
+            });
+            (x, w)
+        };
+        let mut c = MlpCache::default();
+        let mut hs = vec![T::ZERO; n * h];
+        self.node_encoder.forward(ps, Input::Dense { x: &g.x, dim: g.node_dim }, n, &mut c, &mut hs);
+        let (x, w) = concat(&hs, (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
+        let mut es = vec![T::ZERO; e * h];
+        self.edge_encoder.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
+        let ld = (1 + 2 * k) * h;
+        for it in 0..self.cfg.iterations {
+            let (edge_net, node_net) = self.nets(it);
+            let (x, w) = concat(&hs, Some((&es, h)));
+            let mut e_next = vec![T::ZERO; e * h];
+            edge_net.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut e_next);
+            if self.cfg.residual {
+                add_into(&mut e_next, &es);
+            }
+            let mut node_in = vec![T::ZERO; n * ld];
+            copy_columns(&hs, h, &mut node_in, ld, 0);
+            let mut ac = AggCache::default();
+            aggregate::forward(&e_next, h, &g.in_edges, &self.cfg.aggregation, &mut node_in, ld, h, &mut ac);
+            aggregate::forward(&e_next, h, &g.out_edges, &self.cfg.aggregation, &mut node_in, ld, (1 + k) * h, &mut ac);
+            let mut h_next = vec![T::ZERO; n * h];
+            node_net.forward(ps, Input::Dense { x: &node_in, dim: ld }, n, &mut c, &mut h_next);
+            if self.cfg.residual {
+                add_into(&mut h_next, &hs);
+            }
+            hs = h_next;
+            es = e_next;
+        }
+        let (x, w) = concat(&hs, Some((&es, h)));
+        let mut logits = vec![T::ZERO; e];
+        self.classifier.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut logits);
+        logits
+    }
+
     /// Backward from dL/dlogits; accumulates into `self.params.grad`.
     pub fn backward(&mut self, g: &GraphInput<T>, cache: &ForwardCache<T>, dlogits: &[T]) {
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);

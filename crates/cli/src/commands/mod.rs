@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod bench_engine;
 mod bench_io;
 mod build_graphs;
 mod geometry;
@@ -22,5 +23,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::ModuleMap(ModuleMapCommand::Build(a)) => module_map::build(a),
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
+        Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
     }
 }

@@ -1,0 +1,153 @@
+//! `trackgnn bench engine`: the training step of `../shared/bench/BENCH_SPEC.md` (and of the
+//! default model, and the unfused forward), timed as the spec asks: mean and min over 10 steps
+//! after 2 warm-up steps, peak RSS, GFLOP/s and the share of time inside GEMM.
+
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::matmul::stats;
+use trackgnn_engine::optim::{AdamW, AdamWConfig};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
+use trackgnn_trackml::rng::Rng;
+
+use crate::cli::{BenchEngineArgs, EngineVariant};
+use crate::util::{peak_rss_bytes, print_json, thread_pool};
+
+/// The spec's graph: N = 20000, E = 160000, deterministic features, edges and labels.
+pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
+    const N: usize = 20_000;
+    const E: usize = 160_000;
+    let mut x = Vec::with_capacity(N * 3);
+    for i in 0..N {
+        x.push((i % 10) as f32 / 10.0);
+        x.push((i as f64 * 0.37).sin() as f32);
+        x.push((i as f64 * 0.11).cos() as f32);
+    }
+    let (mut src, mut dst, mut y) = (Vec::with_capacity(E), Vec::with_capacity(E), Vec::with_capacity(E));
+    for k in 0..E {
+        let s = (k * 7919) % N;
+        let d = (s + 1 + (k * 104_729) % 97) % N;
+        src.push(s as u32);
+        dst.push(d as u32);
+        y.push(((s + d) % 5 == 0) as u8);
+    }
+    (GraphInput::new(N, &x, 3, &[], 0, &src, &dst), y)
+}
+
+/// Runs one variant in this process and returns its figures.
+fn run_variant(v: EngineVariant, steps: usize, warmup: usize, threads: usize) -> Value {
+    let (g, y) = spec_graph();
+    let cfg = match v {
+        EngineVariant::BenchSpec | EngineVariant::Unfused => ModelConfig::bench_spec(),
+        EngineVariant::Defaults => ModelConfig::default(),
+    };
+    let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
+    let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
+    let mut cache = ForwardCache::default();
+    let mut dl = vec![0.0f32; g.num_edges()];
+    let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
+    let mut cache_bytes = 0;
+    for step in 0..warmup + steps {
+        stats::enable(step >= warmup);
+        let t = Instant::now();
+        if v == EngineVariant::Unfused {
+            let logits = model.forward_unfused(&g);
+            losses.push(bce_with_logits(&logits, &y, None, 4.0, &mut dl));
+        } else {
+            model.forward(&g, &mut cache);
+            losses.push(bce_with_logits(&cache.logits, &y, None, 4.0, &mut dl));
+            model.params.zero_grad();
+            model.backward(&g, &cache, &dl);
+            let lr = opt_lr(&opt);
+            opt.step(&mut model.params.data, &model.params.grad, lr);
+            cache_bytes = cache.bytes();
+        }
+        let dt = t.elapsed().as_secs_f64();
+        if step >= warmup {
+            times.push(dt);
+            let (s, f) = stats::read();
+            gemm_s += s;
+            gemm_flops += f;
+        }
+    }
+    stats::enable(false);
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    let min = times.iter().cloned().fold(f64::MAX, f64::min);
+    let total: f64 = times.iter().sum();
+    json!({
+        "variant": format!("{v:?}").to_lowercase(),
+        "what": if v == EngineVariant::Unfused { "forward only" } else { "forward + backward + Adam" },
+        "config": cfg,
+        "threads": threads,
+        "parameters": model.params.len(),
+        "nodes": g.num_nodes, "edges": g.num_edges(),
+        "step_seconds_mean": mean, "step_seconds_min": min,
+        "loss_first": losses.first(), "loss_last": losses.last(), "steps": warmup + steps,
+        "gemm_gflop_per_step": gemm_flops as f64 / times.len() as f64 / 1e9,
+        "gemm_gflops_per_second": gemm_flops as f64 / total / 1e9,
+        "gemm_share": gemm_s / (total * threads as f64),
+        "activation_cache_bytes": cache_bytes,
+        "peak_rss_bytes": peak_rss_bytes(),
+    })
+}
+
+fn opt_lr(opt: &AdamW) -> f64 {
+    opt.config().lr
+}
+
+pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
+    let pool = thread_pool(a.threads)?;
+    let threads = pool.current_num_threads();
+    if let Some(v) = a.only {
+        let r = pool.install(|| run_variant(v, a.steps, a.warmup, threads));
+        if a.json {
+            print_json(&r);
+        } else {
+            print_row(&r);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Each variant in its own process, so each peak RSS is its own.
+    let exe = std::env::current_exe().context("locating the trackgnn binary")?;
+    let mut rows = Vec::new();
+    for v in [EngineVariant::BenchSpec, EngineVariant::Defaults, EngineVariant::Unfused] {
+        let name = format!("{v:?}").to_lowercase().replace("benchspec", "bench-spec");
+        let mut cmd = Command::new(&exe);
+        cmd.args(["bench", "engine", "--only", &name, "--json", "--steps", &a.steps.to_string(), "--warmup", &a.warmup.to_string()]);
+        cmd.args(["--threads", &threads.to_string()]);
+        let out = cmd.output().context("running a benchmark variant")?;
+        if !out.status.success() {
+            bail!("variant {name} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let r: Value = serde_json::from_slice(&out.stdout).context("variant output")?;
+        if !a.json {
+            print_row(&r);
+        }
+        rows.push(r);
+    }
+    if a.json {
+        print_json(&json!({ "variants": rows }));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_row(r: &Value) {
+    let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "{:<10} {:<27} {:>8} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  peak RSS {:.2} GB",
+        r["variant"].as_str().unwrap_or("?"),
+        r["what"].as_str().unwrap_or(""),
+        r["parameters"],
+        f("step_seconds_mean"),
+        f("step_seconds_min"),
+        f("loss_first"),
+        f("loss_last"),
+        f("gemm_gflop_per_step"),
+        f("gemm_gflops_per_second"),
+        100.0 * f("gemm_share"),
+        f("peak_rss_bytes") / 1e9
+    );
+}
