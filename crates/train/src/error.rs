@@ -1,0 +1,149 @@
+//! The error type of the train crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong writing or reading checkpoints, logs and plots.
+///
+/// Every variant names the file or directory concerned and says what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on a file or directory.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A safetensors file could not be parsed (truncated, bad header, bad offsets) or written.
+    #[error("{}: invalid safetensors file: {source}", path.display())]
+    Safetensors {
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: safetensors::SafeTensorError,
+    },
+    /// A JSON file (or a line of a JSON-lines file) could not be parsed or written.
+    #[error("{}: invalid JSON: {source}", path.display())]
+    Json {
+        /// The file concerned, with `:line` for JSON-lines files.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tensor the model needs is not in the file.
+    #[error("{}: missing tensor `{name}`", path.display())]
+    MissingTensor {
+        /// The file concerned.
+        path: PathBuf,
+        /// The name of the tensor.
+        name: String,
+    },
+    /// The file holds a tensor the model does not have (loading is strict, like PyTorch's
+    /// `load_state_dict(strict=True)`).
+    #[error("{}: unexpected tensor `{name}` (not a parameter of this model)", path.display())]
+    UnexpectedTensor {
+        /// The file concerned.
+        path: PathBuf,
+        /// The name of the tensor.
+        name: String,
+    },
+    /// A tensor in the file has another shape than the model's parameter.
+    #[error("{}: tensor `{name}` has shape {found:?}, the model expects {expected:?}", path.display())]
+    ShapeMismatch {
+        /// The file concerned.
+        path: PathBuf,
+        /// The name of the tensor.
+        name: String,
+        /// The model's shape.
+        expected: Vec<usize>,
+        /// The shape in the file.
+        found: Vec<usize>,
+    },
+    /// A tensor in the file is not of the expected element type.
+    #[error("{}: tensor `{name}` has dtype {found}, expected {expected}", path.display())]
+    WrongDtype {
+        /// The file concerned.
+        path: PathBuf,
+        /// The name of the tensor.
+        name: String,
+        /// The expected dtype (`F32`).
+        expected: String,
+        /// The dtype in the file.
+        found: String,
+    },
+    /// A file parses but its content is wrong (a missing or bad metadata entry, a log line
+    /// without an epoch, …).
+    #[error("{}: {message}", path.display())]
+    Corrupt {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Data in memory that cannot be written as they are (optimiser state of another length
+    /// than the parameters, two parameters with one name, …).
+    #[error("{}: {message}", path.display())]
+    Inconsistent {
+        /// The file or directory that was being written.
+        path: PathBuf,
+        /// What is inconsistent.
+        message: String,
+    },
+    /// No checkpoint under the given name nor under its aside name.
+    #[error("{}: no checkpoint here (nor at {})", path.display(), aside.display())]
+    NoCheckpoint {
+        /// The checkpoint directory asked for.
+        path: PathBuf,
+        /// The aside name a crash during a save can leave.
+        aside: PathBuf,
+    },
+    /// Drawing a plot failed.
+    #[error("{}: cannot draw plot: {message}", path.display())]
+    Plot {
+        /// The file being drawn.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_file_and_the_tensor() {
+        let e = Error::ShapeMismatch {
+            path: "ck/model.safetensors".into(),
+            name: "edge_network.0.weight".into(),
+            expected: vec![8, 4],
+            found: vec![4, 8],
+        };
+        let s = e.to_string();
+        assert!(s.starts_with("ck/model.safetensors: "), "{s}");
+        assert!(
+            s.contains("edge_network.0.weight") && s.contains("[4, 8]") && s.contains("[8, 4]"),
+            "{s}"
+        );
+        let io = Error::io("run/metrics.csv", std::io::Error::other("disk full"));
+        assert_eq!(io.to_string(), "run/metrics.csv: disk full");
+    }
+}

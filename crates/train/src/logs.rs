@@ -1,0 +1,479 @@
+//! The per-epoch metrics log of a run: `metrics.csv` (a header, then one row per epoch) and
+//! `metrics.jsonl` (one JSON object per epoch) in the run directory, plus the process memory
+//! figures that go into it.
+//!
+//! `metrics.jsonl` is the source of truth: on resume it is cut back to the epochs before the
+//! resumed one, and `metrics.csv` is rewritten from it with the current columns.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::error::{Error, Result};
+
+/// File name of the CSV log in the run directory.
+pub const CSV_FILE: &str = "metrics.csv";
+/// File name of the JSON-lines log in the run directory.
+pub const JSONL_FILE: &str = "metrics.jsonl";
+
+/// One epoch of a run. Fractions in 0–1; NaN for what was not measured (written as `NaN`
+/// in the CSV and `null` in the JSON). `Default` is epoch 0 with every measurement NaN/0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpochRecord {
+    /// Epoch number, as the trainer counts it.
+    pub epoch: u64,
+    /// Optimiser steps taken so far.
+    pub step: u64,
+    /// Mean training loss over the epoch's steps.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub train_loss: f64,
+    /// Validation loss (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub val_loss: f64,
+    /// Edge efficiency `TP_target / N_target_true` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub efficiency: f64,
+    /// Target purity `TP_target / N_predicted` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub target_purity: f64,
+    /// Total purity `TP_any_true / N_predicted` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub total_purity: f64,
+    /// Purity `TP_target / (N_predicted − predicted true non-target)` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub purity: f64,
+    /// Edge AUC, target edges as positives (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub auc: f64,
+    /// Learning rate of the epoch's last step.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub lr: f64,
+    /// Mean global gradient L2 norm over the epoch's steps (before clipping).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub grad_norm: f64,
+    /// Largest global gradient L2 norm of the epoch (before clipping).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub grad_norm_max: f64,
+    /// L2 norm of all parameters at the end of the epoch.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub weight_norm: f64,
+    /// Wall time of the epoch (training and validation), seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub epoch_seconds: f64,
+    /// Wall time per training batch (step), seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub seconds_per_batch: f64,
+    /// Wall time of the validation pass, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub val_seconds: f64,
+    /// Peak resident memory of the process so far, bytes ([`peak_rss_bytes`]).
+    pub peak_rss_bytes: u64,
+}
+
+impl Default for EpochRecord {
+    fn default() -> Self {
+        let nan = f64::NAN;
+        EpochRecord {
+            epoch: 0,
+            step: 0,
+            train_loss: nan,
+            val_loss: nan,
+            efficiency: nan,
+            target_purity: nan,
+            total_purity: nan,
+            purity: nan,
+            auc: nan,
+            lr: nan,
+            grad_norm: nan,
+            grad_norm_max: nan,
+            weight_norm: nan,
+            epoch_seconds: nan,
+            seconds_per_batch: nan,
+            val_seconds: nan,
+            peak_rss_bytes: 0,
+        }
+    }
+}
+
+impl EpochRecord {
+    /// The CSV columns, in field order.
+    pub const COLUMNS: &[&str] = &[
+        "epoch",
+        "step",
+        "train_loss",
+        "val_loss",
+        "efficiency",
+        "target_purity",
+        "total_purity",
+        "purity",
+        "auc",
+        "lr",
+        "grad_norm",
+        "grad_norm_max",
+        "weight_norm",
+        "epoch_seconds",
+        "seconds_per_batch",
+        "val_seconds",
+        "peak_rss_bytes",
+    ];
+}
+
+/// JSON has no NaN: serde_json writes non-finite numbers as `null`; read them back as NaN.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// The metrics log of one run directory, open for appending.
+#[derive(Debug)]
+pub struct MetricsLog {
+    csv_path: PathBuf,
+    jsonl_path: PathBuf,
+    csv: fs::File,
+    jsonl: fs::File,
+}
+
+impl MetricsLog {
+    /// Starts a fresh log in `run_dir` (which must exist), replacing any previous one.
+    pub fn create(run_dir: &Path) -> Result<Self> {
+        Self::start(run_dir, &[])
+    }
+
+    /// Reopens the log in `run_dir` to continue at epoch `first_epoch`: records of epochs
+    /// `>= first_epoch` are dropped, so a re-run epoch is not logged twice. A missing log
+    /// starts fresh; a last line cut short by a crash is dropped.
+    pub fn resume(run_dir: &Path, first_epoch: u64) -> Result<Self> {
+        let jsonl_path = run_dir.join(JSONL_FILE);
+        let text = match fs::read_to_string(&jsonl_path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(Error::io(&jsonl_path, e)),
+        };
+        let mut kept = parse_jsonl(&jsonl_path, &text)?;
+        kept.retain(|r| r.epoch < first_epoch);
+        Self::start(run_dir, &kept)
+    }
+
+    /// Writes both files afresh holding `records` (JSON lines kept verbatim, CSV rows rebuilt
+    /// with the current columns), then opens them for appending.
+    fn start(run_dir: &Path, records: &[JsonLine]) -> Result<Self> {
+        let csv_path = run_dir.join(CSV_FILE);
+        let jsonl_path = run_dir.join(JSONL_FILE);
+        let mut csv_text = EpochRecord::COLUMNS.join(",") + "\n";
+        let mut jsonl_text = String::new();
+        for r in records {
+            csv_text += &csv_row(&r.obj);
+            jsonl_text += r.raw;
+            jsonl_text.push('\n');
+        }
+        write_replace(&csv_path, csv_text.as_bytes())?;
+        write_replace(&jsonl_path, jsonl_text.as_bytes())?;
+        let open = |p: &Path| {
+            fs::OpenOptions::new()
+                .append(true)
+                .open(p)
+                .map_err(|e| Error::io(p, e))
+        };
+        Ok(MetricsLog {
+            csv: open(&csv_path)?,
+            jsonl: open(&jsonl_path)?,
+            csv_path,
+            jsonl_path,
+        })
+    }
+
+    /// Appends one epoch to both files (one write per line) and syncs them.
+    pub fn append(&mut self, rec: &EpochRecord) -> Result<()> {
+        let json = serde_json::to_string(rec).map_err(|e| Error::Json {
+            path: self.jsonl_path.clone(),
+            source: e,
+        })?;
+        let obj: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&json).map_err(|e| Error::Json {
+                path: self.jsonl_path.clone(),
+                source: e,
+            })?;
+        let row = csv_row(&obj);
+        for (file, path, line) in [
+            (&mut self.csv, &self.csv_path, row),
+            (&mut self.jsonl, &self.jsonl_path, json + "\n"),
+        ] {
+            file.write_all(line.as_bytes())
+                .map_err(|e| Error::io(path, e))?;
+            file.sync_data().map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Path of `metrics.csv`.
+    pub fn csv_path(&self) -> &Path {
+        &self.csv_path
+    }
+
+    /// Path of `metrics.jsonl`.
+    pub fn jsonl_path(&self) -> &Path {
+        &self.jsonl_path
+    }
+}
+
+/// Reads the records of a `metrics.jsonl` (fields missing in old logs get their default; a
+/// last line cut short is dropped).
+pub fn read_records(path: &Path) -> Result<Vec<EpochRecord>> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    parse_jsonl(path, &text)?
+        .into_iter()
+        .map(|r| {
+            serde_json::from_value(serde_json::Value::Object(r.obj)).map_err(|e| Error::Json {
+                path: line_path(path, r.line),
+                source: e,
+            })
+        })
+        .collect()
+}
+
+/// One line of a JSON-lines log.
+struct JsonLine<'a> {
+    /// The line as written.
+    raw: &'a str,
+    /// Line number, from 1.
+    line: usize,
+    /// The record's `epoch`.
+    epoch: u64,
+    /// The record.
+    obj: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `path:line`, for errors.
+fn line_path(path: &Path, line: usize) -> PathBuf {
+    PathBuf::from(format!("{}:{line}", path.display()))
+}
+
+/// The records of a JSON-lines text. Blank lines are skipped; an unparsable last line
+/// without a newline (a write cut short) is dropped.
+fn parse_jsonl<'a>(path: &Path, text: &'a str) -> Result<Vec<JsonLine<'a>>> {
+    let at = |line: usize| line_path(path, line);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let obj = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
+            Ok(obj) => obj,
+            Err(_) if i + 1 == lines.len() => break, // no newline after it: cut short
+            Err(e) => {
+                return Err(Error::Json {
+                    path: at(i + 1),
+                    source: e,
+                });
+            }
+        };
+        let Some(epoch) = obj.get("epoch").and_then(|e| e.as_u64()) else {
+            return Err(Error::Corrupt {
+                path: at(i + 1),
+                message: "record without an integer `epoch`".into(),
+            });
+        };
+        out.push(JsonLine {
+            raw: line.trim_end(),
+            line: i + 1,
+            epoch,
+            obj,
+        });
+    }
+    Ok(out)
+}
+
+/// One CSV line of `obj` in [`EpochRecord::COLUMNS`] order: numbers as JSON writes them,
+/// `null` (a non-finite number) as `NaN`, a missing field empty.
+fn csv_row(obj: &serde_json::Map<String, serde_json::Value>) -> String {
+    use serde_json::Value;
+    let cells: Vec<String> = EpochRecord::COLUMNS
+        .iter()
+        .map(|c| match obj.get(*c) {
+            None => String::new(),
+            Some(Value::Null) => "NaN".to_owned(),
+            Some(Value::String(s)) if s.contains([',', '"', '\n']) => {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            }
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        })
+        .collect();
+    cells.join(",") + "\n"
+}
+
+/// Replaces `path` with `bytes` through a temporary sibling and a rename.
+fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let mut f = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`), or 0
+/// where that is not available.
+pub fn peak_rss_bytes() -> u64 {
+    proc_status_bytes("VmHWM")
+}
+
+/// Current resident set size of this process in bytes (`VmRSS`), or 0 where not available.
+pub fn current_rss_bytes() -> u64 {
+    proc_status_bytes("VmRSS")
+}
+
+/// A `kB` entry of `/proc/self/status` in bytes, 0 if unavailable.
+fn proc_status_bytes(key: &str) -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| status_kib(&s, key))
+        .map_or(0, |k| k * 1024)
+}
+
+/// Parses `key:   1234 kB` out of a `/proc/<pid>/status` text.
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(epoch: u64) -> EpochRecord {
+        EpochRecord {
+            epoch,
+            step: 10 * (epoch + 1),
+            train_loss: 0.5 / (epoch + 1) as f64,
+            efficiency: 0.99,
+            auc: f64::NAN,
+            lr: 1e-7,
+            peak_rss_bytes: 123_456_789,
+            ..EpochRecord::default()
+        }
+    }
+
+    #[test]
+    fn columns_are_the_serialised_fields_in_order() {
+        let json = serde_json::to_string(&EpochRecord::default()).unwrap();
+        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&json).unwrap();
+        assert_eq!(obj.len(), EpochRecord::COLUMNS.len());
+        let pos: Vec<usize> = EpochRecord::COLUMNS
+            .iter()
+            .map(|c| json.find(&format!("\"{c}\":")).unwrap())
+            .collect();
+        assert!(
+            pos.windows(2).all(|w| w[0] < w[1]),
+            "COLUMNS out of field order"
+        );
+    }
+
+    #[test]
+    fn writes_header_once_and_one_row_per_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetricsLog::create(dir.path()).unwrap();
+        for e in 0..3 {
+            log.append(&rec(e)).unwrap();
+        }
+        let csv = fs::read_to_string(log.csv_path()).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].starts_with("epoch,step,train_loss,val_loss,efficiency,"));
+        let cells: Vec<&str> = lines[2].split(',').collect();
+        assert_eq!(cells.len(), EpochRecord::COLUMNS.len());
+        assert_eq!(&cells[..5], ["1", "20", "0.25", "NaN", "0.99"]);
+        assert_eq!(cells[9], "1e-7");
+        assert_eq!(*cells.last().unwrap(), "123456789");
+
+        let back = read_records(log.jsonl_path()).unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[1].train_loss, 0.25);
+        assert!(
+            back[1].auc.is_nan() && back[1].val_loss.is_nan(),
+            "null reads back as NaN"
+        );
+        assert_eq!(back[2].peak_rss_bytes, 123_456_789);
+    }
+
+    #[test]
+    fn resume_drops_the_resumed_epoch_and_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = MetricsLog::create(dir.path()).unwrap();
+        for e in 0..4 {
+            log.append(&rec(e)).unwrap();
+        }
+        drop(log);
+        let before = fs::read_to_string(dir.path().join(JSONL_FILE)).unwrap();
+        // A crash in the middle of writing the next line.
+        let jsonl = dir.path().join(JSONL_FILE);
+        let mut f = fs::OpenOptions::new().append(true).open(&jsonl).unwrap();
+        f.write_all(b"{\"epoch\": 4, \"step\"").unwrap();
+        drop(f);
+
+        let mut log = MetricsLog::resume(dir.path(), 2).unwrap();
+        let kept = fs::read_to_string(&jsonl).unwrap();
+        assert_eq!(
+            kept.lines().collect::<Vec<_>>(),
+            before.lines().take(2).collect::<Vec<_>>(),
+            "kept verbatim"
+        );
+        log.append(&rec(2)).unwrap();
+        let epochs: Vec<u64> = read_records(&jsonl)
+            .unwrap()
+            .iter()
+            .map(|r| r.epoch)
+            .collect();
+        assert_eq!(epochs, [0, 1, 2]);
+        let csv = fs::read_to_string(dir.path().join(CSV_FILE)).unwrap();
+        let firsts: Vec<&str> = csv.lines().map(|l| l.split(',').next().unwrap()).collect();
+        assert_eq!(firsts, ["epoch", "0", "1", "2"]);
+        // Rows rewritten from the JSON log are the rows appended directly.
+        let direct =
+            csv_row(&serde_json::from_str(&serde_json::to_string(&rec(1)).unwrap()).unwrap());
+        assert_eq!(csv.lines().nth(2).unwrap(), direct.trim_end());
+    }
+
+    #[test]
+    fn resume_without_a_log_starts_fresh_and_bad_lines_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = MetricsLog::resume(dir.path(), 5).unwrap();
+        assert_eq!(
+            fs::read_to_string(log.csv_path()).unwrap().lines().count(),
+            1
+        );
+        fs::write(
+            log.jsonl_path(),
+            "{\"epoch\": 0}\nnot json\n{\"epoch\": 1}\n",
+        )
+        .unwrap();
+        let e = MetricsLog::resume(dir.path(), 5).unwrap_err();
+        assert!(e.to_string().contains("metrics.jsonl:2"), "{e}");
+        fs::write(log.jsonl_path(), "{\"epoch\": 0}\n{\"step\": 3}\n").unwrap();
+        let e = MetricsLog::resume(dir.path(), 5).unwrap_err();
+        assert!(
+            e.to_string().contains("metrics.jsonl:2") && e.to_string().contains("epoch"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn memory_figures() {
+        let status = "Name:\tx\nVmPeak:\t  20 kB\nVmHWM:\t    1234 kB\nVmRSS:\t  1000 kB\n";
+        assert_eq!(status_kib(status, "VmHWM"), Some(1234));
+        assert_eq!(status_kib(status, "VmRSS"), Some(1000));
+        assert_eq!(status_kib(status, "VmSwap"), None);
+        if cfg!(target_os = "linux") {
+            let now = current_rss_bytes();
+            let peak = peak_rss_bytes();
+            assert!(now > 0 && peak >= now, "peak {peak}, current {now}");
+        }
+    }
+}

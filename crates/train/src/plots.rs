@@ -1,0 +1,534 @@
+//! Plots of a run, as PNG and SVG: lines against epoch ([`plot_series`]) and ROC curves
+//! ([`plot_roc`]). Each call writes `<stem>.png` and `<stem>.svg`, each through a temporary
+//! sibling file and a rename, so a reader never sees half a plot.
+//!
+//! # Fonts
+//! plotters (built with `ab_glyph`, without system font discovery) draws text only with a
+//! font registered at run time. The first plot looks for a TrueType font: the file named by
+//! `TRACKGNN_FONT`, else DejaVu Sans or Liberation Sans at their usual paths, else any `.ttf`
+//! under `/usr/share/fonts` or `/usr/local/share/fonts` (a regular sans face preferred). With
+//! none, plots are drawn without any text (no title, axis labels, tick labels or legend)
+//! rather than failing.
+
+use std::fs;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+
+mod font;
+
+use font::FAMILY;
+pub use font::font_available;
+
+/// Image size in pixels (PNG) or user units (SVG).
+const SIZE: (u32, u32) = (960, 640);
+
+/// Line colours: the matplotlib `tab10` palette.
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// Series with at most this many points also get a marker on every point.
+const MARKERS_UP_TO: usize = 60;
+
+/// Plots named lines, e.g. losses or metrics against epoch, with a legend. Points with a
+/// non-finite coordinate (or, with `log_y`, a non-positive y) are skipped and break the
+/// line; empty series are allowed. Writes `<path_stem>.png` and `<path_stem>.svg`.
+pub fn plot_series(
+    path_stem: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+    log_y: bool,
+) -> Result<()> {
+    let fig = Figure::new(title, x_label, y_label, series, log_y, false);
+    write_figure(path_stem, &fig, font_available())
+}
+
+/// Plots ROC curves (`(false-positive rate, true-positive rate)` points, e.g. from
+/// [`roc_curve`](crate::metrics::roc_curve)) on the unit square with the diagonal of a
+/// random classifier. Writes `<path_stem>.png` and `<path_stem>.svg`.
+pub fn plot_roc(path_stem: &Path, curves: &[(&str, Vec<(f64, f64)>)]) -> Result<()> {
+    let mut fig = Figure::new(
+        "ROC curve",
+        "False positive rate",
+        "True positive rate",
+        curves,
+        false,
+        true,
+    );
+    fig.x = 0.0..1.0;
+    fig.y = 0.0..1.0;
+    write_figure(path_stem, &fig, font_available())
+}
+
+/// A run of drawable points of one series (a non-drawable point ends a run).
+type Run = Vec<(f64, f64)>;
+
+/// What to draw: the cleaned-up series and the axes.
+struct Figure<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    y_label: &'a str,
+    /// Name and the drawable runs of points of each series.
+    series: Vec<(&'a str, Vec<Run>)>,
+    x: Range<f64>,
+    y: Range<f64>,
+    log_y: bool,
+    /// Draw the diagonal y = x (ROC).
+    diagonal: bool,
+}
+
+impl<'a> Figure<'a> {
+    fn new(
+        title: &'a str,
+        x_label: &'a str,
+        y_label: &'a str,
+        series: &'a [(&'a str, Vec<(f64, f64)>)],
+        log_y: bool,
+        diagonal: bool,
+    ) -> Self {
+        let ok = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!log_y || y > 0.0);
+        let series: Vec<(&str, Vec<Run>)> = series
+            .iter()
+            .map(|(name, pts)| {
+                let runs = pts
+                    .split(|p| !ok(p))
+                    .filter(|r| !r.is_empty())
+                    .map(<[_]>::to_vec)
+                    .collect();
+                (*name, runs)
+            })
+            .collect();
+        let all = || series.iter().flat_map(|(_, runs)| runs.iter().flatten());
+        let x = padded(all().map(|p| p.0), false);
+        let y = padded(all().map(|p| p.1), log_y);
+        Figure {
+            title,
+            x_label,
+            y_label,
+            series,
+            x,
+            y,
+            log_y,
+            diagonal,
+        }
+    }
+}
+
+/// The range of `vals` with a margin: 5 % on a linear axis, a factor 1.5 on a log axis;
+/// (0, 1) or (1e-3, 1) when empty, widened when all values are equal.
+fn padded(vals: impl Iterator<Item = f64>, log: bool) -> Range<f64> {
+    let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+        (l.min(v), h.max(v))
+    });
+    match (lo <= hi, log) {
+        (false, false) => 0.0..1.0,
+        (false, true) => 1e-3..1.0,
+        (true, true) => lo / 1.5..hi * 1.5,
+        (true, false) if lo == hi => lo - 0.5 * lo.abs().max(1.0)..hi + 0.5 * hi.abs().max(1.0),
+        (true, false) => {
+            let m = 0.05 * (hi - lo);
+            lo - m..hi + m
+        }
+    }
+}
+
+/// `<stem>.<ext>`, keeping any dots already in the stem.
+fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    let mut s = stem.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
+fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
+    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
+    path.with_file_name(format!(".{name}.tmp-{}.{ext}", std::process::id()))
+}
+
+/// Writes both files of a figure; with `text` off, draws no text at all. If drawing with
+/// text fails (e.g. a font without the needed glyphs), draws again without.
+fn write_figure(stem: &Path, fig: &Figure<'_>, text: bool) -> Result<()> {
+    let png = with_ext(stem, "png");
+    let tmp = temp_sibling(&png, "png");
+    let drawn = render_png(&tmp, fig, text).or_else(|e| {
+        if text {
+            render_png(&tmp, fig, false)
+        } else {
+            Err(e)
+        }
+    });
+    finish(drawn, &tmp, &png)?;
+
+    let svg_path = with_ext(stem, "svg");
+    let tmp = temp_sibling(&svg_path, "svg");
+    let svg = render_svg(fig, text).or_else(|e| if text { render_svg(fig, false) } else { Err(e) });
+    let written = svg.and_then(|s| fs::write(&tmp, s).map_err(|e| e.to_string()));
+    finish(written, &tmp, &svg_path)
+}
+
+/// Renames `tmp` to `path` after a successful render; removes it after a failed one.
+fn finish(drawn: std::result::Result<(), String>, tmp: &Path, path: &Path) -> Result<()> {
+    match drawn {
+        Ok(()) => fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
+        Err(message) => {
+            let _ = fs::remove_file(tmp);
+            Err(Error::Plot {
+                path: path.to_owned(),
+                message,
+            })
+        }
+    }
+}
+
+fn render_png(path: &Path, fig: &Figure<'_>, text: bool) -> std::result::Result<(), String> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    draw(&root, fig, text)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+fn render_svg(fig: &Figure<'_>, text: bool) -> std::result::Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        draw(&root, fig, text)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// Draws the figure on any backend, on a linear or a log y axis.
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    fig: &Figure<'_>,
+    text: bool,
+) -> std::result::Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let mut b = ChartBuilder::on(root);
+    b.margin(20);
+    if text {
+        b.caption(fig.title, (FAMILY, 24))
+            .x_label_area_size(50)
+            .y_label_area_size(80);
+    }
+    if fig.log_y {
+        let chart = b
+            .build_cartesian_2d(fig.x.clone(), fig.y.clone().log_scale())
+            .map_err(err)?;
+        fill(chart, fig, text)
+    } else {
+        let chart = b
+            .build_cartesian_2d(fig.x.clone(), fig.y.clone())
+            .map_err(err)?;
+        fill(chart, fig, text)
+    }
+}
+
+/// Draws mesh, lines, markers and legend into a built chart.
+fn fill<'a, DB, X, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    fig: &Figure<'_>,
+    text: bool,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(BLACK.mix(0.05));
+    if text {
+        mesh.x_desc(fig.x_label)
+            .y_desc(fig.y_label)
+            .label_style((FAMILY, 16))
+            .axis_desc_style((FAMILY, 18))
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick);
+    }
+    mesh.draw().map_err(err)?;
+    if fig.diagonal {
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3)))
+            .map_err(err)?;
+    }
+    for (i, (name, runs)) in fig.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let style = color.stroke_width(2);
+        // An empty labelled series carries the legend entry, so that a series without a
+        // drawable point is still listed.
+        chart
+            .draw_series(LineSeries::new(std::iter::empty(), style))
+            .map_err(err)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 24, y)], style));
+        for run in runs {
+            chart
+                .draw_series(LineSeries::new(run.iter().copied(), style))
+                .map_err(err)?;
+        }
+        if runs.iter().map(Vec::len).sum::<usize>() <= MARKERS_UP_TO {
+            let dots = runs
+                .iter()
+                .flatten()
+                .map(|&p| Circle::new(p, 3, color.filled()));
+            chart.draw_series(dots).map_err(err)?;
+        }
+    }
+    if text && !fig.series.is_empty() {
+        let pos = legend_corner(fig);
+        chart
+            .configure_series_labels()
+            .position(pos)
+            .label_font((FAMILY, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The corner for the legend with the fewest line points (and midpoints) under it, in the
+/// order upper right, lower right, upper left, lower left on ties.
+fn legend_corner(fig: &Figure<'_>) -> SeriesLabelPosition {
+    let norm = |v: f64, r: &Range<f64>, log: bool| {
+        if log {
+            (v.ln() - r.start.ln()) / (r.end.ln() - r.start.ln())
+        } else {
+            (v - r.start) / (r.end - r.start)
+        }
+    };
+    let mut pts: Vec<(f64, f64)> = Vec::new();
+    for run in fig.series.iter().flat_map(|(_, runs)| runs) {
+        let n: Vec<(f64, f64)> = run
+            .iter()
+            .map(|&(x, y)| (norm(x, &fig.x, false), norm(y, &fig.y, fig.log_y)))
+            .collect();
+        pts.extend(&n);
+        pts.extend(
+            n.windows(2)
+                .map(|w| ((w[0].0 + w[1].0) / 2.0, (w[0].1 + w[1].1) / 2.0)),
+        );
+    }
+    if fig.diagonal {
+        pts.extend((0..=20).map(|i| (i as f64 / 20.0, i as f64 / 20.0)));
+    }
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let under = |right: bool, upper: bool| {
+        let in_x = |x: f64| if right { x > 0.6 } else { x < 0.4 };
+        let in_y = |y: f64| if upper { y > 0.7 } else { y < 0.3 };
+        pts.iter().filter(|&&(x, y)| in_x(x) && in_y(y)).count()
+    };
+    let best = corners
+        .iter()
+        .min_by_key(|&&(_, r, u)| under(r, u))
+        .expect("four corners");
+    best.0.clone()
+}
+
+/// A tick label: integers without a fraction (epochs), plain decimals in 1e-3 … 1e5, else
+/// scientific notation.
+fn tick(v: &f64) -> String {
+    let a = v.abs();
+    if *v == v.round() && a < 1e5 {
+        format!("{v:.0}")
+    } else if (1e-3..1e5).contains(&a) {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+    fn check_files(stem: &Path) -> String {
+        let png = fs::read(with_ext(stem, "png")).unwrap();
+        assert!(
+            png.len() > 1000 && png.starts_with(PNG_MAGIC),
+            "{}: not a PNG",
+            stem.display()
+        );
+        let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("</svg>"),
+            "{}: not an SVG",
+            stem.display()
+        );
+        svg
+    }
+
+    fn no_temporaries(dir: &Path) {
+        let names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+
+    fn losses() -> Vec<(&'static str, Vec<(f64, f64)>)> {
+        let train = (0..20)
+            .map(|e| (e as f64, 1.0 / (e as f64 + 1.0)))
+            .collect();
+        let mut val: Vec<(f64, f64)> = (0..20)
+            .map(|e| (e as f64, 1.2 / (e as f64 + 1.0)))
+            .collect();
+        val[5].1 = f64::NAN;
+        val[9].1 = f64::INFINITY;
+        val[12].1 = 0.0; // skipped on a log axis
+        vec![("train", train), ("validation", val), ("empty", Vec::new())]
+    }
+
+    #[test]
+    fn series_plots_are_written_with_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("loss.v1");
+        plot_series(&stem, "Loss", "epoch", "BCE loss", &losses(), true).unwrap();
+        let svg = check_files(&stem);
+        if font_available() {
+            assert!(
+                svg.contains("<text") && svg.contains("validation"),
+                "title, labels and legend drawn"
+            );
+        }
+        plot_series(
+            &dir.path().join("lin"),
+            "Metrics",
+            "epoch",
+            "fraction",
+            &losses(),
+            false,
+        )
+        .unwrap();
+        check_files(&dir.path().join("lin"));
+        no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn without_a_font_plots_are_written_without_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = losses();
+        for (name, log) in [("log", true), ("lin", false)] {
+            let stem = dir.path().join(name);
+            write_figure(&stem, &Figure::new("t", "x", "y", &s, log, false), false).unwrap();
+            let svg = check_files(&stem);
+            assert!(!svg.contains("<text"), "no text without a font");
+        }
+        let roc = [("gnn", vec![(0.0, 0.0), (0.1, 0.9), (1.0, 1.0)])];
+        let stem = dir.path().join("roc");
+        write_figure(
+            &stem,
+            &Figure::new("ROC", "fpr", "tpr", &roc, false, true),
+            false,
+        )
+        .unwrap();
+        check_files(&stem);
+        no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn empty_and_degenerate_inputs_still_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        plot_series(&dir.path().join("none"), "nothing", "x", "y", &[], false).unwrap();
+        check_files(&dir.path().join("none"));
+        let bad = [
+            ("nan", vec![(f64::NAN, 1.0), (1.0, f64::NEG_INFINITY)]),
+            ("one", vec![(3.0, 2.0)]),
+        ];
+        plot_series(&dir.path().join("bad"), "bad", "x", "y", &bad, true).unwrap();
+        check_files(&dir.path().join("bad"));
+        plot_roc(
+            &dir.path().join("roc"),
+            &[
+                ("a", vec![(0.0, 0.0), (0.2, 0.8), (1.0, 1.0)]),
+                ("b", vec![]),
+            ],
+        )
+        .unwrap();
+        check_files(&dir.path().join("roc"));
+    }
+
+    #[test]
+    fn ranges_skip_bad_points_and_widen_flat_data() {
+        let s = [("a", vec![(0.0, 5.0), (f64::NAN, 100.0), (2.0, 5.0)])];
+        let f = Figure::new("", "", "", &s, false, false);
+        assert_eq!(f.series[0].1.len(), 2, "the NaN point breaks the line");
+        assert!(f.x.start < 0.0 && f.x.end > 2.0 && f.x.end < 2.2);
+        assert_eq!(f.y, 2.5..7.5);
+        let g = Figure::new("", "", "", &s, true, false);
+        assert!(g.y.start > 0.0);
+        assert_eq!(padded(std::iter::empty(), true), 1e-3..1.0);
+    }
+
+    #[test]
+    fn legend_avoids_the_lines() {
+        let rising = [(
+            "a",
+            (0..20)
+                .map(|e| (e as f64, 1.0 - 1.0 / (e as f64 + 1.0)))
+                .collect(),
+        )];
+        let f = Figure::new("", "", "", &rising, false, false);
+        assert!(matches!(legend_corner(&f), SeriesLabelPosition::LowerRight));
+        let falling = [(
+            "a",
+            (0..20)
+                .map(|e| (e as f64, 1.0 / (e as f64 + 1.0)))
+                .collect(),
+        )];
+        let f = Figure::new("", "", "", &falling, true, false);
+        assert!(matches!(legend_corner(&f), SeriesLabelPosition::UpperRight));
+        let roc = [("a", vec![(0.0, 0.0), (0.0, 0.8), (0.2, 0.95), (1.0, 1.0)])];
+        let mut f = Figure::new("", "", "", &roc, false, true);
+        (f.x, f.y) = (0.0..1.0, 0.0..1.0);
+        assert!(matches!(legend_corner(&f), SeriesLabelPosition::LowerRight));
+    }
+
+    #[test]
+    fn tick_labels() {
+        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.001, 1.0 / 3.0, 2e-4, 1e6]
+            .iter()
+            .map(tick)
+            .collect();
+        assert_eq!(
+            t,
+            ["0", "2", "-3", "0.25", "0.001", "0.3333", "2.0e-4", "1.0e6"]
+        );
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("no/such/dir/loss");
+        let e = plot_series(&stem, "t", "x", "y", &losses(), false).unwrap_err();
+        assert!(e.to_string().contains("loss.png"), "{e}");
+    }
+}
