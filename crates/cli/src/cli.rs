@@ -27,6 +27,8 @@ pub enum Command {
     ModuleMap(ModuleMapCommand),
     /// Build graphs (nodes = hits, edges = candidate segments) from events.
     BuildGraphs(BuildGraphsArgs),
+    /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.
+    ExportParity(ExportParityArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -201,6 +203,35 @@ pub struct BuildGraphsArgs {
     pub json: bool,
     #[command(flatten)]
     pub detector: DetectorArg,
+}
+
+/// `trackgnn export-parity`.
+#[derive(Debug, Args)]
+pub struct ExportParityArgs {
+    /// Output safetensors file.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Model configuration (TOML, the keys of `ModelConfig`); default: trackgnn's defaults.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// A graph file to use (its target labels and field weights); default: a random graph.
+    #[arg(long, value_name = "FILE")]
+    pub graph: Option<PathBuf>,
+    /// Nodes of the random graph.
+    #[arg(long, default_value_t = 200)]
+    pub nodes: usize,
+    /// Edges of the random graph.
+    #[arg(long, default_value_t = 1500)]
+    pub edges: usize,
+    /// Edge features of the random graph.
+    #[arg(long, default_value_t = 0)]
+    pub edge_features: usize,
+    /// Seed of the weights and of the random graph.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Positive-class weight of the loss.
+    #[arg(long, default_value_t = 2.0)]
+    pub pos_weight: f64,
 }
 
 /// `trackgnn bench …`.

@@ -161,7 +161,10 @@ pub mod stats {
 
     /// (thread-seconds inside GEMM, floating-point operations) since [`enable`].
     pub fn read() -> (f64, u64) {
-        (NANOS.load(Ordering::Relaxed) as f64 * 1e-9, FLOPS.load(Ordering::Relaxed))
+        (
+            NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
+            FLOPS.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -240,35 +240,38 @@ impl Mlp {
             dout,
             rows,
         );
-        tiles.into_par_iter().for_each(|mut t| {
-            let mut a = vec![T::ZERO; t.rows * width];
-            let mut y = vec![T::ZERO; t.rows * width];
-            for (l, layer) in self.layers.iter().enumerate() {
-                let z = &mut *t.pre[l];
-                let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
-                if l == 0 {
-                    first_layer(input, w, layer, t.r0, t.rows, z);
-                } else {
-                    matmul(
-                        z,
-                        layer.dout,
-                        MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
-                        w.t(),
-                        Accum::Replace,
-                    );
+        // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
+        // allocator would map and unmap them every time.
+        let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
+        tiles
+            .into_par_iter()
+            .for_each_init(scratch, |(a, y), mut t| {
+                for (l, layer) in self.layers.iter().enumerate() {
+                    let z = &mut *t.pre[l];
+                    let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+                    if l == 0 {
+                        first_layer(input, w, layer, t.r0, t.rows, z);
+                    } else {
+                        matmul(
+                            z,
+                            layer.dout,
+                            MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
+                            w.t(),
+                            Accum::Replace,
+                        );
+                    }
+                    add_bias(z, ps.value(layer.b));
+                    let last = l + 1 == n_layers;
+                    let ys = &mut y[..t.rows * layer.dout];
+                    self.post(ps, layer, z, &mut t.rstd[l], ys);
+                    let dst = if last {
+                        &mut *t.out
+                    } else {
+                        &mut a[..t.rows * layer.dout]
+                    };
+                    act::forward(layer.act, ys, dst);
                 }
-                add_bias(z, ps.value(layer.b));
-                let last = l + 1 == n_layers;
-                let ys = &mut y[..t.rows * layer.dout];
-                self.post(ps, layer, z, &mut t.rstd[l], ys);
-                let dst = if last {
-                    &mut *t.out
-                } else {
-                    &mut a[..t.rows * layer.dout]
-                };
-                act::forward(layer.act, ys, dst);
-            }
-        });
+            });
     }
 
     /// Norm (in place on z, caching x̂ and rstd) and affine into `y`; without a norm, y = z.
@@ -361,25 +364,31 @@ impl Mlp {
                     .iter()
                     .map(|l| vec![T::ZERO; TILE * l.dout])
                     .collect();
-                let mut y = vec![T::ZERO; TILE * width];
+                let mut ys: Vec<Vec<T>> = self
+                    .layers
+                    .iter()
+                    .map(|l| vec![T::ZERO; TILE * l.dout])
+                    .collect();
                 let mut g = vec![T::ZERO; TILE * width];
                 let mut g_prev = vec![T::ZERO; TILE * width];
                 let mut r0 = r_begin;
                 while r0 < r_end {
                     let tr = TILE.min(r_end - r0);
-                    // Recompute the activations a_l (inputs of layers l+1).
-                    for (l, layer) in self.layers.iter().enumerate().take(n_layers - 1) {
+                    // Recompute y_l (norm outputs) once, and the activations a_l (inputs of
+                    // layer l + 1).
+                    for (l, layer) in self.layers.iter().enumerate() {
                         let d = layer.dout;
-                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut y[..tr * d]);
-                        act::forward(layer.act, &y[..tr * d], &mut acts[l][..tr * d]);
+                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut ys[l][..tr * d]);
+                        if l + 1 < n_layers {
+                            act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
+                        }
                     }
                     let d_last = self.dout();
                     g[..tr * d_last].copy_from_slice(&dout[r0 * d_last..(r0 + tr) * d_last]);
                     for l in (0..n_layers).rev() {
                         let layer = &self.layers[l];
                         let d = layer.dout;
-                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut y[..tr * d]);
-                        act::backward_in_place(layer.act, &y[..tr * d], &mut g[..tr * d]);
+                        act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
                         if let Some((gi, bi)) = layer.norm {
                             let xhat = &cache.pre[l][r0 * d..(r0 + tr) * d];
                             let rstd = &cache.rstd[l][r0..r0 + tr];

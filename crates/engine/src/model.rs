@@ -52,6 +52,42 @@ pub struct ForwardCache<T> {
     pub classifier: MlpCache<T>,
     /// The logits (E).
     pub logits: Vec<T>,
+    /// Scratch of the split Linear (h·W_aᵀ, h·W_bᵀ), reused.
+    pub scratch_a: Vec<T>,
+    /// See `scratch_a`.
+    pub scratch_b: Vec<T>,
+    /// Gradient buffers of the backward, reused.
+    pub workspace: Workspace<T>,
+}
+
+/// Gradient buffers of the backward (reused between steps; not activations).
+#[derive(Clone, Debug, Default)]
+pub struct Workspace<T> {
+    /// dL/dz of a split first layer (E × H).
+    pub dz1: Vec<T>,
+    /// dL/dh of the current iteration (N × H).
+    pub dh: Vec<T>,
+    /// dL/dh of the previous iteration (N × H).
+    pub dh_prev: Vec<T>,
+    /// dL/de of the current iteration (E × H).
+    pub de: Vec<T>,
+    /// dL/de of the previous iteration (E × H).
+    pub de_prev: Vec<T>,
+    /// dL/d(node-network input) (N × (1 + 2K)·H).
+    pub dnode_in: Vec<T>,
+}
+
+impl<T> Workspace<T> {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.dz1.len()
+            + self.dh.len()
+            + self.dh_prev.len()
+            + self.de.len()
+            + self.de_prev.len()
+            + self.dnode_in.len())
+            * std::mem::size_of::<T>()
+    }
 }
 
 impl<T> ForwardCache<T> {
@@ -238,7 +274,8 @@ impl<T: Real> InteractionGnn<T> {
         }
     }
 
-    /// Forward: fills `cache` (including `cache.logits`, one per edge).
+    /// Forward: fills `cache` (including `cache.logits`, one per edge). Buffers in the cache are
+    /// reused from call to call.
     ///
     /// # Panics
     /// If the graph's feature widths differ from the model's.
@@ -250,6 +287,7 @@ impl<T: Real> InteractionGnn<T> {
         let iters = self.cfg.iterations;
         let aggs = &self.cfg.aggregation;
         let k = aggs.len();
+        let ld = (1 + 2 * k) * h;
         let ps = &self.params;
         cache.h.resize_with(iters + 1, Vec::new);
         cache.e.resize_with(iters + 1, Vec::new);
@@ -257,22 +295,23 @@ impl<T: Real> InteractionGnn<T> {
         cache.agg.resize_with(iters, Default::default);
         cache.edge_net.resize_with(iters, Default::default);
         cache.node_net.resize_with(iters, Default::default);
-        let (mut a, mut b) = (Vec::new(), Vec::new());
+        cache.h.iter_mut().for_each(|v| v.resize(n * h, T::ZERO));
+        cache.e.iter_mut().for_each(|v| v.resize(e * h, T::ZERO));
+        cache
+            .node_in
+            .iter_mut()
+            .for_each(|v| v.resize(n * ld, T::ZERO));
+        let mut a = std::mem::take(&mut cache.scratch_a);
+        let mut b = std::mem::take(&mut cache.scratch_b);
         // Encoders.
-        cache.h[0].resize(n * h, T::ZERO);
-        self.node_encoder.forward(
-            ps,
-            Input::Dense {
-                x: &g.x,
-                dim: g.node_dim,
-            },
-            n,
-            &mut cache.node_encoder,
-            &mut cache.h[0],
-        );
+        let x = Input::Dense {
+            x: &g.x,
+            dim: g.node_dim,
+        };
+        self.node_encoder
+            .forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
         self.edge_encoder
             .split_precompute(ps, &cache.h[0], h, &mut a, &mut b);
-        cache.e[0].resize(e * h, T::ZERO);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split {
             a: &a,
@@ -285,70 +324,67 @@ impl<T: Real> InteractionGnn<T> {
         self.edge_encoder
             .forward(ps, input, e, &mut cache.edge_encoder, &mut cache.e[0]);
         // Message passing.
-        let ld = (1 + 2 * k) * h;
         for it in 0..iters {
             let (edge_net, node_net) = self.nets(it);
-            let (h_prev, e_prev) = (&cache.h[it], &cache.e[it]);
+            let (h_done, h_todo) = cache.h.split_at_mut(it + 1);
+            let (e_done, e_todo) = cache.e.split_at_mut(it + 1);
+            let (h_prev, h_next) = (&h_done[it], &mut h_todo[0]);
+            let (e_prev, e_next) = (&e_done[it], &mut e_todo[0]);
             edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
-            let mut e_next = vec![T::ZERO; e * h];
+            let src = &g.src;
+            let dst = &g.dst;
             let input = Input::Split {
                 a: &a,
                 b: &b,
-                src: &g.src,
-                dst: &g.dst,
+                src,
+                dst,
                 h_dim: h,
                 rest: Some((e_prev, h)),
             };
-            edge_net.forward(ps, input, e, &mut cache.edge_net[it], &mut e_next);
+            edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
             if self.cfg.residual {
-                add_into(&mut e_next, e_prev);
+                add_into(e_next, e_prev);
             }
-            let mut node_in = vec![T::ZERO; n * ld];
-            copy_columns(h_prev, h, &mut node_in, ld, 0);
+            let node_in = &mut cache.node_in[it];
+            copy_columns(h_prev, h, node_in, ld, 0);
             let (agg_in, agg_out) = &mut cache.agg[it];
-            aggregate::forward(&e_next, h, &g.in_edges, aggs, &mut node_in, ld, h, agg_in);
+            aggregate::forward(e_next, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
             aggregate::forward(
-                &e_next,
+                e_next,
                 h,
                 &g.out_edges,
                 aggs,
-                &mut node_in,
+                node_in,
                 ld,
                 (1 + k) * h,
                 agg_out,
             );
-            let mut h_next = vec![T::ZERO; n * h];
-            node_net.forward(
-                ps,
-                Input::Dense {
-                    x: &node_in,
-                    dim: ld,
-                },
-                n,
-                &mut cache.node_net[it],
-                &mut h_next,
-            );
+            let input = Input::Dense {
+                x: node_in,
+                dim: ld,
+            };
+            node_net.forward(ps, input, n, &mut cache.node_net[it], h_next);
             if self.cfg.residual {
-                add_into(&mut h_next, h_prev);
+                add_into(h_next, h_prev);
             }
-            cache.node_in[it] = node_in;
-            cache.e[it + 1] = e_next;
-            cache.h[it + 1] = h_next;
         }
         // Classifier.
         self.classifier
             .split_precompute(ps, &cache.h[iters], h, &mut a, &mut b);
         cache.logits.resize(e, T::ZERO);
+        let rest = Some((&cache.e[iters][..], h));
         let input = Input::Split {
             a: &a,
             b: &b,
             src: &g.src,
             dst: &g.dst,
             h_dim: h,
-            rest: Some((&cache.e[iters], h)),
+            rest,
         };
         self.classifier
             .forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
+        cache.scratch_a = a;
+        cache.scratch_b = b;
     }
 
     /// The forward without the engine's tricks, for comparison: every edge MLP gets its input
@@ -374,10 +410,23 @@ impl<T: Real> InteractionGnn<T> {
         };
         let mut c = MlpCache::default();
         let mut hs = vec![T::ZERO; n * h];
-        self.node_encoder.forward(ps, Input::Dense { x: &g.x, dim: g.node_dim }, n, &mut c, &mut hs);
-        let (x, w) = concat(&hs, (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
+        self.node_encoder.forward(
+            ps,
+            Input::Dense {
+                x: &g.x,
+                dim: g.node_dim,
+            },
+            n,
+            &mut c,
+            &mut hs,
+        );
+        let (x, w) = concat(
+            &hs,
+            (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)),
+        );
         let mut es = vec![T::ZERO; e * h];
-        self.edge_encoder.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
+        self.edge_encoder
+            .forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
         let ld = (1 + 2 * k) * h;
         for it in 0..self.cfg.iterations {
             let (edge_net, node_net) = self.nets(it);
@@ -390,10 +439,37 @@ impl<T: Real> InteractionGnn<T> {
             let mut node_in = vec![T::ZERO; n * ld];
             copy_columns(&hs, h, &mut node_in, ld, 0);
             let mut ac = AggCache::default();
-            aggregate::forward(&e_next, h, &g.in_edges, &self.cfg.aggregation, &mut node_in, ld, h, &mut ac);
-            aggregate::forward(&e_next, h, &g.out_edges, &self.cfg.aggregation, &mut node_in, ld, (1 + k) * h, &mut ac);
+            aggregate::forward(
+                &e_next,
+                h,
+                &g.in_edges,
+                &self.cfg.aggregation,
+                &mut node_in,
+                ld,
+                h,
+                &mut ac,
+            );
+            aggregate::forward(
+                &e_next,
+                h,
+                &g.out_edges,
+                &self.cfg.aggregation,
+                &mut node_in,
+                ld,
+                (1 + k) * h,
+                &mut ac,
+            );
             let mut h_next = vec![T::ZERO; n * h];
-            node_net.forward(ps, Input::Dense { x: &node_in, dim: ld }, n, &mut c, &mut h_next);
+            node_net.forward(
+                ps,
+                Input::Dense {
+                    x: &node_in,
+                    dim: ld,
+                },
+                n,
+                &mut c,
+                &mut h_next,
+            );
             if self.cfg.residual {
                 add_into(&mut h_next, &hs);
             }
@@ -402,180 +478,120 @@ impl<T: Real> InteractionGnn<T> {
         }
         let (x, w) = concat(&hs, Some((&es, h)));
         let mut logits = vec![T::ZERO; e];
-        self.classifier.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut logits);
+        self.classifier
+            .forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut logits);
         logits
     }
 
-    /// Backward from dL/dlogits; accumulates into `self.params.grad`.
-    pub fn backward(&mut self, g: &GraphInput<T>, cache: &ForwardCache<T>, dlogits: &[T]) {
+    /// Backward from dL/dlogits; accumulates into `self.params.grad`. The gradient buffers live
+    /// in the cache's workspace and are reused from call to call.
+    pub fn backward(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
         let iters = self.cfg.iterations;
         let k = self.cfg.aggregation.len();
         let ld = (1 + 2 * k) * h;
         let mut grad = std::mem::take(&mut self.params.grad);
+        let mut ws = std::mem::take(&mut cache.workspace);
         let ps = &self.params;
-        let mut dz1 = vec![T::ZERO; e * h];
-        let mut dh = vec![T::ZERO; n * h];
-        let mut de = vec![T::ZERO; e * h];
-        // Classifier: inputs h_L (split) and e_L.
-        let input = Input::Split {
-            a: &[],
-            b: &[],
-            src: &g.src,
-            dst: &g.dst,
-            h_dim: h,
-            rest: Some((&cache.e[iters], h)),
-        };
-        self.classifier.backward(
-            ps,
-            input,
-            &cache.classifier,
-            dlogits,
-            &mut grad,
-            DInput::Split {
-                dz1: &mut dz1,
-                drest: Some(&mut de),
-            },
-        );
-        self.classifier.split_backward_nodes(
-            ps,
-            &dz1,
-            &cache.h[iters],
-            h,
-            &g.out_edges,
-            &g.in_edges,
-            &mut grad,
-            &mut dh,
-        );
-        for it in (0..iters).rev() {
-            let (edge_net, node_net) = self.nets(it);
-            // h_{it+1} = [h_it +] node_net(node_in); dh holds dL/dh_{it+1}.
-            let mut dnode_in = vec![T::ZERO; n * ld];
-            node_net.backward(
-                ps,
-                Input::Dense {
-                    x: &cache.node_in[it],
-                    dim: ld,
-                },
-                &cache.node_net[it],
-                &dh,
-                &mut grad,
-                DInput::Dense(&mut dnode_in),
-            );
-            let mut dh_prev = if self.cfg.residual {
-                dh
-            } else {
-                vec![T::ZERO; n * h]
-            };
-            add_columns(&dnode_in, ld, 0, h, &mut dh_prev);
-            // Aggregations of e_{it+1}.
-            let (agg_in, agg_out) = &cache.agg[it];
-            let aggs = &self.cfg.aggregation;
-            aggregate::backward(
-                &cache.e[it + 1],
-                h,
-                &g.in_edges,
-                &g.dst,
-                aggs,
-                &dnode_in,
-                ld,
-                h,
-                agg_in,
-                &mut de,
-            );
-            aggregate::backward(
-                &cache.e[it + 1],
-                h,
-                &g.out_edges,
-                &g.src,
-                aggs,
-                &dnode_in,
-                ld,
-                (1 + k) * h,
-                agg_out,
-                &mut de,
-            );
-            // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); de holds dL/de_{it+1}.
-            let mut de_prev = if self.cfg.residual {
-                de.clone()
-            } else {
-                vec![T::ZERO; e * h]
-            };
-            let input = Input::Split {
-                a: &[],
-                b: &[],
-                src: &g.src,
-                dst: &g.dst,
-                h_dim: h,
-                rest: Some((&cache.e[it], h)),
-            };
-            edge_net.backward(
-                ps,
-                input,
-                &cache.edge_net[it],
-                &de,
-                &mut grad,
-                DInput::Split {
-                    dz1: &mut dz1,
-                    drest: Some(&mut de_prev),
-                },
-            );
-            edge_net.split_backward_nodes(
-                ps,
-                &dz1,
-                &cache.h[it],
-                h,
-                &g.out_edges,
-                &g.in_edges,
-                &mut grad,
-                &mut dh_prev,
-            );
-            dh = dh_prev;
-            de = de_prev;
+        ws.dz1.resize(e * h, T::ZERO);
+        ws.dnode_in.resize(n * ld, T::ZERO);
+        for v in [&mut ws.dh, &mut ws.dh_prev] {
+            v.clear();
+            v.resize(n * h, T::ZERO);
         }
-        // Edge encoder: inputs h_0 (split) and the edge features; de holds dL/de_0.
-        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
-        let input = Input::Split {
+        for v in [&mut ws.de, &mut ws.de_prev] {
+            v.clear();
+            v.resize(e * h, T::ZERO);
+        }
+        let (src, dst) = (&g.src[..], &g.dst[..]);
+        let split = |rest| Input::Split {
             a: &[],
             b: &[],
-            src: &g.src,
-            dst: &g.dst,
+            src,
+            dst,
             h_dim: h,
             rest,
         };
-        self.edge_encoder.backward(
-            ps,
-            input,
-            &cache.edge_encoder,
-            &de,
-            &mut grad,
-            DInput::Split {
-                dz1: &mut dz1,
-                drest: None,
-            },
-        );
-        self.edge_encoder.split_backward_nodes(
-            ps,
-            &dz1,
-            &cache.h[0],
-            h,
-            &g.out_edges,
-            &g.in_edges,
-            &mut grad,
-            &mut dh,
-        );
+        // Classifier: inputs h_L (split) and e_L.
+        let input = split(Some((&cache.e[iters][..], h)));
+        let din = DInput::Split {
+            dz1: &mut ws.dz1,
+            drest: Some(&mut ws.de),
+        };
+        self.classifier
+            .backward(ps, input, &cache.classifier, dlogits, &mut grad, din);
+        let (o, i) = (&g.out_edges, &g.in_edges);
+        let hl = &cache.h[iters];
+        self.classifier
+            .split_backward_nodes(ps, &ws.dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        for it in (0..iters).rev() {
+            let (edge_net, node_net) = self.nets(it);
+            // h_{it+1} = [h_it +] node_net(node_in); ws.dh holds dL/dh_{it+1}.
+            ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
+            let input = Input::Dense {
+                x: &cache.node_in[it],
+                dim: ld,
+            };
+            let din = DInput::Dense(&mut ws.dnode_in);
+            node_net.backward(ps, input, &cache.node_net[it], &ws.dh, &mut grad, din);
+            set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
+            add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
+            // Aggregations of e_{it+1}.
+            let (agg_in, agg_out) = &cache.agg[it];
+            let aggs = &self.cfg.aggregation;
+            let e1 = &cache.e[it + 1];
+            let dn = &ws.dnode_in;
+            aggregate::backward(e1, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
+            aggregate::backward(
+                e1,
+                h,
+                o,
+                src,
+                aggs,
+                dn,
+                ld,
+                (1 + k) * h,
+                agg_out,
+                &mut ws.de,
+            );
+            // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); ws.de holds dL/de_{it+1}.
+            set_or_zero(&mut ws.de_prev, &ws.de, self.cfg.residual);
+            let input = split(Some((&cache.e[it][..], h)));
+            let din = DInput::Split {
+                dz1: &mut ws.dz1,
+                drest: Some(&mut ws.de_prev),
+            };
+            edge_net.backward(ps, input, &cache.edge_net[it], &ws.de, &mut grad, din);
+            let hi = &cache.h[it];
+            edge_net.split_backward_nodes(ps, &ws.dz1, hi, h, o, i, &mut grad, &mut ws.dh_prev);
+            std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+            std::mem::swap(&mut ws.de, &mut ws.de_prev);
+        }
+        // Edge encoder: inputs h_0 (split) and the edge features; ws.de holds dL/de_0.
+        let input = split((g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
+        let din = DInput::Split {
+            dz1: &mut ws.dz1,
+            drest: None,
+        };
+        self.edge_encoder
+            .backward(ps, input, &cache.edge_encoder, &ws.de, &mut grad, din);
+        let h0 = &cache.h[0];
+        self.edge_encoder
+            .split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        let input = Input::Dense {
+            x: &g.x,
+            dim: g.node_dim,
+        };
         self.node_encoder.backward(
             ps,
-            Input::Dense {
-                x: &g.x,
-                dim: g.node_dim,
-            },
+            input,
             &cache.node_encoder,
-            &dh,
+            &ws.dh,
             &mut grad,
             DInput::None,
         );
         self.params.grad = grad;
+        cache.workspace = ws;
     }
 }
 
@@ -595,6 +611,15 @@ impl InteractionGnn<f64> {
             &self.classifier,
             g,
         )
+    }
+}
+
+/// dst = src (residual: the gradient passes through) or 0.
+fn set_or_zero<T: Real>(dst: &mut [T], src: &[T], copy: bool) {
+    if copy {
+        dst.copy_from_slice(src);
+    } else {
+        dst.iter_mut().for_each(|v| *v = T::ZERO);
     }
 }
 

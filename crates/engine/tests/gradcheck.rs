@@ -43,7 +43,7 @@ fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8],
     let mut dl = vec![0.0; g.num_edges()];
     let l = bce_with_logits(&cache.logits, y, Some(w), 2.0, &mut dl);
     model.params.zero_grad();
-    model.backward(g, &cache, &dl);
+    model.backward(g, &mut cache, &dl);
     l
 }
 
@@ -290,7 +290,7 @@ fn results_are_bit_identical_at_1_2_and_3_threads() {
             let mut dl = vec![0.0f32; g32.num_edges()];
             bce_with_logits(&cache.logits, &y, Some(&w32), 2.0, &mut dl);
             model.params.zero_grad();
-            model.backward(&g32, &cache, &dl);
+            model.backward(&g32, &mut cache, &dl);
             (cache.logits.clone(), model.params.grad.clone())
         });
         results.push((logits, grad));

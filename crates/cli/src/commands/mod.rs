@@ -6,6 +6,7 @@ mod build_graphs;
 mod geometry;
 mod inspect;
 mod module_map;
+mod parity;
 mod simulate;
 
 use std::process::ExitCode;
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Inspect(a) => inspect::run(a),
         Command::ModuleMap(ModuleMapCommand::Build(a)) => module_map::build(a),
         Command::BuildGraphs(a) => build_graphs::run(a),
+        Command::ExportParity(a) => parity::run(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
     }

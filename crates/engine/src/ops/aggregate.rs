@@ -79,8 +79,10 @@ pub struct AggCache<T> {
     pub std: Vec<T>,
 }
 
-/// Nodes per parallel work item.
+/// Nodes per parallel work item of the forward.
 const NODE_CHUNK: usize = 256;
+/// Edges per parallel work item of the backward.
+const EDGE_CHUNK: usize = 1024;
 
 /// Aggregates messages `x` (E × h) over `csr` into columns `col0 ..` of `out` (N rows, row stride
 /// `ld`): block k of h columns holds `aggs[k]`.
@@ -100,132 +102,115 @@ pub fn forward<T: Real>(
         out.len() >= n * ld && col0 + aggs.len() * h <= ld,
         "aggregate: out shape"
     );
-    let has = |a: Aggr| aggs.contains(&a);
-    cache.argmax = if has(Aggr::Max) {
-        vec![u32::MAX; n * h]
-    } else {
-        Vec::new()
-    };
-    cache.mean = if has(Aggr::Std) {
-        vec![T::ZERO; n * h]
-    } else {
-        Vec::new()
-    };
-    cache.std = if has(Aggr::Std) {
-        vec![T::ZERO; n * h]
-    } else {
-        Vec::new()
-    };
-    let eps = T::from_f64(STD_EPS);
-    let out_chunks = out[..n * ld].par_chunks_mut(NODE_CHUNK * ld);
-    let arg_chunks: Vec<&mut [u32]> = if has(Aggr::Max) {
-        cache.argmax.chunks_mut(NODE_CHUNK * h).collect()
-    } else {
-        Vec::new()
-    };
-    let mean_chunks: Vec<&mut [T]> = if has(Aggr::Std) {
-        cache.mean.chunks_mut(NODE_CHUNK * h).collect()
-    } else {
-        Vec::new()
-    };
-    let std_chunks: Vec<&mut [T]> = if has(Aggr::Std) {
-        cache.std.chunks_mut(NODE_CHUNK * h).collect()
-    } else {
-        Vec::new()
-    };
-    let mut arg_it = arg_chunks
-        .into_iter()
-        .map(Some)
-        .chain(std::iter::repeat_with(|| None));
-    let mut mean_it = mean_chunks
-        .into_iter()
-        .map(Some)
-        .chain(std::iter::repeat_with(|| None));
-    let mut std_it = std_chunks
-        .into_iter()
-        .map(Some)
-        .chain(std::iter::repeat_with(|| None));
+    let has_max = aggs.contains(&Aggr::Max);
+    let has_std = aggs.contains(&Aggr::Std);
+    cache.argmax.clear();
+    cache
+        .argmax
+        .resize(if has_max { n * h } else { 0 }, u32::MAX);
+    cache.mean.clear();
+    cache.mean.resize(if has_std { n * h } else { 0 }, T::ZERO);
+    cache.std.clear();
+    cache.std.resize(if has_std { n * h } else { 0 }, T::ZERO);
+    // One work item per chunk of nodes, with its slices of the output and the caches.
     let n_chunks = n.div_ceil(NODE_CHUNK);
-    let aux: Vec<_> = (0..n_chunks)
-        .map(|_| {
-            (
-                arg_it.next().unwrap(),
-                mean_it.next().unwrap(),
-                std_it.next().unwrap(),
-            )
-        })
-        .collect();
-    out_chunks
-        .zip(aux)
+    let mut arg = cache.argmax.chunks_mut(NODE_CHUNK * h);
+    let mut mean = cache.mean.chunks_mut(NODE_CHUNK * h);
+    let mut std = cache.std.chunks_mut(NODE_CHUNK * h);
+    let work: Vec<_> = out[..n * ld]
+        .chunks_mut(NODE_CHUNK * ld)
         .enumerate()
-        .for_each(|(c, (out_c, (mut arg_c, mut mean_c, mut std_c)))| {
-            let mut acc = vec![T::ZERO; h];
-            for local in 0..out_c.len() / ld {
-                let node = c * NODE_CHUNK + local;
-                let edges = csr.of(node);
-                let cnt = edges.len();
-                let row = &mut out_c[local * ld..local * ld + ld];
-                for (k, a) in aggs.iter().enumerate() {
-                    let dst = &mut row[col0 + k * h..col0 + (k + 1) * h];
-                    match a {
-                        Aggr::Sum | Aggr::Mean => {
-                            dst.iter_mut().for_each(|v| *v = T::ZERO);
-                            for &e in edges {
-                                let xr = &x[e as usize * h..(e as usize + 1) * h];
-                                dst.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
-                            }
-                            if *a == Aggr::Mean && cnt > 0 {
-                                let inv = T::ONE / T::from_usize(cnt);
-                                dst.iter_mut().for_each(|v| *v *= inv);
-                            }
+        .map(|(c, o)| (c, o, arg.next(), mean.next(), std.next()))
+        .collect();
+    debug_assert_eq!(work.len(), n_chunks);
+    work.into_par_iter().for_each(|(c, o, a, m, s)| {
+        let view = ChunkCache {
+            argmax: a,
+            mean: m,
+            std: s,
+        };
+        forward_chunk(x, h, csr, aggs, c * NODE_CHUNK, o, ld, col0, view);
+    });
+}
+
+/// One chunk's slices of an [`AggCache`].
+struct ChunkCache<'a, T> {
+    argmax: Option<&'a mut [u32]>,
+    mean: Option<&'a mut [T]>,
+    std: Option<&'a mut [T]>,
+}
+
+crate::dispatch! {
+    /// The nodes n0.. of one chunk of [`forward`].
+    fn forward_chunk<T: Real>(
+        x: &[T],
+        h: usize,
+        csr: &Csr,
+        aggs: &[Aggr],
+        n0: usize,
+        out: &mut [T],
+        ld: usize,
+        col0: usize,
+        cc: ChunkCache<'_, T>,
+    ) {
+        let ChunkCache { mut argmax, mut mean, mut std } = cc;
+        let eps = T::from_f64(STD_EPS);
+        for local in 0..out.len() / ld {
+            let edges = csr.of(n0 + local);
+            let cnt = edges.len();
+            let inv = if cnt > 0 { T::ONE / T::from_usize(cnt) } else { T::ZERO };
+            let row = &mut out[local * ld..(local + 1) * ld];
+            for (k, a) in aggs.iter().enumerate() {
+                let dst = &mut row[col0 + k * h..col0 + (k + 1) * h];
+                dst.iter_mut().for_each(|v| *v = T::ZERO);
+                match a {
+                    Aggr::Sum | Aggr::Mean => {
+                        for &e in edges {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            dst.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
                         }
-                        Aggr::Max => {
-                            let arg = &mut arg_c.as_deref_mut().expect("max cache")
-                                [local * h..(local + 1) * h];
-                            dst.iter_mut().for_each(|v| *v = T::ZERO);
-                            for (i, &e) in edges.iter().enumerate() {
-                                let xr = &x[e as usize * h..(e as usize + 1) * h];
-                                for j in 0..h {
-                                    if i == 0 || xr[j] > dst[j] {
-                                        dst[j] = xr[j];
-                                        arg[j] = e;
-                                    }
-                                }
-                            }
+                        if *a == Aggr::Mean {
+                            dst.iter_mut().for_each(|v| *v *= inv);
                         }
-                        Aggr::Std => {
-                            let mean = &mut mean_c.as_deref_mut().expect("std cache")
-                                [local * h..(local + 1) * h];
-                            let sd = &mut std_c.as_deref_mut().expect("std cache")
-                                [local * h..(local + 1) * h];
-                            acc.iter_mut().for_each(|v| *v = T::ZERO);
-                            for &e in edges {
-                                let xr = &x[e as usize * h..(e as usize + 1) * h];
-                                acc.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
-                            }
-                            let inv = if cnt > 0 {
-                                T::ONE / T::from_usize(cnt)
-                            } else {
-                                T::ZERO
-                            };
-                            mean.iter_mut().zip(&acc).for_each(|(m, &s)| *m = s * inv);
-                            acc.iter_mut().for_each(|v| *v = T::ZERO);
-                            for &e in edges {
-                                let xr = &x[e as usize * h..(e as usize + 1) * h];
-                                for j in 0..h {
-                                    let d = xr[j] - mean[j];
-                                    acc[j] += d * d;
-                                }
-                            }
+                    }
+                    Aggr::Max => {
+                        let arg = &mut argmax.as_deref_mut().expect("max cache")[local * h..(local + 1) * h];
+                        for (i, &e) in edges.iter().enumerate() {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
                             for j in 0..h {
-                                sd[j] = (acc[j] * inv + eps).sqrt();
-                                dst[j] = sd[j];
+                                if i == 0 || xr[j] > dst[j] {
+                                    dst[j] = xr[j];
+                                    arg[j] = e;
+                                }
                             }
+                        }
+                    }
+                    Aggr::Std => {
+                        let m = &mut mean.as_deref_mut().expect("std cache")[local * h..(local + 1) * h];
+                        let sd = &mut std.as_deref_mut().expect("std cache")[local * h..(local + 1) * h];
+                        m.iter_mut().for_each(|v| *v = T::ZERO);
+                        for &e in edges {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            m.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
+                        }
+                        m.iter_mut().for_each(|v| *v *= inv);
+                        // dst accumulates Σ (x − μ)² before the square root.
+                        for &e in edges {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            for j in 0..h {
+                                let d = xr[j] - m[j];
+                                dst[j] += d * d;
+                            }
+                        }
+                        for j in 0..h {
+                            sd[j] = (dst[j] * inv + eps).sqrt();
+                            dst[j] = sd[j];
                         }
                     }
                 }
             }
-        });
+        }
+    }
 }
 
 /// Backward of [`forward`]: accumulates into `dx` (E × h) the gradient from `dout` (columns
@@ -243,46 +228,73 @@ pub fn backward<T: Real>(
     cache: &AggCache<T>,
     dx: &mut [T],
 ) {
-    const EDGE_CHUNK: usize = 1024;
     dx.par_chunks_mut(EDGE_CHUNK * h)
         .enumerate()
         .for_each(|(c, dx_c)| {
-            for local in 0..dx_c.len() / h {
-                let e = c * EDGE_CHUNK + local;
-                let node = node_of_edge[e] as usize;
-                let cnt = csr.of(node).len();
-                let d = &mut dx_c[local * h..(local + 1) * h];
-                let row = &dout[node * ld..node * ld + ld];
-                for (k, a) in aggs.iter().enumerate() {
-                    let g = &row[col0 + k * h..col0 + (k + 1) * h];
-                    match a {
-                        Aggr::Sum => d.iter_mut().zip(g).for_each(|(d, &g)| *d += g),
-                        Aggr::Mean => {
-                            let inv = T::ONE / T::from_usize(cnt);
-                            d.iter_mut().zip(g).for_each(|(d, &g)| *d += g * inv);
-                        }
-                        Aggr::Max => {
-                            let arg = &cache.argmax[node * h..(node + 1) * h];
-                            for j in 0..h {
-                                if arg[j] == e as u32 {
-                                    d[j] += g[j];
-                                }
+            backward_chunk(
+                x,
+                h,
+                csr,
+                node_of_edge,
+                aggs,
+                dout,
+                ld,
+                col0,
+                cache,
+                c * EDGE_CHUNK,
+                dx_c,
+            );
+        });
+}
+
+crate::dispatch! {
+    /// The edges e0.. of one chunk of [`backward`].
+    fn backward_chunk<T: Real>(
+        x: &[T],
+        h: usize,
+        csr: &Csr,
+        node_of_edge: &[u32],
+        aggs: &[Aggr],
+        dout: &[T],
+        ld: usize,
+        col0: usize,
+        cache: &AggCache<T>,
+        e0: usize,
+        dx: &mut [T],
+    ) {
+        for local in 0..dx.len() / h {
+            let e = e0 + local;
+            let node = node_of_edge[e] as usize;
+            let cnt = csr.of(node).len();
+            let inv = T::ONE / T::from_usize(cnt);
+            let d = &mut dx[local * h..(local + 1) * h];
+            let row = &dout[node * ld..(node + 1) * ld];
+            for (k, a) in aggs.iter().enumerate() {
+                let g = &row[col0 + k * h..col0 + (k + 1) * h];
+                match a {
+                    Aggr::Sum => d.iter_mut().zip(g).for_each(|(d, &g)| *d += g),
+                    Aggr::Mean => d.iter_mut().zip(g).for_each(|(d, &g)| *d += g * inv),
+                    Aggr::Max => {
+                        let arg = &cache.argmax[node * h..(node + 1) * h];
+                        for j in 0..h {
+                            if arg[j] == e as u32 {
+                                d[j] += g[j];
                             }
                         }
-                        Aggr::Std => {
-                            // d std / d x_e = (x_e − μ) / (n · std)
-                            let inv = T::ONE / T::from_usize(cnt);
-                            let xr = &x[e * h..(e + 1) * h];
-                            let mean = &cache.mean[node * h..(node + 1) * h];
-                            let sd = &cache.std[node * h..(node + 1) * h];
-                            for j in 0..h {
-                                d[j] += g[j] * (xr[j] - mean[j]) * inv / sd[j];
-                            }
+                    }
+                    Aggr::Std => {
+                        // d std / d x_e = (x_e − μ) / (n · std)
+                        let xr = &x[e * h..(e + 1) * h];
+                        let mean = &cache.mean[node * h..(node + 1) * h];
+                        let sd = &cache.std[node * h..(node + 1) * h];
+                        for j in 0..h {
+                            d[j] += g[j] * (xr[j] - mean[j]) * inv / sd[j];
                         }
                     }
                 }
             }
-        });
+        }
+    }
 }
 
 #[cfg(test)]
