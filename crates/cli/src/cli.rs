@@ -27,6 +27,10 @@ pub enum Command {
     ModuleMap(ModuleMapCommand),
     /// Build graphs (nodes = hits, edges = candidate segments) from events.
     BuildGraphs(BuildGraphsArgs),
+    /// Train the edge classifier on a graph directory.
+    Train(TrainArgs),
+    /// Evaluate a run on graphs: the edge metrics of the reference table.
+    Eval(EvalArgs),
     /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.
     ExportParity(ExportParityArgs),
     /// Benchmarks that print figures.
@@ -203,6 +207,114 @@ pub struct BuildGraphsArgs {
     pub json: bool,
     #[command(flatten)]
     pub detector: DetectorArg,
+}
+
+/// `--lr-scaling`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum LrScalingArg {
+    /// The same learning rate at any number of ranks.
+    None,
+    /// × ranks.
+    Linear,
+    /// × √ranks.
+    Sqrt,
+}
+
+/// `--sampler`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum SamplerArg {
+    /// A random permutation per epoch.
+    Random,
+    /// Steps draw their graphs from one size bin.
+    Balanced,
+}
+
+/// `trackgnn train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Graph directory (from `build-graphs`).
+    #[arg(long, value_name = "DIR")]
+    pub graphs: PathBuf,
+    /// Run directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Training configuration (TOML, the keys of `TrainConfig`); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Continue the run in --out from its last checkpoint.
+    #[arg(long)]
+    pub resume: bool,
+    /// Epochs.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Learning rate.
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Hidden width.
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    /// Message-passing iterations.
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    /// Positive-class weight of the loss.
+    #[arg(long)]
+    pub pos_weight: Option<f64>,
+    /// Graphs per optimiser step (per rank).
+    #[arg(long)]
+    pub graphs_per_step: Option<usize>,
+    /// Clip the gradient norm (0: off).
+    #[arg(long)]
+    pub clip_grad_norm: Option<f64>,
+    /// Early-stopping patience in epochs (0: off).
+    #[arg(long)]
+    pub early_stopping: Option<usize>,
+    /// Checkpoint every N steps too (0: per epoch only).
+    #[arg(long)]
+    pub checkpoint_every: Option<usize>,
+    /// Use at most N graphs.
+    #[arg(long)]
+    pub max_graphs: Option<usize>,
+    /// Linear warm-up of the learning rate over this many epochs.
+    #[arg(long)]
+    pub warmup_epochs: Option<f64>,
+    /// Learning-rate scaling with the number of ranks.
+    #[arg(long, value_enum)]
+    pub lr_scaling: Option<LrScalingArg>,
+    /// Step sampler.
+    #[arg(long, value_enum)]
+    pub sampler: Option<SamplerArg>,
+    /// Threads (per rank).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object at the end instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `trackgnn eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Graph directory. The run's test events when it is the run's own directory, else all.
+    #[arg(long, value_name = "DIR")]
+    pub graphs: PathBuf,
+    /// Evaluate every graph of the directory, even the run's training events.
+    #[arg(long)]
+    pub all: bool,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    /// Threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `trackgnn export-parity`.

@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod dist_launch;
 mod progress;
 mod util;
 

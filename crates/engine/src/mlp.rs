@@ -232,7 +232,7 @@ impl Mlp {
             .map(|l| l.dout.max(l.din))
             .max()
             .unwrap_or(0);
-        let tiles = TileViews::new(
+        let tiles = TileViews::split(
             &mut cache.pre,
             &mut cache.rstd,
             &self.layers,
@@ -263,7 +263,7 @@ impl Mlp {
                     add_bias(z, ps.value(layer.b));
                     let last = l + 1 == n_layers;
                     let ys = &mut y[..t.rows * layer.dout];
-                    self.post(ps, layer, z, &mut t.rstd[l], ys);
+                    self.post(ps, layer, z, t.rstd[l], ys);
                     let dst = if last {
                         &mut *t.out
                     } else {
@@ -709,7 +709,7 @@ struct TileView<'a, T> {
 struct TileViews;
 
 impl TileViews {
-    fn new<'a, T>(
+    fn split<'a, T>(
         pre: &'a mut [Vec<T>],
         rstd: &'a mut [Vec<T>],
         layers: &[Layer],

@@ -27,12 +27,11 @@ pub fn mlp_naive(ps: &ParamStore<f64>, mlp: &Mlp, x: &[f64]) -> Vec<f64> {
             if let Some((g, bb)) = layer.norm {
                 let mean = out.iter().sum::<f64>() / dout as f64;
                 let var = out.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / dout as f64;
-                for o in 0..dout {
-                    let mut v = (out[o] - mean) / (var + EPS).sqrt();
+                for (o, v) in out.iter_mut().enumerate() {
+                    *v = (*v - mean) / (var + EPS).sqrt();
                     if let (Some(g), Some(bb)) = (g, bb) {
-                        v = v * ps.value(g)[o] + ps.value(bb)[o];
+                        *v = *v * ps.value(g)[o] + ps.value(bb)[o];
                     }
-                    out[o] = v;
                 }
             }
             for v in out.iter_mut() {

@@ -110,6 +110,15 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// A graph could not be read or used (the message names the file).
+    #[error("{0}")]
+    Graph(String),
+    /// A training setting that cannot be used, or a run directory that does not match it.
+    #[error("{0}")]
+    Config(String),
+    /// Communication between ranks failed, or the ranks disagree.
+    #[error("{0}")]
+    Dist(String),
 }
 
 /// `Result` with this crate's [`Error`].

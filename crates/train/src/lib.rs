@@ -23,11 +23,18 @@
 #![deny(missing_docs)]
 
 pub mod checkpoint;
+pub mod config;
+pub mod data;
+pub mod dist;
 pub mod error;
+pub mod eval;
 pub mod logs;
 pub mod metrics;
 pub mod plots;
+pub mod trainer;
 
+pub use config::TrainConfig;
 pub use error::{Error, Result};
 pub use logs::{EpochRecord, MetricsLog};
 pub use metrics::EdgeMetrics;
+pub use trainer::{Progress, Silent, TrainOutcome, Trainer};

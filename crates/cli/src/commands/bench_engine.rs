@@ -36,7 +36,7 @@ pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
         let d = (s + 1 + (k * 104_729) % 97) % N;
         src.push(s as u32);
         dst.push(d as u32);
-        y.push(((s + d) % 5 == 0) as u8);
+        y.push((s + d).is_multiple_of(5) as u8);
     }
     (GraphInput::new(N, &x, 3, &[], 0, &src, &dst), y)
 }

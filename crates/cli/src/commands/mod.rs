@@ -8,6 +8,7 @@ mod inspect;
 mod module_map;
 mod parity;
 mod simulate;
+pub mod train;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::ModuleMap(ModuleMapCommand::Build(a)) => module_map::build(a),
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::ExportParity(a) => parity::run(a),
+        Command::Train(a) => train::run(a),
+        Command::Eval(a) => train::eval(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
     }

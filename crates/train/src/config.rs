@@ -1,0 +1,155 @@
+//! Every setting of a training run; the run directory records the resolved configuration.
+
+use serde::{Deserialize, Serialize};
+use trackgnn_engine::ModelConfig;
+use trackgnn_engine::optim::{AdamWConfig, LrScheduleConfig};
+
+/// Which validation figure selects the best model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BestMetric {
+    /// Lowest validation loss.
+    ValLoss,
+    /// Highest validation efficiency.
+    Efficiency,
+    /// Highest validation AUC.
+    Auc,
+}
+
+/// How the learning rate grows with the number of ranks (the global batch grows with them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LrScaling {
+    /// The configured learning rate at any number of ranks.
+    None,
+    /// × ranks (Goyal et al. 2017), with warm-up.
+    Linear,
+    /// × √ranks.
+    Sqrt,
+}
+
+/// How each step's graphs are drawn from the training set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sampler {
+    /// A random permutation per epoch.
+    Random,
+    /// Graphs binned by edge count; every rank's graph in a step comes from the same bin.
+    Balanced,
+}
+
+/// The settings of a training run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainConfig {
+    /// The model.
+    pub model: ModelConfig,
+    /// The optimiser (AdamW; `weight_decay = 0` is Adam).
+    pub optimizer: AdamWConfig,
+    /// Warm-up and step decay of the learning rate.
+    pub schedule: LrScheduleConfig,
+    /// Learning-rate scaling with the number of ranks.
+    pub lr_scaling: LrScaling,
+    /// Epochs.
+    pub epochs: usize,
+    /// Graphs per optimiser step on each rank (their gradients are averaged).
+    pub graphs_per_step: usize,
+    /// Seed of the weights, the split and every shuffle.
+    pub seed: u64,
+    /// Fractions of the graphs for training, validation and test.
+    pub split: [f64; 3],
+    /// Use at most this many graphs of the directory (0: all).
+    pub max_graphs: usize,
+    /// Weight of the positive class in the loss (`pos_weight`).
+    pub pos_weight: f64,
+    /// Loss weight of true edges of non-target particles (the field's default: 0).
+    pub non_target_weight: f64,
+    /// Clip the global gradient norm to this (0: no clipping).
+    pub clip_grad_norm: f64,
+    /// Score threshold of the edge metrics.
+    pub threshold: f64,
+    /// Stop after this many epochs without improvement of `best_metric` (0: never).
+    pub early_stopping_patience: usize,
+    /// Which validation figure selects the best model.
+    pub best_metric: BestMetric,
+    /// Also checkpoint every this many optimiser steps (0: at the end of each epoch only).
+    pub checkpoint_every_steps: usize,
+    /// How steps draw their graphs.
+    pub sampler: Sampler,
+    /// Bins of the balanced sampler.
+    pub sampler_bins: usize,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            model: ModelConfig::default(),
+            optimizer: AdamWConfig::default(),
+            schedule: LrScheduleConfig::default(),
+            lr_scaling: LrScaling::None,
+            epochs: 10,
+            graphs_per_step: 1,
+            seed: 1,
+            split: [0.8, 0.1, 0.1],
+            max_graphs: 0,
+            pos_weight: 1.0,
+            non_target_weight: 0.0,
+            clip_grad_norm: 0.0,
+            threshold: 0.5,
+            early_stopping_patience: 0,
+            best_metric: BestMetric::ValLoss,
+            checkpoint_every_steps: 0,
+            sampler: Sampler::Random,
+            sampler_bins: 8,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Checks the settings; the message names the setting.
+    pub fn validate(&self) -> Result<(), String> {
+        self.model.validate()?;
+        let o = &self.optimizer;
+        if !(o.lr > 0.0 && o.lr.is_finite()) {
+            return Err(format!("optimizer.lr = {} must be positive", o.lr));
+        }
+        if !(0.0..1.0).contains(&o.betas.0) || !(0.0..1.0).contains(&o.betas.1) {
+            return Err("optimizer.betas must lie in [0, 1)".into());
+        }
+        if self.epochs == 0 || self.graphs_per_step == 0 {
+            return Err("epochs and graphs_per_step must be at least 1".into());
+        }
+        if self.split.iter().any(|&f| !(0.0..=1.0).contains(&f))
+            || (self.split.iter().sum::<f64>() - 1.0).abs() > 1e-6
+        {
+            return Err(format!(
+                "split {:?} must be three fractions summing to 1",
+                self.split
+            ));
+        }
+        if self.split[0] <= 0.0 {
+            return Err("split: the training fraction must be positive".into());
+        }
+        if self.pos_weight.is_nan() || self.pos_weight <= 0.0 || self.non_target_weight < 0.0 {
+            return Err("pos_weight must be positive and non_target_weight non-negative".into());
+        }
+        if !(0.0..1.0).contains(&self.threshold) {
+            return Err("threshold must lie in (0, 1)".into());
+        }
+        if self.sampler_bins == 0 {
+            return Err("sampler_bins must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// The learning rate at `ranks` ranks.
+    pub fn scaled_lr(&self, ranks: usize) -> f64 {
+        let r = ranks as f64;
+        self.optimizer.lr
+            * match self.lr_scaling {
+                LrScaling::None => 1.0,
+                LrScaling::Linear => r,
+                LrScaling::Sqrt => r.sqrt(),
+            }
+    }
+}

@@ -1,0 +1,297 @@
+//! The graphs of a run: the split into training, validation and test events, the order steps
+//! draw them in (random or size-balanced), and loading the next graph while the current trains.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::thread::JoinHandle;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_engine::GraphInput;
+use trackgnn_graph::{discover_graphs, read_graph, read_graph_header};
+use trackgnn_trackml::rng::Rng;
+
+use crate::config::{Sampler, TrainConfig};
+use crate::error::{Error, Result};
+
+/// RNG stream ids.
+const STREAM_SPLIT: u64 = 11;
+const STREAM_EPOCH: u64 = 12;
+
+/// The graph files of a run and their sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphSet {
+    /// (event id, path) of every graph, sorted by event id.
+    pub files: Vec<(u64, PathBuf)>,
+    /// Edges of each graph.
+    pub edges: Vec<u64>,
+    /// Nodes of each graph.
+    pub nodes: Vec<u64>,
+}
+
+impl GraphSet {
+    /// Finds the graphs of a directory (the first `max` if non-zero) and reads their headers.
+    pub fn open(dir: &Path, max: usize) -> Result<GraphSet> {
+        let mut files = discover_graphs(dir).map_err(|e| Error::Graph(e.to_string()))?;
+        if max > 0 {
+            files.truncate(max);
+        }
+        let mut edges = Vec::with_capacity(files.len());
+        let mut nodes = Vec::with_capacity(files.len());
+        for (_, p) in &files {
+            let h = read_graph_header(p).map_err(|e| Error::Graph(e.to_string()))?;
+            edges.push(h.num_edges as u64);
+            nodes.push(h.num_nodes as u64);
+        }
+        Ok(GraphSet {
+            files,
+            edges,
+            nodes,
+        })
+    }
+
+    /// Number of graphs.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// Indices (into a [`GraphSet`]) of the training, validation and test graphs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Split {
+    /// Training graphs.
+    pub train: Vec<usize>,
+    /// Validation graphs.
+    pub val: Vec<usize>,
+    /// Test graphs.
+    pub test: Vec<usize>,
+}
+
+impl Split {
+    /// A split by `fractions` of a seeded permutation; every part is sorted.
+    pub fn new(n: usize, fractions: [f64; 3], seed: u64) -> Split {
+        let mut order: Vec<usize> = (0..n).collect();
+        Rng::for_stream(&[seed, STREAM_SPLIT]).shuffle(&mut order);
+        let n_train = ((n as f64 * fractions[0]).round() as usize).clamp(1.min(n), n);
+        let n_val = ((n as f64 * fractions[1]).round() as usize).min(n - n_train);
+        let mut train = order[..n_train].to_vec();
+        let mut val = order[n_train..n_train + n_val].to_vec();
+        let mut test = order[n_train + n_val..].to_vec();
+        train.sort_unstable();
+        val.sort_unstable();
+        test.sort_unstable();
+        Split { train, val, test }
+    }
+}
+
+/// The groups of an epoch: each group holds the graphs of one optimiser step for all ranks
+/// (`ranks × graphs_per_step` of them); rank r takes positions r·gps .. (r+1)·gps. Every rank
+/// derives the same groups from the shared seed, so all take the same number of steps.
+pub fn epoch_groups(
+    cfg: &TrainConfig,
+    set: &GraphSet,
+    train: &[usize],
+    ranks: usize,
+    epoch: u64,
+) -> Vec<Vec<usize>> {
+    let per = ranks * cfg.graphs_per_step;
+    let mut rng = Rng::for_stream(&[cfg.seed, STREAM_EPOCH, epoch]);
+    match cfg.sampler {
+        Sampler::Random => {
+            let mut order = train.to_vec();
+            rng.shuffle(&mut order);
+            order.chunks_exact(per).map(<[usize]>::to_vec).collect()
+        }
+        Sampler::Balanced => {
+            // Bins of (nearly) equal counts by edge count; shuffled within bins; groups drawn
+            // from one bin; the groups shuffled.
+            let mut by_size = train.to_vec();
+            by_size.sort_by_key(|&i| (set.edges[i], i));
+            let bins = cfg.sampler_bins.min(by_size.len().max(1));
+            let mut groups = Vec::new();
+            for b in 0..bins {
+                let lo = b * by_size.len() / bins;
+                let hi = (b + 1) * by_size.len() / bins;
+                let mut bin = by_size[lo..hi].to_vec();
+                rng.shuffle(&mut bin);
+                groups.extend(bin.chunks_exact(per).map(<[usize]>::to_vec));
+            }
+            rng.shuffle(&mut groups);
+            groups
+        }
+    }
+}
+
+/// One graph ready for training: engine input, labels and loss weights.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Event number.
+    pub event_id: u64,
+    /// The engine's input.
+    pub input: GraphInput<f32>,
+    /// 1 for target edges (the loss label).
+    pub target: Vec<u8>,
+    /// 1 for true edges of any particle.
+    pub y: Vec<u8>,
+    /// Loss weight per edge: `non_target_weight` on true non-target edges, else 1.
+    pub weight: Vec<f32>,
+}
+
+/// Reads a graph file into a [`Sample`].
+pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
+    let g = read_graph(path).map_err(|e| Error::Graph(e.to_string()))?;
+    let t = g
+        .truth
+        .as_ref()
+        .ok_or_else(|| Error::Graph(format!("{}: graph has no truth labels", path.display())))?;
+    let weight =
+        t.y.iter()
+            .zip(&t.target)
+            .map(|(&y, &tg)| {
+                if y == 1 && tg == 0 {
+                    non_target_weight as f32
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+    let input = GraphInput::new(
+        g.num_nodes(),
+        &g.node_features,
+        g.num_node_features(),
+        &g.edge_features,
+        g.num_edge_features(),
+        &g.src,
+        &g.dst,
+    );
+    Ok(Sample {
+        event_id: g.event_id,
+        input,
+        target: t.target.clone(),
+        y: t.y.clone(),
+        weight,
+    })
+}
+
+/// Loads graphs on a background thread, one ahead of the consumer.
+pub struct Prefetcher {
+    rx: Receiver<Result<Sample>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Prefetcher {
+    /// Starts loading `paths` in order.
+    pub fn new(paths: Vec<PathBuf>, non_target_weight: f64) -> Prefetcher {
+        let (tx, rx) = sync_channel(1);
+        let handle = std::thread::Builder::new()
+            .name("graph-loader".into())
+            .spawn(move || {
+                for p in paths {
+                    if tx.send(load_sample(&p, non_target_weight)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawning the loader thread");
+        Prefetcher {
+            rx,
+            handle: Some(handle),
+        }
+    }
+
+    /// The next graph (`None` when all are delivered).
+    pub fn next_sample(&mut self) -> Option<Result<Sample>> {
+        self.rx.recv().ok()
+    }
+}
+
+impl Drop for Prefetcher {
+    fn drop(&mut self) {
+        // Dropping the receiver first makes the loader's next send fail, so it stops.
+        let (_tx, rx) = sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, rx));
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_a_seeded_partition() {
+        let s = Split::new(100, [0.8, 0.1, 0.1], 3);
+        assert_eq!((s.train.len(), s.val.len(), s.test.len()), (80, 10, 10));
+        let mut all: Vec<usize> = s
+            .train
+            .iter()
+            .chain(&s.val)
+            .chain(&s.test)
+            .copied()
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..100).collect::<Vec<_>>());
+        assert_eq!(s, Split::new(100, [0.8, 0.1, 0.1], 3));
+        assert_ne!(s.train, Split::new(100, [0.8, 0.1, 0.1], 4).train);
+    }
+
+    fn set(edges: Vec<u64>) -> GraphSet {
+        let n = edges.len();
+        GraphSet {
+            files: (0..n).map(|i| (i as u64, PathBuf::new())).collect(),
+            edges,
+            nodes: vec![1; n],
+        }
+    }
+
+    #[test]
+    fn random_groups_are_disjoint_equal_and_reshuffled() {
+        let cfg = TrainConfig {
+            graphs_per_step: 2,
+            ..TrainConfig::default()
+        };
+        let s = set(vec![10; 21]);
+        let train: Vec<usize> = (0..21).collect();
+        let g0 = epoch_groups(&cfg, &s, &train, 2, 0);
+        assert_eq!(g0.len(), 5, "21 graphs, 4 per step");
+        assert!(g0.iter().all(|g| g.len() == 4));
+        let mut seen: Vec<usize> = g0.concat();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 20, "disjoint");
+        assert_ne!(
+            g0,
+            epoch_groups(&cfg, &s, &train, 2, 1),
+            "reshuffled each epoch"
+        );
+        assert_eq!(
+            g0,
+            epoch_groups(&cfg, &s, &train, 2, 0),
+            "same seed, same order"
+        );
+    }
+
+    #[test]
+    fn balanced_groups_draw_from_one_size_bin() {
+        let cfg = TrainConfig {
+            sampler: Sampler::Balanced,
+            sampler_bins: 4,
+            ..TrainConfig::default()
+        };
+        let edges: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
+        let s = set(edges.clone());
+        let train: Vec<usize> = (0..40).collect();
+        let groups = epoch_groups(&cfg, &s, &train, 2, 0);
+        assert_eq!(groups.len(), 20);
+        for g in &groups {
+            // Bins of 10 consecutive sizes: both graphs of a step from the same bin.
+            assert_eq!(g[0] / 10, g[1] / 10, "{g:?}");
+        }
+    }
+}

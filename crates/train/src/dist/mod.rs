@@ -1,0 +1,39 @@
+//! Communication between data-parallel workers (ranks).
+//!
+//! [`Comm`] is what training needs: rank and size, an in-place mean all-reduce of the flat
+//! gradient buffer, broadcast, barrier and a gather of small statistics. [`SingleProcess`] is the
+//! default build's implementation (size 1, every operation a no-op); the MPI implementation
+//! lives behind the `mpi` cargo feature.
+
+mod single;
+
+pub use single::SingleProcess;
+
+/// Collective operations between the ranks of one training job.
+pub trait Comm: Send {
+    /// This process's rank, 0-based.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Replaces `buf` on every rank with the element-wise mean over ranks.
+    fn allreduce_mean(&mut self, buf: &mut [f32]) -> crate::Result<()>;
+    /// Replaces `buf` on every rank with the element-wise sum over ranks (f64 statistics).
+    fn allreduce_sum_f64(&mut self, buf: &mut [f64]) -> crate::Result<()>;
+    /// Copies rank `root`'s `buf` to every rank.
+    fn broadcast(&mut self, buf: &mut [f32], root: usize) -> crate::Result<()>;
+    /// Waits until every rank arrives.
+    fn barrier(&mut self) -> crate::Result<()>;
+    /// Every rank's `values` (same length on all ranks), concatenated in rank order, on every
+    /// rank.
+    fn allgather_f64(&mut self, values: &[f64]) -> crate::Result<Vec<f64>>;
+    /// True on every rank if `flag` is true on any rank.
+    fn any(&mut self, flag: bool) -> crate::Result<bool> {
+        let mut v = [flag as u8 as f64];
+        self.allreduce_sum_f64(&mut v)?;
+        Ok(v[0] > 0.0)
+    }
+    /// True if this rank writes logs, plots and checkpoints.
+    fn is_root(&self) -> bool {
+        self.rank() == 0
+    }
+}

@@ -1,0 +1,102 @@
+//! Evaluation of a model on graphs: the field's edge metrics per event and their mean, with
+//! the events shared among ranks and the figures combined over all of them.
+
+use std::time::Instant;
+
+use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::{ForwardCache, InteractionGnn};
+
+use crate::config::TrainConfig;
+use crate::data::{GraphSet, Prefetcher};
+use crate::dist::Comm;
+use crate::error::Result;
+use crate::metrics::{EdgeMetrics, roc_curve};
+
+/// What an evaluation gives.
+#[derive(Clone, Debug)]
+pub struct EvalResult {
+    /// Mean over events of each metric (and of the loss).
+    pub mean: EdgeMetrics,
+    /// Events evaluated (on all ranks).
+    pub events: usize,
+    /// ROC curve of this rank's events, pooled (for plots; empty unless asked).
+    pub roc: Vec<(f64, f64)>,
+    /// Wall time, seconds.
+    pub seconds: f64,
+}
+
+/// Figures per event sent between ranks: a validity flag (padding rows have 0), the loss and
+/// the five metrics.
+const FIELDS: usize = 7;
+
+/// Evaluates `model` on the graphs `idx` of `set`; rank r takes every size-th graph from r.
+pub fn evaluate(
+    model: &InteractionGnn<f32>,
+    set: &GraphSet,
+    idx: &[usize],
+    cfg: &TrainConfig,
+    comm: &mut dyn Comm,
+    want_roc: bool,
+) -> Result<EvalResult> {
+    let t0 = Instant::now();
+    let (rank, size) = (comm.rank(), comm.size());
+    let mine: Vec<usize> = idx.iter().copied().skip(rank).step_by(size).collect();
+    let per_rank = idx.len().div_ceil(size);
+    let mut rows = vec![f64::NAN; per_rank * FIELDS];
+    let mut loader = Prefetcher::new(
+        mine.iter().map(|&i| set.files[i].1.clone()).collect(),
+        cfg.non_target_weight,
+    );
+    let mut cache = ForwardCache::default();
+    let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
+    for k in 0..mine.len() {
+        let s = loader.next_sample().expect("one sample per path")?;
+        model.forward(&s.input, &mut cache);
+        let mut dl = vec![0.0f32; s.input.num_edges()];
+        let loss = bce_with_logits(
+            &cache.logits,
+            &s.target,
+            Some(&s.weight),
+            cfg.pos_weight,
+            &mut dl,
+        );
+        let m = EdgeMetrics::of_event(&cache.logits, &s.y, &s.target, cfg.threshold, loss);
+        rows[k * FIELDS..(k + 1) * FIELDS].copy_from_slice(&[
+            1.0,
+            m.loss,
+            m.efficiency,
+            m.target_purity,
+            m.total_purity,
+            m.purity,
+            m.auc,
+        ]);
+        if want_roc {
+            pooled_logits.extend_from_slice(&cache.logits);
+            pooled_pos.extend_from_slice(&s.target);
+        }
+    }
+    let all = comm.allgather_f64(&rows)?;
+    let events: Vec<EdgeMetrics> = all
+        .chunks_exact(FIELDS)
+        .filter(|r| r[0] == 1.0)
+        .map(|r| EdgeMetrics {
+            loss: r[1],
+            efficiency: r[2],
+            target_purity: r[3],
+            total_purity: r[4],
+            purity: r[5],
+            auc: r[6],
+        })
+        .collect();
+    let roc = if want_roc && !pooled_logits.is_empty() {
+        roc_curve(&pooled_logits, &pooled_pos, 200)
+    } else {
+        Vec::new()
+    };
+    Ok(EvalResult {
+        mean: EdgeMetrics::mean(&events),
+        events: events.len(),
+        roc,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,613 @@
+//! The training loop: epochs over the training graphs, one optimiser step per group of graphs,
+//! validation every epoch, logs, plots, checkpoints, best model and early stopping, exact resume.
+//!
+//! Data parallel by construction: every rank holds a full replica, takes its own graphs of each
+//! step's group, and the gradients are averaged with one all-reduce of the flat buffer before the
+//! optimiser step, so replicas stay identical. With one rank ([`crate::dist::SingleProcess`]) the
+//! all-reduce is a no-op.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::optim::{AdamW, LrSchedule, clip_grad_norm, l2_norm};
+use trackgnn_engine::{ForwardCache, InteractionGnn};
+use trackgnn_trackml::rng::Rng;
+
+use crate::checkpoint::{load_checkpoint, save_checkpoint, save_weights};
+use crate::config::{BestMetric, TrainConfig};
+use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
+use crate::dist::Comm;
+use crate::error::{Error, Result};
+use crate::eval::{EvalResult, evaluate};
+use crate::logs::{EpochRecord, MetricsLog, peak_rss_bytes};
+use crate::plots;
+
+/// RNG stream of the weight initialisation.
+const STREAM_INIT: u64 = 13;
+
+/// Where a run keeps its files.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    /// The run directory.
+    pub root: PathBuf,
+}
+
+impl RunDir {
+    /// The last checkpoint.
+    pub fn checkpoint(&self) -> PathBuf {
+        self.root.join("checkpoint")
+    }
+    /// Weights of the best epoch.
+    pub fn best(&self) -> PathBuf {
+        self.root.join("best.safetensors")
+    }
+    /// Plots.
+    pub fn plots(&self) -> PathBuf {
+        self.root.join("plots")
+    }
+    /// Per-step diagnostics (JSON lines).
+    pub fn steps(&self) -> PathBuf {
+        self.root.join("steps.jsonl")
+    }
+    /// The resolved configuration.
+    pub fn config(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+    /// The event lists of the split.
+    pub fn events(&self) -> PathBuf {
+        self.root.join("events.json")
+    }
+}
+
+/// Progress reports of a run (a progress bar in the CLI; nothing in tests).
+pub trait Progress {
+    /// An epoch starts with `steps` optimiser steps.
+    fn epoch_start(&self, _epoch: u64, _steps: u64) {}
+    /// A step finished.
+    fn step(&self, _loss: f64) {}
+    /// An epoch finished.
+    fn epoch_end(&self, _rec: &EpochRecord) {}
+    /// Something a user should read.
+    fn message(&self, _msg: &str) {}
+}
+
+/// No progress reports.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainOutcome {
+    /// Epochs completed in total (including before a resume).
+    pub epochs_completed: u64,
+    /// Optimiser steps taken in total.
+    pub global_step: u64,
+    /// Stopped by a signal (a checkpoint was written).
+    pub interrupted: bool,
+    /// Stopped by early stopping.
+    pub stopped_early: bool,
+    /// The best epoch and its metric value.
+    pub best_epoch: Option<u64>,
+    /// Best value of the selection metric.
+    pub best_value: f64,
+    /// Steps skipped because the loss or a gradient was not finite.
+    pub skipped_steps: u64,
+}
+
+/// Sums of the running epoch, kept in checkpoints so a resumed epoch reports what an
+/// uninterrupted one would.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct EpochAccum {
+    loss_sum: f64,
+    steps: u64,
+    grad_norm_sum: f64,
+    grad_norm_max: f64,
+    train_seconds: f64,
+}
+
+/// Everything besides weights and optimiser state that resuming needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct RunState {
+    epoch: u64,
+    step_in_epoch: u64,
+    global_step: u64,
+    ranks: usize,
+    best_value: Option<f64>,
+    best_epoch: Option<u64>,
+    bad_epochs: u64,
+    skipped_steps: u64,
+    accum: EpochAccum,
+    config: TrainConfig,
+}
+
+fn better(metric: BestMetric, new: f64, old: Option<f64>) -> bool {
+    if !new.is_finite() {
+        return false;
+    }
+    match (metric, old) {
+        (_, None) => true,
+        (BestMetric::ValLoss, Some(o)) => new < o,
+        (_, Some(o)) => new > o,
+    }
+}
+
+fn metric_value(metric: BestMetric, r: &EvalResult) -> f64 {
+    match metric {
+        BestMetric::ValLoss => r.mean.loss,
+        BestMetric::Efficiency => r.mean.efficiency,
+        BestMetric::Auc => r.mean.auc,
+    }
+}
+
+/// A training run in progress.
+pub struct Trainer<'a> {
+    cfg: TrainConfig,
+    set: GraphSet,
+    split: Split,
+    run: RunDir,
+    comm: &'a mut dyn Comm,
+    /// The model (public for tests and evaluation).
+    pub model: InteractionGnn<f32>,
+    opt: AdamW,
+    schedule: LrSchedule,
+    state: RunState,
+}
+
+impl<'a> Trainer<'a> {
+    /// Sets up a run in `run_dir` on the graphs of `graphs_dir`; with `resume`, continues from
+    /// the run's last checkpoint (which must exist).
+    pub fn new(
+        cfg: TrainConfig,
+        graphs_dir: &Path,
+        run_dir: &Path,
+        resume: bool,
+        comm: &'a mut dyn Comm,
+    ) -> Result<Self> {
+        cfg.validate().map_err(Error::Config)?;
+        let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
+        let split = Split::new(set.len(), cfg.split, cfg.seed);
+        let per = comm.size() * cfg.graphs_per_step;
+        if split.train.len() < per {
+            return Err(Error::Config(format!(
+                "{} training graphs cannot fill one step of {} ranks × {} graphs",
+                split.train.len(),
+                comm.size(),
+                cfg.graphs_per_step
+            )));
+        }
+        let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
+        let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);
+        let mut model = InteractionGnn::new(
+            cfg.model.clone(),
+            node_dim,
+            edge_dim,
+            &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]),
+        );
+        // Every replica starts from rank 0's weights.
+        comm.broadcast(&mut model.params.data, 0)?;
+        let opt = AdamW::new(model.params.len(), cfg.optimizer);
+        let schedule = LrSchedule::new(cfg.schedule);
+        let state = RunState {
+            epoch: 0,
+            step_in_epoch: 0,
+            global_step: 0,
+            ranks: comm.size(),
+            best_value: None,
+            best_epoch: None,
+            bad_epochs: 0,
+            skipped_steps: 0,
+            accum: EpochAccum::default(),
+            config: cfg.clone(),
+        };
+        let run = RunDir {
+            root: run_dir.to_path_buf(),
+        };
+        let mut t = Trainer {
+            cfg,
+            set,
+            split,
+            run,
+            comm,
+            model,
+            opt,
+            schedule,
+            state,
+        };
+        if resume {
+            t.resume()?;
+        } else if t.comm.is_root() {
+            t.start_run_dir(graphs_dir)?;
+        }
+        t.comm.barrier()?;
+        Ok(t)
+    }
+
+    fn start_run_dir(&self, graphs_dir: &Path) -> Result<()> {
+        let root = &self.run.root;
+        if self.run.checkpoint().exists() {
+            return Err(Error::Config(format!(
+                "{} already holds a run (use --resume to continue it, or another directory)",
+                root.display()
+            )));
+        }
+        fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let toml = toml_string(&self.cfg)?;
+        write_atomic(&self.run.config(), toml.as_bytes())?;
+        let recipe = graphs_dir.join("recipe.toml");
+        if recipe.exists() {
+            let text = fs::read(&recipe).map_err(|e| Error::io(&recipe, e))?;
+            write_atomic(&root.join("recipe.toml"), &text)?;
+        }
+        let ids = |v: &[usize]| v.iter().map(|&i| self.set.files[i].0).collect::<Vec<u64>>();
+        let events = json!({
+            "graphs_dir": graphs_dir, "train": ids(&self.split.train), "val": ids(&self.split.val), "test": ids(&self.split.test),
+        });
+        write_atomic(
+            &self.run.events(),
+            serde_json::to_string_pretty(&events)
+                .expect("json")
+                .as_bytes(),
+        )?;
+        let _ = fs::remove_file(self.run.steps());
+        MetricsLog::create(root)?;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        let dir = self.run.checkpoint();
+        let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
+        let saved: RunState = serde_json::from_value(state).map_err(|e| Error::Json {
+            path: dir.join("state.json"),
+            source: e,
+        })?;
+        let mut a = saved.config.clone();
+        a.epochs = self.cfg.epochs;
+        if a != self.cfg {
+            return Err(Error::Config(format!(
+                "{}: the checkpoint was written with another configuration (only `epochs` may change on resume)",
+                dir.display()
+            )));
+        }
+        self.opt = AdamW::from_state(self.cfg.optimizer, opt_state);
+        if saved.ranks != self.comm.size() && saved.step_in_epoch > 0 {
+            // The step groups depend on the number of ranks: restart the interrupted epoch.
+            self.state = RunState {
+                step_in_epoch: 0,
+                accum: EpochAccum::default(),
+                ranks: self.comm.size(),
+                ..saved
+            };
+        } else {
+            self.state = RunState {
+                ranks: self.comm.size(),
+                ..saved
+            };
+        }
+        self.state.config = self.cfg.clone();
+        // Every rank resumes from the same weights (rank 0's, which wrote them).
+        self.comm.broadcast(&mut self.model.params.data, 0)?;
+        if self.comm.is_root() {
+            MetricsLog::resume(&self.run.root, self.state.epoch)?;
+            truncate_steps_log(&self.run.steps(), self.state.global_step)?;
+        }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<()> {
+        if !self.comm.is_root() {
+            return Ok(());
+        }
+        let state = serde_json::to_value(&self.state).expect("state serialises");
+        save_checkpoint(
+            &self.run.checkpoint(),
+            &self.model.params,
+            &self.opt.state(),
+            &state,
+        )
+    }
+
+    /// The step groups of `epoch` for this run's ranks.
+    fn groups(&self, epoch: u64) -> Vec<Vec<usize>> {
+        epoch_groups(
+            &self.cfg,
+            &self.set,
+            &self.split.train,
+            self.comm.size(),
+            epoch,
+        )
+    }
+
+    /// Runs epochs until the configured number, early stopping, or `stop` turns true (then a
+    /// checkpoint is written and the outcome says `interrupted`).
+    pub fn run(&mut self, progress: &dyn Progress, stop: &AtomicBool) -> Result<TrainOutcome> {
+        let (rank, size) = (self.comm.rank(), self.comm.size());
+        let gps = self.cfg.graphs_per_step;
+        let base_lr = self.cfg.scaled_lr(size);
+        let mut log = if self.comm.is_root() {
+            Some(MetricsLog::resume(&self.run.root, self.state.epoch)?)
+        } else {
+            None
+        };
+        let mut cache = ForwardCache::default();
+        let mut history: Vec<EpochRecord> = if self.comm.is_root() {
+            crate::logs::read_records(&self.run.root.join("metrics.jsonl")).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut interrupted = false;
+        let mut stopped_early = false;
+        while self.state.epoch < self.cfg.epochs as u64 {
+            let epoch = self.state.epoch;
+            let groups = self.groups(epoch);
+            let steps = groups.len() as u64;
+            progress.epoch_start(epoch, steps);
+            let first_step = self.state.step_in_epoch;
+            let paths: Vec<PathBuf> = groups[first_step as usize..]
+                .iter()
+                .flat_map(|g| {
+                    g[rank * gps..(rank + 1) * gps]
+                        .iter()
+                        .map(|&i| self.set.files[i].1.clone())
+                })
+                .collect();
+            let mut loader = Prefetcher::new(paths, self.cfg.non_target_weight);
+            for step in first_step..steps {
+                let t_step = Instant::now();
+                self.model.params.zero_grad();
+                let mut loss_sum = 0.0;
+                for _ in 0..gps {
+                    let s = loader.next_sample().expect("a graph per slot")?;
+                    self.model.forward(&s.input, &mut cache);
+                    let mut dl = vec![0.0f32; s.input.num_edges()];
+                    loss_sum += bce_with_logits(
+                        &cache.logits,
+                        &s.target,
+                        Some(&s.weight),
+                        self.cfg.pos_weight,
+                        &mut dl,
+                    );
+                    if gps > 1 {
+                        dl.iter_mut().for_each(|g| *g /= gps as f32);
+                    }
+                    self.model.backward(&s.input, &mut cache, &dl);
+                }
+                // One all-reduce of the flat gradient buffer averages the replicas' gradients;
+                // the losses are averaged alongside.
+                self.comm.allreduce_mean(&mut self.model.params.grad)?;
+                let mut loss_buf = [loss_sum / gps as f64];
+                self.comm.allreduce_sum_f64(&mut loss_buf)?;
+                let loss = loss_buf[0] / size as f64;
+                let grad_norm =
+                    clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
+                let lr = self
+                    .schedule
+                    .lr(base_lr, epoch as usize, step as usize, steps as usize);
+                if loss.is_finite() && grad_norm.is_finite() {
+                    self.opt
+                        .step(&mut self.model.params.data, &self.model.params.grad, lr);
+                    self.state.accum.loss_sum += loss;
+                    self.state.accum.grad_norm_sum += grad_norm;
+                    self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
+                } else {
+                    // Every rank sees the same all-reduced values, so all skip together.
+                    self.state.skipped_steps += 1;
+                    progress.message(&format!("epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"));
+                }
+                self.state.accum.steps += 1;
+                self.state.global_step += 1;
+                self.state.step_in_epoch = step + 1;
+                let dt = t_step.elapsed().as_secs_f64();
+                self.state.accum.train_seconds += dt;
+                if self.comm.is_root() {
+                    let line = json!({
+                        "epoch": epoch, "step": step, "global_step": self.state.global_step, "loss": loss,
+                        "grad_norm": grad_norm, "lr": lr, "seconds": dt,
+                    });
+                    append_line(&self.run.steps(), &line.to_string())?;
+                }
+                progress.step(loss);
+                let every = self.cfg.checkpoint_every_steps as u64;
+                let stop_now = self.comm.any(stop.load(Ordering::Relaxed))?;
+                if (every > 0 && self.state.global_step.is_multiple_of(every) && step + 1 < steps)
+                    || stop_now
+                {
+                    self.save()?;
+                }
+                if stop_now {
+                    interrupted = true;
+                    break;
+                }
+            }
+            drop(loader);
+            if interrupted {
+                break;
+            }
+            // Validation.
+            let val = evaluate(
+                &self.model,
+                &self.set,
+                &self.split.val,
+                &self.cfg,
+                self.comm,
+                true,
+            )?;
+            let a = &self.state.accum;
+            let rec = EpochRecord {
+                epoch,
+                step: self.state.global_step,
+                train_loss: a.loss_sum / (a.steps.max(1)) as f64,
+                val_loss: val.mean.loss,
+                efficiency: val.mean.efficiency,
+                target_purity: val.mean.target_purity,
+                total_purity: val.mean.total_purity,
+                purity: val.mean.purity,
+                auc: val.mean.auc,
+                lr: self.schedule.lr(
+                    base_lr,
+                    epoch as usize,
+                    steps.saturating_sub(1) as usize,
+                    steps as usize,
+                ),
+                grad_norm: a.grad_norm_sum / (a.steps.max(1)) as f64,
+                grad_norm_max: a.grad_norm_max,
+                weight_norm: l2_norm(&self.model.params.data),
+                epoch_seconds: a.train_seconds + val.seconds,
+                seconds_per_batch: a.train_seconds / (a.steps.max(1)) as f64,
+                val_seconds: val.seconds,
+                peak_rss_bytes: peak_rss_bytes(),
+            };
+            // Best model and early stopping.
+            let value = metric_value(self.cfg.best_metric, &val);
+            if better(self.cfg.best_metric, value, self.state.best_value) {
+                self.state.best_value = Some(value);
+                self.state.best_epoch = Some(epoch);
+                self.state.bad_epochs = 0;
+                if self.comm.is_root() {
+                    save_weights(&self.run.best(), &self.model.params)?;
+                }
+            } else {
+                self.state.bad_epochs += 1;
+            }
+            self.state.epoch += 1;
+            self.state.step_in_epoch = 0;
+            self.state.accum = EpochAccum::default();
+            if let Some(log) = log.as_mut() {
+                log.append(&rec)?;
+                history.push(rec.clone());
+                self.plot(&history, &val)?;
+            }
+            self.save()?;
+            progress.epoch_end(&rec);
+            let patience = self.cfg.early_stopping_patience as u64;
+            if patience > 0 && self.state.bad_epochs >= patience {
+                stopped_early = true;
+                progress.message(&format!(
+                    "early stopping after epoch {epoch}: no improvement for {patience} epochs"
+                ));
+                break;
+            }
+        }
+        Ok(TrainOutcome {
+            epochs_completed: self.state.epoch,
+            global_step: self.state.global_step,
+            interrupted,
+            stopped_early,
+            best_epoch: self.state.best_epoch,
+            best_value: self.state.best_value.unwrap_or(f64::NAN),
+            skipped_steps: self.state.skipped_steps,
+        })
+    }
+
+    fn plot(&self, history: &[EpochRecord], val: &EvalResult) -> Result<()> {
+        let dir = self.run.plots();
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let series = |f: fn(&EpochRecord) -> f64| {
+            history
+                .iter()
+                .map(|r| (r.epoch as f64, f(r)))
+                .collect::<Vec<_>>()
+        };
+        plots::plot_series(
+            &dir.join("loss"),
+            "Loss",
+            "epoch",
+            "loss",
+            &[
+                ("train", series(|r| r.train_loss)),
+                ("validation", series(|r| r.val_loss)),
+            ],
+            true,
+        )?;
+        plots::plot_series(
+            &dir.join("metrics"),
+            "Validation edge metrics",
+            "epoch",
+            "fraction",
+            &[
+                ("efficiency", series(|r| r.efficiency)),
+                ("target purity", series(|r| r.target_purity)),
+                ("total purity", series(|r| r.total_purity)),
+                ("purity", series(|r| r.purity)),
+                ("AUC", series(|r| r.auc)),
+            ],
+            false,
+        )?;
+        plots::plot_series(
+            &dir.join("gradient_norm"),
+            "Gradient and weight norms",
+            "epoch",
+            "L2 norm",
+            &[
+                ("gradient (mean)", series(|r| r.grad_norm)),
+                ("gradient (max)", series(|r| r.grad_norm_max)),
+                ("weights", series(|r| r.weight_norm)),
+            ],
+            true,
+        )?;
+        if !val.roc.is_empty() {
+            plots::plot_roc(&dir.join("roc"), &[("validation", val.roc.clone())])?;
+        }
+        Ok(())
+    }
+
+    /// The run's split.
+    pub fn split(&self) -> &Split {
+        &self.split
+    }
+
+    /// The run's graphs.
+    pub fn graph_set(&self) -> &GraphSet {
+        &self.set
+    }
+}
+
+fn toml_string<T: Serialize>(v: &T) -> Result<String> {
+    toml::to_string(v).map_err(|e| Error::Config(format!("configuration does not serialise: {e}")))
+}
+
+/// Writes a file under a temporary name and renames it into place.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn append_line(path: &Path, line: &str) -> Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    writeln!(f, "{line}").map_err(|e| Error::io(path, e))
+}
+
+/// Keeps the lines of a steps log up to `global_step` (a resumed run rewrites the rest).
+fn truncate_steps_log(path: &Path, global_step: u64) -> Result<()> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(());
+    };
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()
+                .and_then(|v| v["global_step"].as_u64())
+                .is_some_and(|g| g <= global_step)
+        })
+        .collect();
+    let mut out = kept.join("\n");
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    write_atomic(path, out.as_bytes())
+}
