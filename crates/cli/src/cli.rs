@@ -289,6 +289,9 @@ pub struct TrainArgs {
     /// Threads (per rank).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Largest element count per MPI call (tests use a small one to exercise chunking).
+    #[arg(long, hide = true)]
+    pub mpi_chunk: Option<usize>,
     /// Print one JSON object at the end instead of text.
     #[arg(long)]
     pub json: bool,
@@ -427,33 +430,17 @@ mod tests {
             "8",
         ])
         .unwrap();
-        let Command::Simulate(a) = cli.command else {
-            panic!()
-        };
-        assert_eq!(
-            (a.events, a.pileup, a.seed, a.gzip, a.threads),
-            (3, Some(200.0), 8, true, Some(2))
-        );
-        assert!(
-            Cli::try_parse_from(["trackgnn", "simulate", "--events", "x", "--out", "d"]).is_err()
-        );
-        assert!(
-            Cli::try_parse_from(["trackgnn", "simulate"]).is_err(),
-            "--out is required"
-        );
+        let Command::Simulate(a) = cli.command else { panic!() };
+        assert_eq!((a.events, a.pileup, a.seed, a.gzip, a.threads), (3, Some(200.0), 8, true, Some(2)));
+        assert!(Cli::try_parse_from(["trackgnn", "simulate", "--events", "x", "--out", "d"]).is_err());
+        assert!(Cli::try_parse_from(["trackgnn", "simulate"]).is_err(), "--out is required");
     }
 
     #[test]
     fn inspect_and_bench_parse() {
         let cli = Cli::try_parse_from(["trackgnn", "inspect", "data", "--json"]).unwrap();
-        assert!(matches!(
-            cli.command,
-            Command::Inspect(InspectArgs { json: true, .. })
-        ));
+        assert!(matches!(cli.command, Command::Inspect(InspectArgs { json: true, .. })));
         let cli = Cli::try_parse_from(["trackgnn", "bench", "io", "--events", "1"]).unwrap();
-        assert!(matches!(
-            cli.command,
-            Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))
-        ));
+        assert!(matches!(cli.command, Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))));
     }
 }

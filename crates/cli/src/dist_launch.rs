@@ -4,15 +4,8 @@ use anyhow::{Result, bail};
 
 /// Ranks the launcher says this job has (OpenMPI, MPICH/PMI, Slurm), if any says more than one.
 pub fn launcher_ranks() -> Option<(String, usize)> {
-    for var in [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_SIZE",
-        "SLURM_NTASKS",
-    ] {
-        let n = std::env::var(var)
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok());
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"] {
+        let n = std::env::var(var).ok().and_then(|v| v.trim().parse::<usize>().ok());
         if let Some(n) = n.filter(|&n| n > 1) {
             return Some((var.to_string(), n));
         }

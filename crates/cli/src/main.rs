@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+#[cfg(not(feature = "mpi"))]
 mod dist_launch;
 mod progress;
 mod util;
@@ -16,9 +17,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .without_time()
         .init();
     match commands::run(cli) {

@@ -19,19 +19,14 @@ pub fn thread_pool(threads: Option<usize>) -> Result<rayon::ThreadPool> {
 /// The detector from `--detector FILE`, or the built-in TrackML geometry.
 pub fn load_detector(path: Option<&Path>) -> Result<Detector> {
     match path {
-        Some(p) => {
-            Detector::from_csv(p).with_context(|| format!("loading the geometry {}", p.display()))
-        }
+        Some(p) => Detector::from_csv(p).with_context(|| format!("loading the geometry {}", p.display())),
         None => Ok(Detector::trackml()),
     }
 }
 
 /// Prints one JSON object on stdout.
 pub fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("JSON values serialise")
-    );
+    println!("{}", serde_json::to_string_pretty(value).expect("JSON values serialise"));
 }
 
 /// Writes `bytes` to a temporary name next to `path`, then renames it into place, so a crash
@@ -49,9 +44,7 @@ pub fn peak_rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
 }

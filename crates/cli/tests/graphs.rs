@@ -6,47 +6,18 @@ use crate::util::{fails, json, ok, trackgnn};
 fn module_map_and_graphs_from_generated_events() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    ok(trackgnn(d, &["simulate", "--events", "4", "--pileup", "5", "--seed", "3", "--out", "train"]));
     ok(trackgnn(
         d,
-        &[
-            "simulate", "--events", "4", "--pileup", "5", "--seed", "3", "--out", "train",
-        ],
+        &["simulate", "--events", "2", "--pileup", "5", "--seed", "4", "--first-event", "100", "--out", "test"],
     ));
-    ok(trackgnn(
-        d,
-        &[
-            "simulate",
-            "--events",
-            "2",
-            "--pileup",
-            "5",
-            "--seed",
-            "4",
-            "--first-event",
-            "100",
-            "--out",
-            "test",
-        ],
-    ));
-    let map = json(&ok(trackgnn(
-        d,
-        &[
-            "module-map",
-            "build",
-            "--input",
-            "train",
-            "--out",
-            "map.bin",
-            "--json",
-        ],
-    )));
+    let map = json(&ok(trackgnn(d, &["module-map", "build", "--input", "train", "--out", "map.bin", "--json"])));
     assert_eq!(map["events"], 4);
     assert!(map["module_pairs"].as_u64().unwrap() > 50);
     // A module map learned from 4 small events covers its own events, not new ones.
-    for (method, input, extra, min_eff) in [
-        ("geometric", "test", vec![], 0.8),
-        ("module-map", "train", vec!["--map", "map.bin"], 0.9),
-    ] {
+    for (method, input, extra, min_eff) in
+        [("geometric", "test", vec![], 0.8), ("module-map", "train", vec!["--map", "map.bin"], 0.9)]
+    {
         let out = format!("g_{method}");
         let mut args = vec![
             "build-graphs",
@@ -69,50 +40,20 @@ fn module_map_and_graphs_from_generated_events() {
         let recipe = fs::read_to_string(d.join(&out).join("recipe.toml")).unwrap();
         assert!(recipe.contains("truth_cuts_applied = true"), "{recipe}");
         assert!(
-            d.join(&out)
-                .join(if input == "test" {
-                    "event000000100.graph"
-                } else {
-                    "event000000001.graph"
-                })
-                .exists()
+            d.join(&out).join(if input == "test" { "event000000100.graph" } else { "event000000001.graph" }).exists()
         );
     }
     let recipe = fs::read_to_string(d.join("g_module-map/recipe.toml")).unwrap();
     assert!(recipe.contains("map_hash = \"crc32:"), "{recipe}");
     // The module-map method without a map is a clear error.
-    let err = fails(trackgnn(
-        d,
-        &[
-            "build-graphs",
-            "--input",
-            "test",
-            "--out",
-            "x",
-            "--method",
-            "module-map",
-        ],
-    ));
+    let err = fails(trackgnn(d, &["build-graphs", "--input", "test", "--out", "x", "--method", "module-map"]));
     assert!(err.contains("--map"), "{err}");
     // A truncated module map is named in the error.
     let bytes = fs::read(d.join("map.bin")).unwrap();
     fs::write(d.join("bad.bin"), &bytes[..bytes.len() / 3]).unwrap();
     let err = fails(trackgnn(
         d,
-        &[
-            "build-graphs",
-            "--input",
-            "test",
-            "--out",
-            "y",
-            "--method",
-            "module-map",
-            "--map",
-            "bad.bin",
-        ],
+        &["build-graphs", "--input", "test", "--out", "y", "--method", "module-map", "--map", "bad.bin"],
     ));
-    assert!(
-        err.contains("bad.bin") && err.contains("truncated"),
-        "{err}"
-    );
+    assert!(err.contains("bad.bin") && err.contains("truncated"), "{err}");
 }

@@ -3,12 +3,7 @@ use std::fs;
 use crate::util::{fails, json, ok, trackgnn};
 
 fn simulate(dir: &std::path::Path) {
-    ok(trackgnn(
-        dir,
-        &[
-            "simulate", "--events", "2", "--pileup", "10", "--seed", "5", "--out", "ev",
-        ],
-    ));
+    ok(trackgnn(dir, &["simulate", "--events", "2", "--pileup", "10", "--seed", "5", "--out", "ev"]));
 }
 
 #[test]
@@ -20,32 +15,16 @@ fn inspect_json_puts_every_realism_row_beside_the_real_value() {
     assert_eq!(out["all_checks_passed"], true);
     let rows = out["realism"].as_array().unwrap();
     assert_eq!(rows.len(), out["realism_rows"].as_u64().unwrap() as usize);
-    for key in [
-        "noise_fraction",
-        "hits_in_volume_8",
-        "median_pt_gev",
-        "secondary_fraction",
-        "species_pion",
-    ] {
-        let row = rows
-            .iter()
-            .find(|r| r["key"] == key)
-            .unwrap_or_else(|| panic!("no row {key}"));
+    for key in ["noise_fraction", "hits_in_volume_8", "median_pt_gev", "secondary_fraction", "species_pion"] {
+        let row = rows.iter().find(|r| r["key"] == key).unwrap_or_else(|| panic!("no row {key}"));
         assert!(row["value"].is_f64() && row["real_low"].is_f64(), "{row}");
     }
     let noise = out["stats"]["noise_fraction"].as_f64().unwrap();
     assert!((noise - 0.15).abs() < 0.01, "fractions are 0-1: {noise}");
     let checks = out["checks"].as_array().unwrap();
-    assert!(
-        checks
-            .iter()
-            .any(|c| c["name"] == "truth_on_module_plane" && c["passed"] == true)
-    );
+    assert!(checks.iter().any(|c| c["name"] == "truth_on_module_plane" && c["passed"] == true));
     // One event by its file name gives the same per-event figures for that event only.
-    let one = json(&ok(trackgnn(
-        dir.path(),
-        &["inspect", "ev/event000000002-hits.csv", "--json"],
-    )));
+    let one = json(&ok(trackgnn(dir.path(), &["inspect", "ev/event000000002-hits.csv", "--json"])));
     assert_eq!(one["events"], 1);
 }
 
@@ -59,21 +38,10 @@ fn malformed_event_files_name_the_file_line_and_column() {
     lines[5] = lines[5].replacen(',', ",abc", 2).replacen(",abc", ",", 1); // y = "abc<digits>"
     fs::write(&hits, lines.join("\n")).unwrap();
     let err = fails(trackgnn(dir.path(), &["inspect", "ev"]));
-    assert!(
-        err.contains("event000000001-hits.csv:6") && err.contains("column `y`"),
-        "{err}"
-    );
+    assert!(err.contains("event000000001-hits.csv:6") && err.contains("column `y`"), "{err}");
 
     fs::remove_file(dir.path().join("ev/event000000002-truth.csv")).unwrap();
-    let err = fails(trackgnn(
-        dir.path(),
-        &[
-            "inspect",
-            "ev/event000000002-hits.csv",
-            "--detector",
-            "nope.csv",
-        ],
-    ));
+    let err = fails(trackgnn(dir.path(), &["inspect", "ev/event000000002-hits.csv", "--detector", "nope.csv"]));
     assert!(err.contains("nope.csv"), "{err}");
     let err = fails(trackgnn(dir.path(), &["inspect", "missing_dir"]));
     assert!(err.contains("missing_dir"), "{err}");
@@ -91,18 +59,9 @@ fn inconsistent_truth_fails_the_checks_with_exit_code_1() {
     let col = |name: &str| header.iter().position(|&c| c == name).unwrap();
     let (pid, tx, ty, tz) = (col("particle_id"), col("tx"), col("ty"), col("tz"));
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let i = lines
-        .iter()
-        .skip(1)
-        .position(|l| l.split(',').nth(pid) != Some("0"))
-        .unwrap()
-        + 1;
+    let i = lines.iter().skip(1).position(|l| l.split(',').nth(pid) != Some("0")).unwrap() + 1;
     let mut f: Vec<String> = lines[i].split(',').map(String::from).collect();
-    let (x, y, z): (f64, f64, f64) = (
-        f[tx].parse().unwrap(),
-        f[ty].parse().unwrap(),
-        f[tz].parse().unwrap(),
-    );
+    let (x, y, z): (f64, f64, f64) = (f[tx].parse().unwrap(), f[ty].parse().unwrap(), f[tz].parse().unwrap());
     let r = x.hypot(y);
     f[tx] = (x + 5.0 * x / r).to_string();
     f[ty] = (y + 5.0 * y / r).to_string();

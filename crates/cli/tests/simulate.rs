@@ -6,18 +6,8 @@ fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<_> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("event")
-        })
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                fs::read(&p).unwrap(),
-            )
-        })
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("event"))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), fs::read(&p).unwrap()))
         .collect();
     v.sort();
     v
@@ -52,10 +42,7 @@ fn same_seed_gives_byte_identical_files_at_any_thread_count() {
     assert_eq!(t1, files(&dir.path().join("t3")));
     ok(trackgnn(
         dir.path(),
-        &[
-            "simulate", "--events", "3", "--pileup", "4", "--seed", "10", "--out", "other",
-            "--gzip",
-        ],
+        &["simulate", "--events", "3", "--pileup", "4", "--seed", "10", "--out", "other", "--gzip"],
     ));
     assert_ne!(t1, files(&dir.path().join("other")));
 }
@@ -63,37 +50,21 @@ fn same_seed_gives_byte_identical_files_at_any_thread_count() {
 #[test]
 fn simulate_json_reports_figures_and_records_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let out = json(&ok(trackgnn(
-        dir.path(),
-        &[
-            "simulate", "--events", "2", "--pileup", "3", "--out", "d", "--json",
-        ],
-    )));
+    let out = json(&ok(trackgnn(dir.path(), &["simulate", "--events", "2", "--pileup", "3", "--out", "d", "--json"])));
     assert_eq!(out["events"], 2);
     assert!(out["hits_per_event"].as_f64().unwrap() > 500.0);
     assert!(out["generate_seconds_per_event"].as_f64().unwrap() > 0.0);
     let record = fs::read_to_string(dir.path().join("d/simulation.toml")).unwrap();
-    assert!(
-        record.contains("seed = 1") && record.contains("pileup = 3.0"),
-        "{record}"
-    );
+    assert!(record.contains("seed = 1") && record.contains("pileup = 3.0"), "{record}");
     assert!(dir.path().join("d/detectors.csv").exists());
 }
 
 #[test]
 fn bad_simulation_settings_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let err = fails(trackgnn(
-        dir.path(),
-        &["simulate", "--events", "1", "--pileup=-3", "--out", "d"],
-    ));
+    let err = fails(trackgnn(dir.path(), &["simulate", "--events", "1", "--pileup=-3", "--out", "d"]));
     assert!(err.contains("`pileup` = -3"), "{err}");
     fs::write(dir.path().join("sim.toml"), "pilup = 3\n").unwrap();
-    let err = fails(trackgnn(
-        dir.path(),
-        &[
-            "simulate", "--events", "1", "--config", "sim.toml", "--out", "d",
-        ],
-    ));
+    let err = fails(trackgnn(dir.path(), &["simulate", "--events", "1", "--config", "sim.toml", "--out", "d"]));
     assert!(err.contains("sim.toml") && err.contains("pilup"), "{err}");
 }

@@ -97,10 +97,7 @@ impl ModelConfig {
     /// acorn's TrackML InteractionGNN exactly (no residual connections): 362,241 parameters
     /// with 3 node features.
     pub fn acorn() -> Self {
-        ModelConfig {
-            residual: false,
-            ..ModelConfig::default()
-        }
+        ModelConfig { residual: false, ..ModelConfig::default() }
     }
 
     /// Checks the settings.

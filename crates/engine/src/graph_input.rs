@@ -46,10 +46,7 @@ impl<T: Real> GraphInput<T> {
         assert_eq!(x.len(), num_nodes * node_dim, "node features shape");
         assert_eq!(src.len(), dst.len(), "src/dst lengths");
         assert_eq!(edge_attr.len(), src.len() * edge_dim, "edge features shape");
-        assert!(
-            src.iter().chain(dst).all(|&i| (i as usize) < num_nodes),
-            "edge index out of range"
-        );
+        assert!(src.iter().chain(dst).all(|&i| (i as usize) < num_nodes), "edge index out of range");
         GraphInput {
             num_nodes,
             x: x.iter().map(|&v| T::from_f64(v as f64)).collect(),

@@ -73,11 +73,7 @@ mod tests {
         let naive: f64 = (0..5)
             .map(|i| {
                 let s = 1.0 / (1.0 + (-x[i]).exp());
-                let li = if y[i] == 1 {
-                    -4.0 * s.ln()
-                } else {
-                    -(1.0 - s).ln()
-                };
+                let li = if y[i] == 1 { -4.0 * s.ln() } else { -(1.0 - s).ln() };
                 w[i] * li
             })
             .sum::<f64>()

@@ -32,30 +32,13 @@ impl<'a, T> MatRef<'a, T> {
     /// If `data` is shorter than `rows·cols`.
     #[track_caller]
     pub fn row_major(data: &'a [T], rows: usize, cols: usize) -> Self {
-        assert!(
-            data.len() >= rows * cols,
-            "MatRef::row_major: {} < {rows}×{cols}",
-            data.len()
-        );
-        MatRef {
-            data,
-            offset: 0,
-            rows,
-            cols,
-            rs: cols as isize,
-            cs: 1,
-        }
+        assert!(data.len() >= rows * cols, "MatRef::row_major: {} < {rows}×{cols}", data.len());
+        MatRef { data, offset: 0, rows, cols, rs: cols as isize, cs: 1 }
     }
 
     /// The transpose (no copy).
     pub fn t(self) -> Self {
-        MatRef {
-            rows: self.cols,
-            cols: self.rows,
-            rs: self.cs,
-            cs: self.rs,
-            ..self
-        }
+        MatRef { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
     }
 
     /// Columns `c0..c1` (no copy).
@@ -64,16 +47,8 @@ impl<'a, T> MatRef<'a, T> {
     /// If the range is out of bounds.
     #[track_caller]
     pub fn cols(self, c0: usize, c1: usize) -> Self {
-        assert!(
-            c0 <= c1 && c1 <= self.cols,
-            "MatRef::cols({c0}, {c1}) of {} columns",
-            self.cols
-        );
-        MatRef {
-            offset: (self.offset as isize + c0 as isize * self.cs) as usize,
-            cols: c1 - c0,
-            ..self
-        }
+        assert!(c0 <= c1 && c1 <= self.cols, "MatRef::cols({c0}, {c1}) of {} columns", self.cols);
+        MatRef { offset: (self.offset as isize + c0 as isize * self.cs) as usize, cols: c1 - c0, ..self }
     }
 
     /// Rows `r0..r1` (no copy).
@@ -82,16 +57,8 @@ impl<'a, T> MatRef<'a, T> {
     /// If the range is out of bounds.
     #[track_caller]
     pub fn rows(self, r0: usize, r1: usize) -> Self {
-        assert!(
-            r0 <= r1 && r1 <= self.rows,
-            "MatRef::rows({r0}, {r1}) of {} rows",
-            self.rows
-        );
-        MatRef {
-            offset: (self.offset as isize + r0 as isize * self.rs) as usize,
-            rows: r1 - r0,
-            ..self
-        }
+        assert!(r0 <= r1 && r1 <= self.rows, "MatRef::rows({r0}, {r1}) of {} rows", self.rows);
+        MatRef { offset: (self.offset as isize + r0 as isize * self.rs) as usize, rows: r1 - r0, ..self }
     }
 
     /// Number of rows.
@@ -118,17 +85,9 @@ impl<'a, T> MatRef<'a, T> {
         if self.rows == 0 || self.cols == 0 {
             return;
         }
-        assert!(
-            self.rs >= 0 && self.cs >= 0,
-            "negative strides are not used"
-        );
-        let last =
-            self.offset + (self.rows - 1) * self.rs as usize + (self.cols - 1) * self.cs as usize;
-        assert!(
-            last < self.data.len(),
-            "MatRef out of bounds: index {last} of {}",
-            self.data.len()
-        );
+        assert!(self.rs >= 0 && self.cs >= 0, "negative strides are not used");
+        let last = self.offset + (self.rows - 1) * self.rs as usize + (self.cols - 1) * self.cs as usize;
+        assert!(last < self.data.len(), "MatRef out of bounds: index {last} of {}", self.data.len());
     }
 }
 
@@ -161,10 +120,7 @@ pub mod stats {
 
     /// (thread-seconds inside GEMM, floating-point operations) since [`enable`].
     pub fn read() -> (f64, u64) {
-        (
-            NANOS.load(Ordering::Relaxed) as f64 * 1e-9,
-            FLOPS.load(Ordering::Relaxed),
-        )
+        (NANOS.load(Ordering::Relaxed) as f64 * 1e-9, FLOPS.load(Ordering::Relaxed))
     }
 }
 
@@ -184,9 +140,7 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
     if k == 0 {
         if accum == Accum::Replace {
             for i in 0..m {
-                dst[i * ld..i * ld + n]
-                    .iter_mut()
-                    .for_each(|x| *x = T::ZERO);
+                dst[i * ld..i * ld + n].iter_mut().for_each(|x| *x = T::ZERO);
             }
         }
         return;
@@ -225,20 +179,12 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
 }
 
 /// The slow twin of [`matmul`]: three plain loops, summing in f64.
-pub fn matmul_slow<T: Real>(
-    dst: &mut [T],
-    ld: usize,
-    a: MatRef<'_, T>,
-    b: MatRef<'_, T>,
-    accum: Accum,
-) {
+pub fn matmul_slow<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_, T>, accum: Accum) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k);
     for i in 0..m {
         for j in 0..n {
-            let s: f64 = (0..k)
-                .map(|p| a.at(i, p).to_f64() * b.at(p, j).to_f64())
-                .sum();
+            let s: f64 = (0..k).map(|p| a.at(i, p).to_f64() * b.at(p, j).to_f64()).sum();
             let d = &mut dst[i * ld + j];
             *d = match accum {
                 Accum::Replace => T::from_f64(s),
@@ -256,15 +202,7 @@ mod tests {
     #[test]
     fn gemm_matches_loops_on_awkward_sizes_and_views() {
         let mut rng = Rng::new(1);
-        for &(m, k, n) in &[
-            (1, 1, 1),
-            (3, 5, 7),
-            (17, 31, 13),
-            (64, 64, 64),
-            (129, 3, 65),
-            (0, 4, 3),
-            (5, 0, 3),
-        ] {
+        for &(m, k, n) in &[(1, 1, 1), (3, 5, 7), (17, 31, 13), (64, 64, 64), (129, 3, 65), (0, 4, 3), (5, 0, 3)] {
             let a: Vec<f64> = (0..m * (k + 3)).map(|_| rng.normal()).collect();
             let b: Vec<f64> = (0..n * k).map(|_| rng.normal()).collect();
             // a: columns 2..2+k of an m×(k+3) matrix; b given as n×k and transposed.
@@ -275,15 +213,8 @@ mod tests {
                 let (mut fast, mut slow) = (init.clone(), init.clone());
                 matmul(&mut fast, n + 2, av, bv, accum);
                 matmul_slow(&mut slow, n + 2, av, bv, accum);
-                let diff = fast
-                    .iter()
-                    .zip(&slow)
-                    .map(|(x, y)| (x - y).abs())
-                    .fold(0.0, f64::max);
-                assert!(
-                    diff < 1e-12 * (k.max(1) as f64),
-                    "({m},{k},{n}) {accum:?}: max |Δ| {diff}"
-                );
+                let diff = fast.iter().zip(&slow).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+                assert!(diff < 1e-12 * (k.max(1) as f64), "({m},{k},{n}) {accum:?}: max |Δ| {diff}");
                 for i in 0..m {
                     assert_eq!(
                         fast[i * (n + 2) + n..i * (n + 2) + n + 2],

@@ -122,8 +122,7 @@ pub struct MlpCache<T> {
 impl<T> MlpCache<T> {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.pre.iter().map(Vec::len).sum::<usize>()
-            + self.rstd.iter().map(Vec::len).sum::<usize>())
+        (self.pre.iter().map(Vec::len).sum::<usize>() + self.rstd.iter().map(Vec::len).sum::<usize>())
             * std::mem::size_of::<T>()
     }
 }
@@ -160,19 +159,9 @@ impl Mlp {
                     (None, None)
                 }
             });
-            layers.push(Layer {
-                w,
-                b,
-                norm,
-                act: s.act,
-                din,
-                dout,
-            });
+            layers.push(Layer { w, b, norm, act: s.act, din, dout });
         }
-        Mlp {
-            layers,
-            range: start..ps.len(),
-        }
+        Mlp { layers, range: start..ps.len() }
     }
 
     /// Output width.
@@ -181,30 +170,20 @@ impl Mlp {
     }
 
     /// For a split MLP: A = h·W_aᵀ and B = h·W_bᵀ (each N × d1) from node states h (N × h_dim).
-    pub fn split_precompute<T: Real>(
-        &self,
-        ps: &ParamStore<T>,
-        h: &[T],
-        h_dim: usize,
-        a: &mut Vec<T>,
-        b: &mut Vec<T>,
-    ) {
+    pub fn split_precompute<T: Real>(&self, ps: &ParamStore<T>, h: &[T], h_dim: usize, a: &mut Vec<T>, b: &mut Vec<T>) {
         let l0 = &self.layers[0];
         let n = h.len() / h_dim;
         let w = MatRef::row_major(ps.value(l0.w), l0.dout, l0.din);
         a.resize(n * l0.dout, T::ZERO);
         b.resize(n * l0.dout, T::ZERO);
         let (wa, wb) = (w.cols(0, h_dim).t(), w.cols(h_dim, 2 * h_dim).t());
-        a.par_chunks_mut(TILE * l0.dout)
-            .zip(b.par_chunks_mut(TILE * l0.dout))
-            .enumerate()
-            .for_each(|(t, (ac, bc))| {
-                let r0 = t * TILE;
-                let rows = ac.len() / l0.dout;
-                let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
-                matmul(ac, l0.dout, hv, wa, Accum::Replace);
-                matmul(bc, l0.dout, hv, wb, Accum::Replace);
-            });
+        a.par_chunks_mut(TILE * l0.dout).zip(b.par_chunks_mut(TILE * l0.dout)).enumerate().for_each(|(t, (ac, bc))| {
+            let r0 = t * TILE;
+            let rows = ac.len() / l0.dout;
+            let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
+            matmul(ac, l0.dout, hv, wa, Accum::Replace);
+            matmul(bc, l0.dout, hv, wb, Accum::Replace);
+        });
     }
 
     /// Forward over `rows` rows; writes the output (rows × dout) and fills the cache.
@@ -226,73 +205,42 @@ impl Mlp {
             cache.pre[l].resize(rows * layer.dout, T::ZERO);
             cache.rstd[l].resize(if layer.norm.is_some() { rows } else { 0 }, T::ZERO);
         }
-        let width = self
-            .layers
-            .iter()
-            .map(|l| l.dout.max(l.din))
-            .max()
-            .unwrap_or(0);
-        let tiles = TileViews::split(
-            &mut cache.pre,
-            &mut cache.rstd,
-            &self.layers,
-            out,
-            dout,
-            rows,
-        );
+        let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        let tiles = TileViews::split(&mut cache.pre, &mut cache.rstd, &self.layers, out, dout, rows);
         // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
         // allocator would map and unmap them every time.
         let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
-        tiles
-            .into_par_iter()
-            .for_each_init(scratch, |(a, y), mut t| {
-                for (l, layer) in self.layers.iter().enumerate() {
-                    let z = &mut *t.pre[l];
-                    let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
-                    if l == 0 {
-                        first_layer(input, w, layer, t.r0, t.rows, z);
-                    } else {
-                        matmul(
-                            z,
-                            layer.dout,
-                            MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
-                            w.t(),
-                            Accum::Replace,
-                        );
-                    }
-                    add_bias(z, ps.value(layer.b));
-                    let last = l + 1 == n_layers;
-                    let ys = &mut y[..t.rows * layer.dout];
-                    self.post(ps, layer, z, t.rstd[l], ys);
-                    let dst = if last {
-                        &mut *t.out
-                    } else {
-                        &mut a[..t.rows * layer.dout]
-                    };
-                    act::forward(layer.act, ys, dst);
+        tiles.into_par_iter().for_each_init(scratch, |(a, y), mut t| {
+            for (l, layer) in self.layers.iter().enumerate() {
+                let z = &mut *t.pre[l];
+                let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+                if l == 0 {
+                    first_layer(input, w, layer, t.r0, t.rows, z);
+                } else {
+                    matmul(
+                        z,
+                        layer.dout,
+                        MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
+                        w.t(),
+                        Accum::Replace,
+                    );
                 }
-            });
+                add_bias(z, ps.value(layer.b));
+                let last = l + 1 == n_layers;
+                let ys = &mut y[..t.rows * layer.dout];
+                self.post(ps, layer, z, t.rstd[l], ys);
+                let dst = if last { &mut *t.out } else { &mut a[..t.rows * layer.dout] };
+                act::forward(layer.act, ys, dst);
+            }
+        });
     }
 
     /// Norm (in place on z, caching x̂ and rstd) and affine into `y`; without a norm, y = z.
-    fn post<T: Real>(
-        &self,
-        ps: &ParamStore<T>,
-        layer: &Layer,
-        z: &mut [T],
-        rstd: &mut [T],
-        y: &mut [T],
-    ) {
+    fn post<T: Real>(&self, ps: &ParamStore<T>, layer: &Layer, z: &mut [T], rstd: &mut [T], y: &mut [T]) {
         match layer.norm {
             Some((g, b)) => {
                 layer_norm::normalize(z, layer.dout, rstd);
-                layer_norm::affine(
-                    z,
-                    layer.dout,
-                    g.map(|i| ps.value(i)),
-                    b.map(|i| ps.value(i)),
-                    y,
-                );
+                layer_norm::affine(z, layer.dout, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y);
             }
             None => y.copy_from_slice(z),
         }
@@ -342,33 +290,16 @@ impl Mlp {
                 }
             }
         }
-        let work: Vec<_> = (0..n_chunks)
-            .zip(dense_chunks)
-            .zip(dz1_chunks)
-            .zip(drest_chunks)
-            .collect();
+        let work: Vec<_> = (0..n_chunks).zip(dense_chunks).zip(dz1_chunks).zip(drest_chunks).collect();
         let partials: Vec<Vec<T>> = work
             .into_par_iter()
             .map(|(((c, mut dx_c), mut dz1_c), mut drest_c)| {
                 let mut g_local = vec![T::ZERO; plen];
-                let width = self
-                    .layers
-                    .iter()
-                    .map(|l| l.dout.max(l.din))
-                    .max()
-                    .unwrap_or(0);
+                let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
                 let r_begin = c * chunk;
                 let r_end = ((c + 1) * chunk).min(rows);
-                let mut acts: Vec<Vec<T>> = self
-                    .layers
-                    .iter()
-                    .map(|l| vec![T::ZERO; TILE * l.dout])
-                    .collect();
-                let mut ys: Vec<Vec<T>> = self
-                    .layers
-                    .iter()
-                    .map(|l| vec![T::ZERO; TILE * l.dout])
-                    .collect();
+                let mut acts: Vec<Vec<T>> = self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
+                let mut ys: Vec<Vec<T>> = self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
                 let mut g = vec![T::ZERO; TILE * width];
                 let mut g_prev = vec![T::ZERO; TILE * width];
                 let mut r0 = r_begin;
@@ -401,49 +332,22 @@ impl Mlp {
                                         gr.start - base..gr.end - base,
                                         br.start - base..br.end - base,
                                     );
-                                    layer_norm::backward(
-                                        xhat,
-                                        rstd,
-                                        d,
-                                        gamma,
-                                        &mut g[..tr * d],
-                                        Some(dg),
-                                        Some(db),
-                                    );
+                                    layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], Some(dg), Some(db));
                                 }
-                                _ => layer_norm::backward(
-                                    xhat,
-                                    rstd,
-                                    d,
-                                    gamma,
-                                    &mut g[..tr * d],
-                                    None,
-                                    None,
-                                ),
+                                _ => layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], None, None),
                             }
                         }
                         // g = dz_l. Bias and weight gradients, then dz → input gradient.
                         let br = ps.specs[layer.b].range();
-                        sum_rows(
-                            &g[..tr * d],
-                            d,
-                            &mut g_local[br.start - base..br.end - base],
-                        );
+                        sum_rows(&g[..tr * d], d, &mut g_local[br.start - base..br.end - base]);
                         let wr = ps.specs[layer.w].range();
                         let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
                         let gz = MatRef::row_major(&g[..tr * d], tr, d);
                         let dw = &mut g_local[wr.start - base..wr.end - base];
                         if l > 0 {
-                            let a_in =
-                                MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
+                            let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
                             matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                            matmul(
-                                &mut g_prev[..tr * layer.din],
-                                layer.din,
-                                gz,
-                                w,
-                                Accum::Replace,
-                            );
+                            matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
                             std::mem::swap(&mut g, &mut g_prev);
                             continue;
                         }
@@ -453,13 +357,7 @@ impl Mlp {
                                 let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
                                 matmul(dw, dim, gz.t(), xv, Accum::Add);
                                 if let Some(dx) = dx_c.as_deref_mut() {
-                                    matmul(
-                                        &mut dx[lr * dim..(lr + tr) * dim],
-                                        dim,
-                                        gz,
-                                        w,
-                                        Accum::Add,
-                                    );
+                                    matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
                                 }
                             }
                             Input::Split { h_dim, rest, .. } => {
@@ -467,18 +365,11 @@ impl Mlp {
                                     dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
                                 }
                                 if let Some((rx, rd)) = rest {
-                                    let rv =
-                                        MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
+                                    let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
                                     matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
                                     if let Some(dr) = drest_c.as_deref_mut() {
                                         let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                                        matmul(
-                                            &mut dr[lr * rd..(lr + tr) * rd],
-                                            rd,
-                                            gz,
-                                            wc,
-                                            Accum::Add,
-                                        );
+                                        matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
                                     }
                                 }
                             }
@@ -490,10 +381,7 @@ impl Mlp {
             })
             .collect();
         for p in partials {
-            grad[self.range.clone()]
-                .iter_mut()
-                .zip(&p)
-                .for_each(|(g, &v)| *g += v);
+            grad[self.range.clone()].iter_mut().zip(&p).for_each(|(g, &v)| *g += v);
         }
     }
 
@@ -512,9 +400,7 @@ impl Mlp {
         let d = layer.dout;
         let pre = &cache.pre[l][r0 * d..(r0 + tr) * d];
         match layer.norm {
-            Some((g, b)) => {
-                layer_norm::affine(pre, d, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y)
-            }
+            Some((g, b)) => layer_norm::affine(pre, d, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y),
             None => y.copy_from_slice(pre),
         }
     }
@@ -559,49 +445,30 @@ impl Mlp {
             })
             .collect();
         for p in partials {
-            grad[wr.clone()]
-                .iter_mut()
-                .zip(&p)
-                .for_each(|(g, &v)| *g += v);
+            grad[wr.clone()].iter_mut().zip(&p).for_each(|(g, &v)| *g += v);
         }
         let w = MatRef::row_major(ps.value(l0.w), d1, din);
         let (wa, wb) = (w.cols(0, h_dim), w.cols(h_dim, 2 * h_dim));
-        dh.par_chunks_mut(TILE * h_dim)
-            .enumerate()
-            .for_each(|(t, dhc)| {
-                let r0 = t * TILE;
-                let rows = dhc.len() / h_dim;
-                matmul(
-                    dhc,
-                    h_dim,
-                    MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1),
-                    wa,
-                    Accum::Add,
-                );
-                matmul(
-                    dhc,
-                    h_dim,
-                    MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1),
-                    wb,
-                    Accum::Add,
-                );
-            });
+        dh.par_chunks_mut(TILE * h_dim).enumerate().for_each(|(t, dhc)| {
+            let r0 = t * TILE;
+            let rows = dhc.len() / h_dim;
+            matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
+            matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
+        });
     }
 }
 
 /// out[n] = Σ_{e ∈ csr.of(n)} x[e], rows of width d, in edge order.
 pub fn pull<T: Real>(x: &[T], d: usize, csr: &Csr, out: &mut [T]) {
-    out.par_chunks_mut(TILE * d)
-        .enumerate()
-        .for_each(|(t, oc)| {
-            for local in 0..oc.len() / d {
-                let o = &mut oc[local * d..(local + 1) * d];
-                o.iter_mut().for_each(|v| *v = T::ZERO);
-                for &e in csr.of(t * TILE + local) {
-                    add_row(o, &x[e as usize * d..(e as usize + 1) * d]);
-                }
+    out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| {
+        for local in 0..oc.len() / d {
+            let o = &mut oc[local * d..(local + 1) * d];
+            o.iter_mut().for_each(|v| *v = T::ZERO);
+            for &e in csr.of(t * TILE + local) {
+                add_row(o, &x[e as usize * d..(e as usize + 1) * d]);
             }
-        });
+        }
+    });
 }
 
 crate::dispatch! {
@@ -644,42 +511,16 @@ crate::dispatch! {
 }
 
 /// z = first Linear of rows r0..r0+tr (without bias).
-fn first_layer<T: Real>(
-    input: Input<'_, T>,
-    w: MatRef<'_, T>,
-    layer: &Layer,
-    r0: usize,
-    tr: usize,
-    z: &mut [T],
-) {
+fn first_layer<T: Real>(input: Input<'_, T>, w: MatRef<'_, T>, layer: &Layer, r0: usize, tr: usize, z: &mut [T]) {
     match input {
         Input::Dense { x, dim } => {
-            matmul(
-                z,
-                layer.dout,
-                MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim),
-                w.t(),
-                Accum::Replace,
-            );
+            matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
         }
-        Input::Split {
-            a,
-            b,
-            src,
-            dst,
-            h_dim,
-            rest,
-        } => {
+        Input::Split { a, b, src, dst, h_dim, rest } => {
             gather_pair(a, b, &src[r0..r0 + tr], &dst[r0..r0 + tr], layer.dout, z);
             if let Some((rx, rd)) = rest {
                 let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                matmul(
-                    z,
-                    layer.dout,
-                    rv,
-                    w.cols(2 * h_dim, 2 * h_dim + rd).t(),
-                    Accum::Add,
-                );
+                matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
             }
         }
     }
@@ -718,26 +559,16 @@ impl TileViews {
         rows: usize,
     ) -> Vec<TileView<'a, T>> {
         let n_tiles = rows.div_ceil(TILE);
-        let mut pre_it: Vec<std::slice::ChunksMut<'a, T>> = pre
-            .iter_mut()
-            .zip(layers)
-            .map(|(p, l)| p.chunks_mut(TILE * l.dout))
-            .collect();
-        let mut rstd_it: Vec<std::slice::ChunksMut<'a, T>> =
-            rstd.iter_mut().map(|r| r.chunks_mut(TILE)).collect();
+        let mut pre_it: Vec<std::slice::ChunksMut<'a, T>> =
+            pre.iter_mut().zip(layers).map(|(p, l)| p.chunks_mut(TILE * l.dout)).collect();
+        let mut rstd_it: Vec<std::slice::ChunksMut<'a, T>> = rstd.iter_mut().map(|r| r.chunks_mut(TILE)).collect();
         let mut out_it = out.chunks_mut(TILE * dout);
         (0..n_tiles)
             .map(|t| TileView {
                 r0: t * TILE,
                 rows: TILE.min(rows - t * TILE),
-                pre: pre_it
-                    .iter_mut()
-                    .map(|it| it.next().expect("tile"))
-                    .collect(),
-                rstd: rstd_it
-                    .iter_mut()
-                    .map(|it| it.next().unwrap_or(&mut []))
-                    .collect(),
+                pre: pre_it.iter_mut().map(|it| it.next().expect("tile")).collect(),
+                rstd: rstd_it.iter_mut().map(|it| it.next().unwrap_or(&mut [])).collect(),
                 out: out_it.next().expect("tile"),
             })
             .collect()

@@ -80,12 +80,7 @@ pub struct Workspace<T> {
 impl<T> Workspace<T> {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.dz1.len()
-            + self.dh.len()
-            + self.dh_prev.len()
-            + self.de.len()
-            + self.de_prev.len()
-            + self.dnode_in.len())
+        (self.dz1.len() + self.dh.len() + self.dh_prev.len() + self.de.len() + self.de_prev.len() + self.dnode_in.len())
             * std::mem::size_of::<T>()
     }
 }
@@ -99,8 +94,7 @@ impl<T> ForwardCache<T> {
             .agg
             .iter()
             .map(|(a, b)| {
-                (a.mean.len() + a.std.len() + b.mean.len() + b.std.len()) * s
-                    + (a.argmax.len() + b.argmax.len()) * 4
+                (a.mean.len() + a.std.len() + b.mean.len() + b.std.len()) * s + (a.argmax.len() + b.argmax.len()) * 4
             })
             .sum();
         (v(&self.h) + v(&self.e) + v(&self.node_in) + self.logits.len()) * s
@@ -133,41 +127,21 @@ impl<T: Real> InteractionGnn<T> {
         let depth = cfg.mlp_depth;
         let net_style = |l: usize| {
             if l + 1 < depth {
-                LayerStyle {
-                    norm,
-                    act: cfg.activation,
-                }
+                LayerStyle { norm, act: cfg.activation }
             } else {
-                LayerStyle {
-                    norm: if cfg.output_norm { norm } else { None },
-                    act: cfg.output_activation,
-                }
+                LayerStyle { norm: if cfg.output_norm { norm } else { None }, act: cfg.output_activation }
             }
         };
-        let dims = |din: usize| -> Vec<usize> {
-            std::iter::once(din)
-                .chain(std::iter::repeat_n(h, depth))
-                .collect()
-        };
+        let dims = |din: usize| -> Vec<usize> { std::iter::once(din).chain(std::iter::repeat_n(h, depth)).collect() };
         let node_encoder = Mlp::register(&mut ps, "node_encoder", &dims(node_dim), net_style);
-        let edge_encoder =
-            Mlp::register(&mut ps, "edge_encoder", &dims(2 * h + edge_dim), net_style);
+        let edge_encoder = Mlp::register(&mut ps, "edge_encoder", &dims(2 * h + edge_dim), net_style);
         let k = cfg.aggregation.len();
         let n_nets = if cfg.recurrent { 1 } else { cfg.iterations };
         let mut edge_networks = Vec::new();
         let mut node_networks = Vec::new();
         for i in 0..n_nets {
-            let suffix = if cfg.recurrent {
-                String::new()
-            } else {
-                format!(".{i}")
-            };
-            edge_networks.push(Mlp::register(
-                &mut ps,
-                &format!("edge_network{suffix}"),
-                &dims(3 * h),
-                net_style,
-            ));
+            let suffix = if cfg.recurrent { String::new() } else { format!(".{i}") };
+            edge_networks.push(Mlp::register(&mut ps, &format!("edge_network{suffix}"), &dims(3 * h), net_style));
             node_networks.push(Mlp::register(
                 &mut ps,
                 &format!("node_network{suffix}"),
@@ -176,21 +150,13 @@ impl<T: Real> InteractionGnn<T> {
             ));
         }
         let cd = cfg.classifier_depth;
-        let cls_dims: Vec<usize> = std::iter::once(3 * h)
-            .chain(std::iter::repeat_n(h, cd - 1))
-            .chain(std::iter::once(1))
-            .collect();
+        let cls_dims: Vec<usize> =
+            std::iter::once(3 * h).chain(std::iter::repeat_n(h, cd - 1)).chain(std::iter::once(1)).collect();
         let classifier = Mlp::register(&mut ps, "edge_classifier", &cls_dims, |l| {
             if l + 1 < cd {
-                LayerStyle {
-                    norm,
-                    act: cfg.activation,
-                }
+                LayerStyle { norm, act: cfg.activation }
             } else {
-                LayerStyle {
-                    norm: None,
-                    act: Activation::Identity,
-                }
+                LayerStyle { norm: None, act: Activation::Identity }
             }
         });
         let mut model = InteractionGnn {
@@ -221,16 +187,10 @@ impl<T: Real> InteractionGnn<T> {
                 }
                 if let Some((g, b)) = layer.norm {
                     if let Some(g) = g {
-                        self.params
-                            .value_mut(g)
-                            .iter_mut()
-                            .for_each(|v| *v = T::ONE);
+                        self.params.value_mut(g).iter_mut().for_each(|v| *v = T::ONE);
                     }
                     if let Some(b) = b {
-                        self.params
-                            .value_mut(b)
-                            .iter_mut()
-                            .for_each(|v| *v = T::ZERO);
+                        self.params.value_mut(b).iter_mut().for_each(|v| *v = T::ZERO);
                     }
                 }
             }
@@ -256,12 +216,7 @@ impl<T: Real> InteractionGnn<T> {
             cfg: self.cfg.clone(),
             params: ParamStore {
                 specs: self.params.specs.clone(),
-                data: self
-                    .params
-                    .data
-                    .iter()
-                    .map(|v| U::from_f64(v.to_f64()))
-                    .collect(),
+                data: self.params.data.iter().map(|v| U::from_f64(v.to_f64())).collect(),
                 grad: vec![U::ZERO; self.params.grad.len()],
             },
             node_dim: self.node_dim,
@@ -297,32 +252,16 @@ impl<T: Real> InteractionGnn<T> {
         cache.node_net.resize_with(iters, Default::default);
         cache.h.iter_mut().for_each(|v| v.resize(n * h, T::ZERO));
         cache.e.iter_mut().for_each(|v| v.resize(e * h, T::ZERO));
-        cache
-            .node_in
-            .iter_mut()
-            .for_each(|v| v.resize(n * ld, T::ZERO));
+        cache.node_in.iter_mut().for_each(|v| v.resize(n * ld, T::ZERO));
         let mut a = std::mem::take(&mut cache.scratch_a);
         let mut b = std::mem::take(&mut cache.scratch_b);
         // Encoders.
-        let x = Input::Dense {
-            x: &g.x,
-            dim: g.node_dim,
-        };
-        self.node_encoder
-            .forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
-        self.edge_encoder
-            .split_precompute(ps, &cache.h[0], h, &mut a, &mut b);
+        let x = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
+        self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut a, &mut b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
-        let input = Input::Split {
-            a: &a,
-            b: &b,
-            src: &g.src,
-            dst: &g.dst,
-            h_dim: h,
-            rest,
-        };
-        self.edge_encoder
-            .forward(ps, input, e, &mut cache.edge_encoder, &mut cache.e[0]);
+        let input = Input::Split { a: &a, b: &b, src: &g.src, dst: &g.dst, h_dim: h, rest };
+        self.edge_encoder.forward(ps, input, e, &mut cache.edge_encoder, &mut cache.e[0]);
         // Message passing.
         for it in 0..iters {
             let (edge_net, node_net) = self.nets(it);
@@ -333,14 +272,7 @@ impl<T: Real> InteractionGnn<T> {
             edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
             let src = &g.src;
             let dst = &g.dst;
-            let input = Input::Split {
-                a: &a,
-                b: &b,
-                src,
-                dst,
-                h_dim: h,
-                rest: Some((e_prev, h)),
-            };
+            let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
             edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
             if self.cfg.residual {
                 add_into(e_next, e_prev);
@@ -349,40 +281,19 @@ impl<T: Real> InteractionGnn<T> {
             copy_columns(h_prev, h, node_in, ld, 0);
             let (agg_in, agg_out) = &mut cache.agg[it];
             aggregate::forward(e_next, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
-            aggregate::forward(
-                e_next,
-                h,
-                &g.out_edges,
-                aggs,
-                node_in,
-                ld,
-                (1 + k) * h,
-                agg_out,
-            );
-            let input = Input::Dense {
-                x: node_in,
-                dim: ld,
-            };
+            aggregate::forward(e_next, h, &g.out_edges, aggs, node_in, ld, (1 + k) * h, agg_out);
+            let input = Input::Dense { x: node_in, dim: ld };
             node_net.forward(ps, input, n, &mut cache.node_net[it], h_next);
             if self.cfg.residual {
                 add_into(h_next, h_prev);
             }
         }
         // Classifier.
-        self.classifier
-            .split_precompute(ps, &cache.h[iters], h, &mut a, &mut b);
+        self.classifier.split_precompute(ps, &cache.h[iters], h, &mut a, &mut b);
         cache.logits.resize(e, T::ZERO);
         let rest = Some((&cache.e[iters][..], h));
-        let input = Input::Split {
-            a: &a,
-            b: &b,
-            src: &g.src,
-            dst: &g.dst,
-            h_dim: h,
-            rest,
-        };
-        self.classifier
-            .forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
+        let input = Input::Split { a: &a, b: &b, src: &g.src, dst: &g.dst, h_dim: h, rest };
+        self.classifier.forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
         cache.scratch_a = a;
         cache.scratch_b = b;
     }
@@ -410,23 +321,10 @@ impl<T: Real> InteractionGnn<T> {
         };
         let mut c = MlpCache::default();
         let mut hs = vec![T::ZERO; n * h];
-        self.node_encoder.forward(
-            ps,
-            Input::Dense {
-                x: &g.x,
-                dim: g.node_dim,
-            },
-            n,
-            &mut c,
-            &mut hs,
-        );
-        let (x, w) = concat(
-            &hs,
-            (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)),
-        );
+        self.node_encoder.forward(ps, Input::Dense { x: &g.x, dim: g.node_dim }, n, &mut c, &mut hs);
+        let (x, w) = concat(&hs, (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
         let mut es = vec![T::ZERO; e * h];
-        self.edge_encoder
-            .forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
+        self.edge_encoder.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
         let ld = (1 + 2 * k) * h;
         for it in 0..self.cfg.iterations {
             let (edge_net, node_net) = self.nets(it);
@@ -439,37 +337,10 @@ impl<T: Real> InteractionGnn<T> {
             let mut node_in = vec![T::ZERO; n * ld];
             copy_columns(&hs, h, &mut node_in, ld, 0);
             let mut ac = AggCache::default();
-            aggregate::forward(
-                &e_next,
-                h,
-                &g.in_edges,
-                &self.cfg.aggregation,
-                &mut node_in,
-                ld,
-                h,
-                &mut ac,
-            );
-            aggregate::forward(
-                &e_next,
-                h,
-                &g.out_edges,
-                &self.cfg.aggregation,
-                &mut node_in,
-                ld,
-                (1 + k) * h,
-                &mut ac,
-            );
+            aggregate::forward(&e_next, h, &g.in_edges, &self.cfg.aggregation, &mut node_in, ld, h, &mut ac);
+            aggregate::forward(&e_next, h, &g.out_edges, &self.cfg.aggregation, &mut node_in, ld, (1 + k) * h, &mut ac);
             let mut h_next = vec![T::ZERO; n * h];
-            node_net.forward(
-                ps,
-                Input::Dense {
-                    x: &node_in,
-                    dim: ld,
-                },
-                n,
-                &mut c,
-                &mut h_next,
-            );
+            node_net.forward(ps, Input::Dense { x: &node_in, dim: ld }, n, &mut c, &mut h_next);
             if self.cfg.residual {
                 add_into(&mut h_next, &hs);
             }
@@ -478,8 +349,7 @@ impl<T: Real> InteractionGnn<T> {
         }
         let (x, w) = concat(&hs, Some((&es, h)));
         let mut logits = vec![T::ZERO; e];
-        self.classifier
-            .forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut logits);
+        self.classifier.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut logits);
         logits
     }
 
@@ -504,34 +374,21 @@ impl<T: Real> InteractionGnn<T> {
             v.resize(e * h, T::ZERO);
         }
         let (src, dst) = (&g.src[..], &g.dst[..]);
-        let split = |rest| Input::Split {
-            a: &[],
-            b: &[],
-            src,
-            dst,
-            h_dim: h,
-            rest,
-        };
+        let split = |rest| Input::Split { a: &[], b: &[], src, dst, h_dim: h, rest };
         // Classifier: inputs h_L (split) and e_L.
+        // The classifier's first layer is H wide, or 1 wide when it is the only layer.
+        let d1 = self.classifier.layers[0].dout;
         let input = split(Some((&cache.e[iters][..], h)));
-        let din = DInput::Split {
-            dz1: &mut ws.dz1,
-            drest: Some(&mut ws.de),
-        };
-        self.classifier
-            .backward(ps, input, &cache.classifier, dlogits, &mut grad, din);
+        let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
+        self.classifier.backward(ps, input, &cache.classifier, dlogits, &mut grad, din);
         let (o, i) = (&g.out_edges, &g.in_edges);
-        let hl = &cache.h[iters];
-        self.classifier
-            .split_backward_nodes(ps, &ws.dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
         for it in (0..iters).rev() {
             let (edge_net, node_net) = self.nets(it);
             // h_{it+1} = [h_it +] node_net(node_in); ws.dh holds dL/dh_{it+1}.
             ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
-            let input = Input::Dense {
-                x: &cache.node_in[it],
-                dim: ld,
-            };
+            let input = Input::Dense { x: &cache.node_in[it], dim: ld };
             let din = DInput::Dense(&mut ws.dnode_in);
             node_net.backward(ps, input, &cache.node_net[it], &ws.dh, &mut grad, din);
             set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
@@ -542,25 +399,11 @@ impl<T: Real> InteractionGnn<T> {
             let e1 = &cache.e[it + 1];
             let dn = &ws.dnode_in;
             aggregate::backward(e1, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
-            aggregate::backward(
-                e1,
-                h,
-                o,
-                src,
-                aggs,
-                dn,
-                ld,
-                (1 + k) * h,
-                agg_out,
-                &mut ws.de,
-            );
+            aggregate::backward(e1, h, o, src, aggs, dn, ld, (1 + k) * h, agg_out, &mut ws.de);
             // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); ws.de holds dL/de_{it+1}.
             set_or_zero(&mut ws.de_prev, &ws.de, self.cfg.residual);
             let input = split(Some((&cache.e[it][..], h)));
-            let din = DInput::Split {
-                dz1: &mut ws.dz1,
-                drest: Some(&mut ws.de_prev),
-            };
+            let din = DInput::Split { dz1: &mut ws.dz1, drest: Some(&mut ws.de_prev) };
             edge_net.backward(ps, input, &cache.edge_net[it], &ws.de, &mut grad, din);
             let hi = &cache.h[it];
             edge_net.split_backward_nodes(ps, &ws.dz1, hi, h, o, i, &mut grad, &mut ws.dh_prev);
@@ -569,27 +412,12 @@ impl<T: Real> InteractionGnn<T> {
         }
         // Edge encoder: inputs h_0 (split) and the edge features; ws.de holds dL/de_0.
         let input = split((g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
-        let din = DInput::Split {
-            dz1: &mut ws.dz1,
-            drest: None,
-        };
-        self.edge_encoder
-            .backward(ps, input, &cache.edge_encoder, &ws.de, &mut grad, din);
+        let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+        self.edge_encoder.backward(ps, input, &cache.edge_encoder, &ws.de, &mut grad, din);
         let h0 = &cache.h[0];
-        self.edge_encoder
-            .split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
-        let input = Input::Dense {
-            x: &g.x,
-            dim: g.node_dim,
-        };
-        self.node_encoder.backward(
-            ps,
-            input,
-            &cache.node_encoder,
-            &ws.dh,
-            &mut grad,
-            DInput::None,
-        );
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        let input = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.backward(ps, input, &cache.node_encoder, &ws.dh, &mut grad, DInput::None);
         self.params.grad = grad;
         cache.workspace = ws;
     }
@@ -631,18 +459,12 @@ fn add_into<T: Real>(a: &mut [T], b: &[T]) {
 
 /// Copies `src` (rows × w) into columns col0.. of `dst` (rows × ld).
 fn copy_columns<T: Real>(src: &[T], w: usize, dst: &mut [T], ld: usize, col0: usize) {
-    dst.par_chunks_mut(ld)
-        .zip(src.par_chunks(w))
-        .for_each(|(d, s)| d[col0..col0 + w].copy_from_slice(s));
+    dst.par_chunks_mut(ld).zip(src.par_chunks(w)).for_each(|(d, s)| d[col0..col0 + w].copy_from_slice(s));
 }
 
 /// out (rows × w) += columns col0..col0+w of `src` (rows × ld).
 fn add_columns<T: Real>(src: &[T], ld: usize, col0: usize, w: usize, out: &mut [T]) {
     out.par_chunks_mut(w)
         .zip(src.par_chunks(ld))
-        .for_each(|(o, s)| {
-            o.iter_mut()
-                .zip(&s[col0..col0 + w])
-                .for_each(|(o, &v)| *o += v)
-        });
+        .for_each(|(o, s)| o.iter_mut().zip(&s[col0..col0 + w]).for_each(|(o, &v)| *o += v));
 }

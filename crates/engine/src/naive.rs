@@ -46,37 +46,25 @@ pub fn mlp_naive(ps: &ParamStore<f64>, mlp: &Mlp, x: &[f64]) -> Vec<f64> {
 fn aggregate_naive(msg: &[f64], h: usize, node_of_edge: &[u32], n: usize, a: Aggr) -> Vec<f64> {
     let mut out = vec![0.0; n * h];
     for node in 0..n {
-        let es: Vec<usize> = (0..node_of_edge.len())
-            .filter(|&e| node_of_edge[e] as usize == node)
-            .collect();
+        let es: Vec<usize> = (0..node_of_edge.len()).filter(|&e| node_of_edge[e] as usize == node).collect();
         for j in 0..h {
             let vals: Vec<f64> = es.iter().map(|&e| msg[e * h + j]).collect();
             let cnt = vals.len() as f64;
-            let mean = if vals.is_empty() {
-                0.0
-            } else {
-                vals.iter().sum::<f64>() / cnt
+            let mean = if vals.is_empty() { 0.0 } else { vals.iter().sum::<f64>() / cnt };
+            out[node * h + j] = match a {
+                Aggr::Sum => vals.iter().sum(),
+                Aggr::Mean => mean,
+                Aggr::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max).max(if vals.is_empty() {
+                    0.0
+                } else {
+                    f64::NEG_INFINITY
+                }),
+                Aggr::Std => {
+                    let var =
+                        if vals.is_empty() { 0.0 } else { vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / cnt };
+                    (var + STD_EPS).sqrt()
+                }
             };
-            out[node * h + j] =
-                match a {
-                    Aggr::Sum => vals.iter().sum(),
-                    Aggr::Mean => mean,
-                    Aggr::Max => vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max).max(
-                        if vals.is_empty() {
-                            0.0
-                        } else {
-                            f64::NEG_INFINITY
-                        },
-                    ),
-                    Aggr::Std => {
-                        let var = if vals.is_empty() {
-                            0.0
-                        } else {
-                            vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / cnt
-                        };
-                        (var + STD_EPS).sqrt()
-                    }
-                };
         }
     }
     out
@@ -116,16 +104,8 @@ pub fn forward_naive(
         if cfg.residual {
             e_new.iter_mut().zip(&ed).for_each(|(a, b)| *a += b);
         }
-        let ins: Vec<Vec<f64>> = cfg
-            .aggregation
-            .iter()
-            .map(|&a| aggregate_naive(&e_new, hd, &g.dst, n, a))
-            .collect();
-        let outs: Vec<Vec<f64>> = cfg
-            .aggregation
-            .iter()
-            .map(|&a| aggregate_naive(&e_new, hd, &g.src, n, a))
-            .collect();
+        let ins: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(&e_new, hd, &g.dst, n, a)).collect();
+        let outs: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(&e_new, hd, &g.src, n, a)).collect();
         let mut node_in = Vec::new();
         for v in 0..n {
             node_in.extend_from_slice(&h[v * hd..(v + 1) * hd]);

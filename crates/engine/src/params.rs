@@ -43,11 +43,7 @@ pub struct ParamStore<T> {
 
 impl<T: Copy + Default> Default for ParamStore<T> {
     fn default() -> Self {
-        ParamStore {
-            specs: Vec::new(),
-            data: Vec::new(),
-            grad: Vec::new(),
-        }
+        ParamStore { specs: Vec::new(), data: Vec::new(), grad: Vec::new() }
     }
 }
 
@@ -55,11 +51,7 @@ impl<T: Copy + Default> ParamStore<T> {
     /// Registers a tensor of `shape` filled with zeros; returns its index.
     pub fn add(&mut self, name: impl Into<String>, shape: &[usize]) -> usize {
         let offset = self.data.len();
-        let spec = ParamSpec {
-            name: name.into(),
-            shape: shape.to_vec(),
-            offset,
-        };
+        let spec = ParamSpec { name: name.into(), shape: shape.to_vec(), offset };
         self.data.resize(offset + spec.len(), T::default());
         self.grad.resize(offset + spec.len(), T::default());
         self.specs.push(spec);

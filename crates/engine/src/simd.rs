@@ -65,9 +65,7 @@ fn supports(l: Level) -> bool {
     FORCED.store(old, Ordering::Relaxed);
     matches!(
         (l, best),
-        (Level::Scalar, _)
-            | (Level::Avx2, Level::Avx2 | Level::Avx512)
-            | (Level::Avx512, Level::Avx512)
+        (Level::Scalar, _) | (Level::Avx2, Level::Avx2 | Level::Avx512) | (Level::Avx512, Level::Avx512)
     )
 }
 

@@ -27,14 +27,8 @@ fn random_graph(
         }
     }
     let y: Vec<u8> = (0..e).map(|_| rng.bernoulli(0.3) as u8).collect();
-    let w: Vec<f64> = (0..e)
-        .map(|_| if rng.bernoulli(0.1) { 0.0 } else { 1.0 })
-        .collect();
-    (
-        GraphInput::new(n, &x, node_dim, &ea, edge_dim, &src, &dst),
-        y,
-        w,
-    )
+    let w: Vec<f64> = (0..e).map(|_| if rng.bernoulli(0.1) { 0.0 } else { 1.0 }).collect();
+    (GraphInput::new(n, &x, node_dim, &ea, edge_dim, &src, &dst), y, w)
 }
 
 fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
@@ -72,16 +66,8 @@ fn check(cfg: ModelConfig, n: usize, e: usize, edge_dim: usize, sample: Option<u
     let mut cache = ForwardCache::default();
     model.forward(&g, &mut cache);
     let naive = model.forward_naive(&g);
-    let diff = cache
-        .logits
-        .iter()
-        .zip(&naive)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-    assert!(
-        diff < 1e-10,
-        "{label}: fused vs naive forward max |Δ| {diff}"
-    );
+    let diff = cache.logits.iter().zip(&naive).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(diff < 1e-10, "{label}: fused vs naive forward max |Δ| {diff}");
     loss_and_grad(&mut model, &g, &y, &w);
     let analytic = model.params.grad.clone();
     let h = 1e-6;
@@ -90,9 +76,7 @@ fn check(cfg: ModelConfig, n: usize, e: usize, edge_dim: usize, sample: Option<u
             None => s.range().collect(),
             Some(k) => {
                 let mut r = Rng::for_stream(&[s.offset as u64]);
-                (0..k.min(s.len()))
-                    .map(|_| s.offset + r.below(s.len() as u64) as usize)
-                    .collect()
+                (0..k.min(s.len())).map(|_| s.offset + r.below(s.len() as u64) as usize).collect()
             }
         };
         let (mut num2, mut ana2, mut diff2) = (0.0f64, 0.0f64, 0.0f64);
@@ -109,131 +93,43 @@ fn check(cfg: ModelConfig, n: usize, e: usize, edge_dim: usize, sample: Option<u
             diff2 += (fd - analytic[i]).powi(2);
         }
         let scale = num2.sqrt().max(ana2.sqrt());
-        let rel = if scale < 1e-9 {
-            diff2.sqrt()
-        } else {
-            diff2.sqrt() / scale
-        };
-        assert!(
-            rel < 1e-4,
-            "{label}: tensor {} relative gradient error {rel:e} (|g| {:e})",
-            s.name,
-            ana2.sqrt()
-        );
+        let rel = if scale < 1e-9 { diff2.sqrt() } else { diff2.sqrt() / scale };
+        assert!(rel < 1e-4, "{label}: tensor {} relative gradient error {rel:e} (|g| {:e})", s.name, ana2.sqrt());
     }
 }
 
 fn small() -> ModelConfig {
-    ModelConfig {
-        hidden: 4,
-        iterations: 2,
-        ..ModelConfig::default()
-    }
+    ModelConfig { hidden: 4, iterations: 2, ..ModelConfig::default() }
 }
 
 #[test]
 fn gradients_of_the_default_and_reference_models() {
     check(small(), 9, 24, 0, None);
-    check(
-        ModelConfig {
-            hidden: 5,
-            ..ModelConfig::bench_spec()
-        },
-        9,
-        24,
-        0,
-        None,
-    );
-    check(
-        ModelConfig {
-            hidden: 4,
-            iterations: 2,
-            ..ModelConfig::acorn()
-        },
-        9,
-        24,
-        2,
-        None,
-    );
+    check(ModelConfig { hidden: 5, ..ModelConfig::bench_spec() }, 9, 24, 0, None);
+    check(ModelConfig { hidden: 4, iterations: 2, ..ModelConfig::acorn() }, 9, 24, 2, None);
 }
 
 #[test]
 fn gradients_for_every_activation_norm_and_depth() {
     for act in [Activation::Relu, Activation::Silu, Activation::Tanh] {
         for norm in [Norm::None, Norm::Affine, Norm::NoAffine] {
-            check(
-                ModelConfig {
-                    activation: act,
-                    output_activation: act,
-                    norm,
-                    ..small()
-                },
-                8,
-                20,
-                0,
-                None,
-            );
+            check(ModelConfig { activation: act, output_activation: act, norm, ..small() }, 8, 20, 0, None);
         }
     }
     for (depth, cls) in [(1, 1), (3, 2), (2, 4)] {
-        check(
-            ModelConfig {
-                mlp_depth: depth,
-                classifier_depth: cls,
-                ..small()
-            },
-            8,
-            20,
-            0,
-            None,
-        );
+        check(ModelConfig { mlp_depth: depth, classifier_depth: cls, ..small() }, 8, 20, 0, None);
     }
-    check(
-        ModelConfig {
-            output_norm: false,
-            output_activation: Activation::Identity,
-            ..small()
-        },
-        8,
-        20,
-        0,
-        None,
-    );
+    check(ModelConfig { output_norm: false, output_activation: Activation::Identity, ..small() }, 8, 20, 0, None);
 }
 
 #[test]
 fn gradients_for_every_aggregation_and_structure() {
-    for aggs in [
-        vec![Aggr::Sum],
-        vec![Aggr::Mean],
-        vec![Aggr::Max],
-        vec![Aggr::Std],
-        vec![Aggr::Std, Aggr::Max],
-    ] {
-        check(
-            ModelConfig {
-                aggregation: aggs,
-                ..small()
-            },
-            8,
-            20,
-            0,
-            None,
-        );
+    for aggs in [vec![Aggr::Sum], vec![Aggr::Mean], vec![Aggr::Max], vec![Aggr::Std], vec![Aggr::Std, Aggr::Max]] {
+        check(ModelConfig { aggregation: aggs, ..small() }, 8, 20, 0, None);
     }
     for recurrent in [true, false] {
         for residual in [true, false] {
-            check(
-                ModelConfig {
-                    recurrent,
-                    residual,
-                    ..small()
-                },
-                8,
-                20,
-                3,
-                None,
-            );
+            check(ModelConfig { recurrent, residual, ..small() }, 8, 20, 3, None);
         }
     }
 }
@@ -241,48 +137,28 @@ fn gradients_for_every_aggregation_and_structure() {
 #[test]
 fn gradients_across_tiles_and_chunks() {
     // More rows than a tile (512) and than a gradient chunk (4096): sampled entries.
-    check(
-        ModelConfig {
-            hidden: 6,
-            iterations: 1,
-            ..ModelConfig::default()
-        },
-        1500,
-        9000,
-        2,
-        Some(6),
-    );
+    check(ModelConfig { hidden: 6, iterations: 1, ..ModelConfig::default() }, 1500, 9000, 2, Some(6));
+    // A one-layer classifier (its first layer is 1 wide) across several gradient chunks:
+    // regression for a dz buffer split as if it were H wide (found by tools/parity.sh).
+    let cfg = ModelConfig { hidden: 6, iterations: 1, classifier_depth: 1, ..ModelConfig::default() };
+    check(cfg, 1500, 9000, 0, Some(6));
 }
 
 #[test]
 fn results_are_bit_identical_at_1_2_and_3_threads() {
     let (g, y, w) = random_graph(3000, 30_000, 3, 0, 4);
-    let g32: GraphInput<f32> = GraphInput::new(
-        g.num_nodes,
-        &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        3,
-        &[],
-        0,
-        &g.src,
-        &g.dst,
-    );
+    let g32: GraphInput<f32> =
+        GraphInput::new(g.num_nodes, &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(), 3, &[], 0, &g.src, &g.dst);
     let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
     let base = InteractionGnn::<f32>::new(
-        ModelConfig {
-            hidden: 16,
-            iterations: 2,
-            ..ModelConfig::default()
-        },
+        ModelConfig { hidden: 16, iterations: 2, ..ModelConfig::default() },
         3,
         0,
         &mut Rng::new(1),
     );
     let mut results = Vec::new();
     for threads in [1, 2, 3] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let mut model = base.clone();
         let (logits, grad) = pool.install(|| {
             let mut cache = ForwardCache::default();
@@ -296,17 +172,7 @@ fn results_are_bit_identical_at_1_2_and_3_threads() {
         results.push((logits, grad));
     }
     for r in &results[1..] {
-        assert!(
-            r.0.iter()
-                .zip(&results[0].0)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "logits differ"
-        );
-        assert!(
-            r.1.iter()
-                .zip(&results[0].1)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "gradients differ"
-        );
+        assert!(r.0.iter().zip(&results[0].0).all(|(a, b)| a.to_bits() == b.to_bits()), "logits differ");
+        assert!(r.1.iter().zip(&results[0].1).all(|(a, b)| a.to_bits() == b.to_bits()), "gradients differ");
     }
 }

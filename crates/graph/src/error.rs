@@ -95,26 +95,17 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 
     /// A [`Error::Corrupt`] error for `path`.
     pub fn corrupt(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Corrupt {
-            path: path.into(),
-            message: message.into(),
-        }
+        Error::Corrupt { path: path.into(), message: message.into() }
     }
 
     /// An [`Error::Inconsistent`] error for `path`.
     pub fn inconsistent(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Inconsistent {
-            path: path.into(),
-            message: message.into(),
-        }
+        Error::Inconsistent { path: path.into(), message: message.into() }
     }
 }
 

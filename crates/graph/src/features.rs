@@ -29,11 +29,7 @@ impl NodeCuts {
 
     /// The same cuts without the truth-based ones (what inference can apply).
     pub fn without_truth(&self) -> NodeCuts {
-        NodeCuts {
-            pt_min: None,
-            remove_noise: false,
-            eta_range: self.eta_range,
-        }
+        NodeCuts { pt_min: None, remove_noise: false, eta_range: self.eta_range }
     }
 }
 
@@ -58,31 +54,13 @@ pub struct FeatureConfig {
 impl Default for FeatureConfig {
     /// The field's default: r/1000, φ/π, z/1000 (Exa.TrkX / acorn).
     fn default() -> Self {
-        let f = |name: &str, scale: f64| FeatureSpec {
-            name: name.into(),
-            scale,
-        };
-        FeatureConfig {
-            features: vec![
-                f("r", 1000.0),
-                f("phi", std::f64::consts::PI),
-                f("z", 1000.0),
-            ],
-        }
+        let f = |name: &str, scale: f64| FeatureSpec { name: name.into(), scale };
+        FeatureConfig { features: vec![f("r", 1000.0), f("phi", std::f64::consts::PI), f("z", 1000.0)] }
     }
 }
 
 /// Names a feature may have.
-pub const FEATURE_NAMES: [&str; 8] = [
-    "r",
-    "phi",
-    "z",
-    "eta",
-    "x",
-    "y",
-    "cluster_size",
-    "charge_sum",
-];
+pub const FEATURE_NAMES: [&str; 8] = ["r", "phi", "z", "eta", "x", "y", "cluster_size", "charge_sum"];
 
 /// The hits kept as nodes, with everything graph building needs, struct-of-arrays.
 #[derive(Clone, Debug, Default)]
@@ -157,12 +135,7 @@ impl HitTable {
         // Particle properties by id.
         let pinfo: HashMap<u64, (f32, f32, [f32; 3])> = match truth {
             Some((_, p)) => (0..p.len())
-                .map(|i| {
-                    (
-                        p.particle_id[i].0,
-                        (p.pt(i) as f32, p.eta(i) as f32, [p.vx[i], p.vy[i], p.vz[i]]),
-                    )
-                })
+                .map(|i| (p.particle_id[i].0, (p.pt(i) as f32, p.eta(i) as f32, [p.vx[i], p.vy[i], p.vz[i]])))
                 .collect(),
             None => HashMap::new(),
         };
@@ -195,10 +168,7 @@ impl HitTable {
                 if cuts.pt_min.is_some_and(|m| (pt as f64) < m) {
                     continue;
                 }
-                let d = ((tr.tx[i] - v[0]).powi(2)
-                    + (tr.ty[i] - v[1]).powi(2)
-                    + (tr.tz[i] - v[2]).powi(2))
-                .sqrt();
+                let d = ((tr.tx[i] - v[0]).powi(2) + (tr.ty[i] - v[1]).powi(2) + (tr.tz[i] - v[2]).powi(2)).sqrt();
                 node_truth = Some((pid.0, pt, peta, d, v[0].hypot(v[1])));
             }
             let module = hits.module[i];

@@ -94,11 +94,7 @@ fn accept_same(t: &HitTable, cfg: &GeometricConfig, kind: LayerKind, a: usize, b
 #[inline]
 fn ordered(t: &HitTable, a: usize, b: usize) -> (u32, u32) {
     let d = |i: usize| t.r[i] * t.r[i] + t.z[i] * t.z[i];
-    if (d(a), a) <= (d(b), b) {
-        (a as u32, b as u32)
-    } else {
-        (b as u32, a as u32)
-    }
+    if (d(a), a) <= (d(b), b) { (a as u32, b as u32) } else { (b as u32, a as u32) }
 }
 
 /// A layer's nodes sorted by φ.
@@ -149,23 +145,14 @@ pub fn build(t: &HitTable, det: &Detector, cfg: &GeometricConfig) -> (Vec<u32>, 
     let sorted: Vec<PhiSorted> = by_layer
         .into_iter()
         .map(|mut nodes| {
-            nodes.sort_by(|&a, &b| {
-                t.phi[a as usize]
-                    .total_cmp(&t.phi[b as usize])
-                    .then(a.cmp(&b))
-            });
-            PhiSorted {
-                phi: nodes.iter().map(|&i| t.phi[i as usize]).collect(),
-                node: nodes,
-            }
+            nodes.sort_by(|&a, &b| t.phi[a as usize].total_cmp(&t.phi[b as usize]).then(a.cmp(&b)));
+            PhiSorted { phi: nodes.iter().map(|&i| t.phi[i as usize]).collect(), node: nodes }
         })
         .collect();
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     for &(la, lb) in &pairs {
         let (a_layer, b_layer) = (&det.layers[la as usize], &det.layers[lb as usize]);
-        let dr_max = (b_layer.r_max - a_layer.r_min)
-            .abs()
-            .max((b_layer.r_min - a_layer.r_max).abs());
+        let dr_max = (b_layer.r_max - a_layer.r_min).abs().max((b_layer.r_min - a_layer.r_max).abs());
         let w = (cfg.phi_slope_max * dr_max) as f32 + 1e-6;
         let (sa, sb) = (&sorted[la as usize], &sorted[lb as usize]);
         for &a in &sa.node {
@@ -197,14 +184,8 @@ pub fn build(t: &HitTable, det: &Detector, cfg: &GeometricConfig) -> (Vec<u32>, 
 }
 
 /// The slow twin of [`build`]: every pair of nodes is tested. For tests on small events.
-pub fn build_all_pairs(
-    t: &HitTable,
-    det: &Detector,
-    cfg: &GeometricConfig,
-) -> (Vec<u32>, Vec<u32>) {
-    let pairs: HashSet<(u16, u16)> = layer_pairs(det, cfg.eta_max, cfg.z0_max, cfg.skip_layers)
-        .into_iter()
-        .collect();
+pub fn build_all_pairs(t: &HitTable, det: &Detector, cfg: &GeometricConfig) -> (Vec<u32>, Vec<u32>) {
+    let pairs: HashSet<(u16, u16)> = layer_pairs(det, cfg.eta_max, cfg.z0_max, cfg.skip_layers).into_iter().collect();
     let (mut src, mut dst) = (Vec::new(), Vec::new());
     for a in 0..t.len() {
         for b in 0..t.len() {
@@ -214,10 +195,7 @@ pub fn build_all_pairs(
                     src.push(a as u32);
                     dst.push(b as u32);
                 }
-            } else if cfg.same_layer
-                && a < b
-                && accept_same(t, cfg, det.layers[la as usize].kind, a, b)
-            {
+            } else if cfg.same_layer && a < b && accept_same(t, cfg, det.layers[la as usize].kind, a, b) {
                 let (x, y) = ordered(t, a, b);
                 src.push(x);
                 dst.push(y);

@@ -73,13 +73,10 @@ mod tests {
         assert!(has((8, 2), (8, 4)), "barrel → barrel");
         assert!(has((8, 8), (13, 2)), "pixel → strip barrel");
         assert!(has((8, 2), (9, 2)), "barrel → first disk");
-        assert!(
-            has((9, 2), (9, 4)) && has((7, 14), (7, 12)),
-            "disk → disk, both end-caps"
-        );
-        let pixel_to_strip_disk = pairs.iter().any(|&(a, b)| {
-            det.layers[a as usize].id.volume() == 9 && det.layers[b as usize].id.volume() == 14
-        });
+        assert!(has((9, 2), (9, 4)) && has((7, 14), (7, 12)), "disk → disk, both end-caps");
+        let pixel_to_strip_disk = pairs
+            .iter()
+            .any(|&(a, b)| det.layers[a as usize].id.volume() == 9 && det.layers[b as usize].id.volume() == 14);
         assert!(pixel_to_strip_disk, "pixel disk → strip disk");
         assert!(has((13, 6), (14, 2)), "strip barrel → strip disk");
         assert!(has((13, 8), (17, 2)), "short → long strips");

@@ -30,9 +30,7 @@ pub mod recipe;
 pub mod truth;
 
 pub use error::{Error, Result};
-pub use file::{
-    GraphHeader, discover_graphs, graph_file_name, read_graph, read_graph_header, write_graph,
-};
+pub use file::{GraphHeader, discover_graphs, graph_file_name, read_graph, read_graph_header, write_graph};
 pub use graph::{Graph, GraphTruth};
 pub use module_map::ModuleMap;
 pub use recipe::{BuildStats, GraphRecipe, Method, build_graph};

@@ -46,12 +46,7 @@ impl PairQuantities {
         let dp = dphi(t.phi[a], t.phi[b]);
         let dz = t.z[b] - t.z[a];
         let dr = t.r[b] - t.r[a];
-        PairQuantities {
-            dphi: dp,
-            dz,
-            z0: t.z[a] - t.r[a] * dz / dr,
-            phi_slope: dp / dr,
-        }
+        PairQuantities { dphi: dp, dz, z0: t.z[a] - t.r[a] * dz / dr, phi_slope: dp / dr }
     }
     fn as_array(&self) -> [f32; 4] {
         [self.dphi, self.dz, self.z0, self.phi_slope]
@@ -71,11 +66,7 @@ pub struct PairRanges {
 
 impl PairRanges {
     fn new() -> Self {
-        PairRanges {
-            count: 0,
-            min: [f32::INFINITY; 4],
-            max: [f32::NEG_INFINITY; 4],
-        }
+        PairRanges { count: 0, min: [f32::INFINITY; 4], max: [f32::NEG_INFINITY; 4] }
     }
     fn add(&mut self, q: PairQuantities) {
         self.count += 1;
@@ -107,10 +98,7 @@ pub struct MapMargin {
 
 impl Default for MapMargin {
     fn default() -> Self {
-        MapMargin {
-            relative: 0.1,
-            absolute: [1e-3, 2.0, 10.0, 5e-5],
-        }
+        MapMargin { relative: 0.1, absolute: [1e-3, 2.0, 10.0, 5e-5] }
     }
 }
 
@@ -131,10 +119,7 @@ pub struct MapConfig {
 
 impl Default for MapConfig {
     fn default() -> Self {
-        MapConfig {
-            target: TargetConfig::default(),
-            max_vertex_r: Some(1.0),
-        }
+        MapConfig { target: TargetConfig::default(), max_vertex_r: Some(1.0) }
     }
 }
 
@@ -159,11 +144,7 @@ struct MapHeader {
 impl ModuleMap {
     /// An empty map recording edges of particles selected by `config`.
     pub fn new(config: MapConfig) -> Self {
-        ModuleMap {
-            config,
-            events: 0,
-            entries: HashMap::new(),
-        }
+        ModuleMap { config, events: 0, entries: HashMap::new() }
     }
 
     /// Number of module pairs.
@@ -203,10 +184,7 @@ impl ModuleMap {
                 q.z0 = f32::NAN;
                 q.phi_slope = f32::NAN;
             }
-            self.entries
-                .entry((t.module[a], t.module[b]))
-                .or_insert_with(PairRanges::new)
-                .add(q);
+            self.entries.entry((t.module[a], t.module[b])).or_insert_with(PairRanges::new).add(q);
         }
     }
 
@@ -214,10 +192,7 @@ impl ModuleMap {
     pub fn merge(&mut self, other: &ModuleMap) {
         self.events += other.events;
         for (k, r) in &other.entries {
-            self.entries
-                .entry(*k)
-                .or_insert_with(PairRanges::new)
-                .merge(r);
+            self.entries.entry(*k).or_insert_with(PairRanges::new).merge(r);
         }
     }
 
@@ -301,15 +276,9 @@ impl ModuleMap {
         out.extend_from_slice(&header);
         out.extend_from_slice(&body);
         out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let io = |e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        };
+        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
         f.write_all(&out).map_err(io)?;
         drop(f);
@@ -319,34 +288,22 @@ impl ModuleMap {
 
     /// Reads a map written by [`ModuleMap::save`].
     pub fn load(path: &Path) -> Result<ModuleMap> {
-        let bytes = std::fs::read(path).map_err(|e| Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        let corrupt = |m: String| Error::Corrupt {
-            path: path.to_path_buf(),
-            message: m,
-        };
+        let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+        let corrupt = |m: String| Error::Corrupt { path: path.to_path_buf(), message: m };
         if bytes.len() < 16 || &bytes[..8] != MAGIC {
             return Err(corrupt("not a trackgnn module map (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
         if version != VERSION {
-            return Err(corrupt(format!(
-                "module map format version {version}, this build reads {VERSION}"
-            )));
+            return Err(corrupt(format!("module map format version {version}, this build reads {VERSION}")));
         }
         let hlen = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
         let hend = 16 + hlen;
         if bytes.len() < hend + 4 {
-            return Err(corrupt(format!(
-                "truncated: {} bytes, header needs {}",
-                bytes.len(),
-                hend + 4
-            )));
+            return Err(corrupt(format!("truncated: {} bytes, header needs {}", bytes.len(), hend + 4)));
         }
-        let header: MapHeader = serde_json::from_slice(&bytes[16..hend])
-            .map_err(|e| corrupt(format!("bad header: {e}")))?;
+        let header: MapHeader =
+            serde_json::from_slice(&bytes[16..hend]).map_err(|e| corrupt(format!("bad header: {e}")))?;
         let body_len = header.entries as usize * 52;
         if bytes.len() != hend + body_len + 4 {
             return Err(corrupt(format!(
@@ -367,35 +324,20 @@ impl ModuleMap {
             let a = ModuleId::from_raw(u64::from_le_bytes(c[0..8].try_into().unwrap()));
             let b = ModuleId::from_raw(u64::from_le_bytes(c[8..16].try_into().unwrap()));
             let count = u32::from_le_bytes(c[16..20].try_into().unwrap());
-            let mut r = PairRanges {
-                count,
-                min: [0.0; 4],
-                max: [0.0; 4],
-            };
+            let mut r = PairRanges { count, min: [0.0; 4], max: [0.0; 4] };
             for k in 0..4 {
                 r.min[k] = f32_at(c, 20 + 4 * k);
                 r.max[k] = f32_at(c, 36 + 4 * k);
             }
             entries.insert((a, b), r);
         }
-        Ok(ModuleMap {
-            config: header.config,
-            events: header.events,
-            entries,
-        })
+        Ok(ModuleMap { config: header.config, events: header.events, entries })
     }
 }
 
 /// A short content hash of a file (CRC32 and size), recorded in graph recipes so a graph
 /// directory names the exact map it was built with.
 pub fn file_hash(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    Ok(format!(
-        "crc32:{:08x}:{}",
-        crc32fast::hash(&bytes),
-        bytes.len()
-    ))
+    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    Ok(format!("crc32:{:08x}:{}", crc32fast::hash(&bytes), bytes.len()))
 }

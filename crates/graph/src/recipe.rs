@@ -84,11 +84,7 @@ impl GraphRecipe {
 
     /// The recipe inference uses: the same, without truth-based node cuts.
     pub fn for_inference(&self) -> GraphRecipe {
-        GraphRecipe {
-            node_cuts: self.node_cuts.without_truth(),
-            truth_cuts_applied: false,
-            ..self.clone()
-        }
+        GraphRecipe { node_cuts: self.node_cuts.without_truth(), truth_cuts_applied: false, ..self.clone() }
     }
 }
 
@@ -136,8 +132,7 @@ pub fn build_graph(
     let (src, dst) = match recipe.method {
         Method::Geometric => geometric::build(&table, det, &recipe.geometric),
         Method::ModuleMap => {
-            let map = map
-                .ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
+            let map = map.ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
             map.build_edges(&table, &recipe.map_margin)
         }
     };
@@ -162,23 +157,11 @@ pub fn build_graph(
     };
     let truth = table.truth.as_ref().map(|nt| {
         let te = truth_edges(&table, &recipe.target);
-        let all: HashSet<u64> = (0..te.len())
-            .map(|i| pair_key(te.src[i], te.dst[i]))
-            .collect();
-        let targets: HashSet<u64> = (0..te.len())
-            .filter(|&i| te.target[i])
-            .map(|i| pair_key(te.src[i], te.dst[i]))
-            .collect();
-        let y: Vec<u8> = src
-            .iter()
-            .zip(&dst)
-            .map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8)
-            .collect();
-        let target: Vec<u8> = src
-            .iter()
-            .zip(&dst)
-            .map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8)
-            .collect();
+        let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let targets: HashSet<u64> =
+            (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
+        let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
         stats.true_edges = y.iter().map(|&v| v as u64).sum();
         stats.target_edges = target.iter().map(|&v| v as u64).sum();
         stats.event_true_edges = all.len() as u64;
@@ -198,19 +181,10 @@ pub fn build_graph(
     } else {
         f64::NAN
     };
-    stats.purity = if stats.edges > 0 {
-        stats.true_edges as f64 / stats.edges as f64
-    } else {
-        f64::NAN
-    };
+    stats.purity = if stats.edges > 0 { stats.true_edges as f64 / stats.edges as f64 } else { f64::NAN };
     let graph = Graph {
         event_id: event.event_id,
-        node_feature_names: recipe
-            .features
-            .features
-            .iter()
-            .map(|f| f.name.clone())
-            .collect(),
+        node_feature_names: recipe.features.features.iter().map(|f| f.name.clone()).collect(),
         node_features,
         edge_feature_names: if recipe.edge_features {
             EDGE_FEATURE_NAMES.iter().map(|s| s.to_string()).collect()

@@ -20,10 +20,7 @@ pub struct TargetConfig {
 impl Default for TargetConfig {
     /// The field's definition: pT ≥ 1 GeV and ≥ 3 hits.
     fn default() -> Self {
-        TargetConfig {
-            pt_min: 1.0,
-            min_hits: 3,
-        }
+        TargetConfig { pt_min: 1.0, min_hits: 3 }
     }
 }
 
@@ -71,12 +68,9 @@ pub fn truth_edges(t: &HitTable, target: &TargetConfig) -> TruthEdges {
     let mut out = TruthEdges::default();
     for (_, mut nodes) in particles {
         let first = nodes[0] as usize;
-        let is_target =
-            truth.particle_pt[first] as f64 >= target.pt_min && nodes.len() >= target.min_hits;
+        let is_target = truth.particle_pt[first] as f64 >= target.pt_min && nodes.len() >= target.min_hits;
         nodes.sort_by(|&a, &b| {
-            truth.dist_from_vertex[a as usize]
-                .total_cmp(&truth.dist_from_vertex[b as usize])
-                .then(a.cmp(&b))
+            truth.dist_from_vertex[a as usize].total_cmp(&truth.dist_from_vertex[b as usize]).then(a.cmp(&b))
         });
         // Groups of consecutive nodes on one module.
         let mut groups: Vec<&[u32]> = Vec::new();
@@ -146,25 +140,14 @@ mod tests {
     #[test]
     fn module_wise_truth_on_a_hand_made_event() {
         let e = truth_edges(&table(), &TargetConfig::default());
-        let mut got: Vec<(u32, u32, bool)> = (0..e.len())
-            .map(|i| (e.src[i], e.dst[i], e.target[i]))
-            .collect();
+        let mut got: Vec<(u32, u32, bool)> = (0..e.len()).map(|i| (e.src[i], e.dst[i], e.target[i])).collect();
         got.sort();
         // Particle 7: {1, 3} on A → 0 on B → 5 on C; both A hits join B. Target (pT 2 ≥ 1, 4 hits).
         // Particle 9: 4 on B → 2 on C; pT 0.5: not a target.
-        assert_eq!(
-            got,
-            vec![(0, 5, true), (1, 0, true), (3, 0, true), (4, 2, false)]
-        );
+        assert_eq!(got, vec![(0, 5, true), (1, 0, true), (3, 0, true), (4, 2, false)]);
         assert_eq!(e.n_target(), 3);
         // With min_hits 5, particle 7 (4 hits) is no longer a target.
-        let e = truth_edges(
-            &table(),
-            &TargetConfig {
-                pt_min: 1.0,
-                min_hits: 5,
-            },
-        );
+        let e = truth_edges(&table(), &TargetConfig { pt_min: 1.0, min_hits: 5 });
         assert_eq!(e.n_target(), 0);
         assert_eq!(pair_key(3, 9), pair_key(9, 3));
     }

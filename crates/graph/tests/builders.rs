@@ -11,13 +11,7 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::{Detector, Event};
 
 fn events(mu: f64, n: u64) -> (Detector, Vec<Event>) {
-    let g = Generator::new(
-        Detector::trackml(),
-        SimConfig {
-            pileup: mu,
-            ..SimConfig::default()
-        },
-    );
+    let g = Generator::new(Detector::trackml(), SimConfig { pileup: mu, ..SimConfig::default() });
     let evs = (1..=n).map(|i| g.event(21, i).0).collect();
     (g.detector().clone(), evs)
 }
@@ -33,16 +27,8 @@ fn windowed_geometric_builder_equals_all_pairs() {
     let (det, evs) = events(2.0, 2);
     for cfg in [
         GeometricConfig::default(),
-        GeometricConfig {
-            phi_slope_max: 2e-3,
-            z0_max: 400.0,
-            skip_layers: 1,
-            ..GeometricConfig::default()
-        },
-        GeometricConfig {
-            same_layer: false,
-            ..GeometricConfig::default()
-        },
+        GeometricConfig { phi_slope_max: 2e-3, z0_max: 400.0, skip_layers: 1, ..GeometricConfig::default() },
+        GeometricConfig { same_layer: false, ..GeometricConfig::default() },
     ] {
         for ev in &evs {
             let t = HitTable::build(ev, &det, &NodeCuts::default()).unwrap();
@@ -51,10 +37,7 @@ fn windowed_geometric_builder_equals_all_pairs() {
             let (s2, d2) = geometric::build_all_pairs(&t, &det, &cfg);
             let (fast, slow) = (sorted_edges(s, d), sorted_edges(s2, d2));
             assert!(!fast.is_empty());
-            assert_eq!(
-                fast, slow,
-                "windowed and all-pairs builders differ for {cfg:?}"
-            );
+            assert_eq!(fast, slow, "windowed and all-pairs builders differ for {cfg:?}");
         }
     }
 }
@@ -63,41 +46,27 @@ fn windowed_geometric_builder_equals_all_pairs() {
 fn geometric_graphs_find_most_target_edges() {
     let (det, evs) = events(10.0, 2);
     let mut recipe = GraphRecipe::new(Method::Geometric);
-    recipe.node_cuts = NodeCuts {
-        pt_min: Some(1.0),
-        remove_noise: true,
-        eta_range: None,
-    };
+    recipe.node_cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
     for ev in &evs {
         let (g, s) = build_graph(ev, &det, &recipe, None).unwrap();
         let truth = g.truth.as_ref().unwrap();
-        assert_eq!(
-            s.target_edges,
-            truth.target.iter().map(|&v| v as u64).sum::<u64>()
-        );
-        assert!(
-            truth.y.iter().zip(&truth.target).all(|(&y, &t)| y >= t),
-            "targets are true edges"
-        );
+        assert_eq!(s.target_edges, truth.target.iter().map(|&v| v as u64).sum::<u64>());
+        assert!(truth.y.iter().zip(&truth.target).all(|(&y, &t)| y >= t), "targets are true edges");
         assert!(s.efficiency > 0.93, "efficiency {}", s.efficiency);
-        assert!(g.src.iter().zip(&g.dst).all(|(&a, &b)| a != b
-            && (a as usize) < g.num_nodes()
-            && (b as usize) < g.num_nodes()));
+        assert!(
+            g.src
+                .iter()
+                .zip(&g.dst)
+                .all(|(&a, &b)| a != b && (a as usize) < g.num_nodes() && (b as usize) < g.num_nodes())
+        );
     }
 }
 
 #[test]
 fn module_map_round_trip_and_self_consistency() {
     let (det, evs) = events(10.0, 4);
-    let cuts = NodeCuts {
-        pt_min: Some(1.0),
-        remove_noise: true,
-        eta_range: None,
-    };
-    let mut map = ModuleMap::new(MapConfig {
-        max_vertex_r: None,
-        ..MapConfig::default()
-    });
+    let cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
+    let mut map = ModuleMap::new(MapConfig { max_vertex_r: None, ..MapConfig::default() });
     let mut tables = Vec::new();
     for ev in &evs {
         let t = HitTable::build(ev, &det, &cuts).unwrap();
@@ -115,19 +84,10 @@ fn module_map_round_trip_and_self_consistency() {
     // A map applied to its own training events finds every target edge.
     for t in &tables {
         let te = truth_edges(t, &TargetConfig::default());
-        let (s, d) = map.build_edges(
-            t,
-            &MapMargin {
-                relative: 0.0,
-                absolute: [0.0; 4],
-            },
-        );
+        let (s, d) = map.build_edges(t, &MapMargin { relative: 0.0, absolute: [0.0; 4] });
         let built: std::collections::HashSet<(u32, u32)> = s.into_iter().zip(d).collect();
         for i in (0..te.len()).filter(|&i| te.target[i]) {
-            assert!(
-                built.contains(&(te.src[i], te.dst[i])),
-                "training edge {i} not rebuilt"
-            );
+            assert!(built.contains(&(te.src[i], te.dst[i])), "training edge {i} not rebuilt");
         }
     }
     // A corrupt map is a clear error naming the file.
@@ -157,14 +117,8 @@ fn built_graphs_round_trip_through_files_and_inference_needs_no_truth() {
     bare.particles = None;
     let mut with_cut = recipe.clone();
     with_cut.node_cuts.pt_min = Some(1.0);
-    assert!(
-        build_graph(&bare, &det, &with_cut, None).is_err(),
-        "truth cuts need truth"
-    );
+    assert!(build_graph(&bare, &det, &with_cut, None).is_err(), "truth cuts need truth");
     let (gi, _) = build_graph(&bare, &det, &with_cut.for_inference(), None).unwrap();
     assert!(gi.truth.is_none());
-    assert_eq!(
-        (gi.src.clone(), gi.dst.clone()),
-        (g.src.clone(), g.dst.clone())
-    );
+    assert_eq!((gi.src.clone(), gi.dst.clone()), (g.src.clone(), g.dst.clone()));
 }

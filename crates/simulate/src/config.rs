@@ -144,50 +144,14 @@ impl Default for SimConfig {
             // Barrel pixels: the field is along v, but the Lorentz drift is left out (as in the
             // geometric digitisation of TrackML); long clusters of inclined tracks give z.
             digi_barrel: [
-                DigiConfig {
-                    tan_lorentz: 0.0,
-                    diffusion_mm: 0.0,
-                    threshold: 0.25,
-                    fluctuation: 0.1,
-                    binary: false,
-                },
-                DigiConfig {
-                    tan_lorentz: 0.05,
-                    diffusion_mm: 0.015,
-                    threshold: 0.1,
-                    fluctuation: 0.1,
-                    binary: true,
-                },
-                DigiConfig {
-                    tan_lorentz: 0.02,
-                    diffusion_mm: 0.06,
-                    threshold: 0.2,
-                    fluctuation: 0.1,
-                    binary: true,
-                },
+                DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.0, threshold: 0.25, fluctuation: 0.1, binary: false },
+                DigiConfig { tan_lorentz: 0.05, diffusion_mm: 0.015, threshold: 0.1, fluctuation: 0.1, binary: true },
+                DigiConfig { tan_lorentz: 0.02, diffusion_mm: 0.06, threshold: 0.2, fluctuation: 0.1, binary: true },
             ],
             digi_endcap: [
-                DigiConfig {
-                    tan_lorentz: 0.0,
-                    diffusion_mm: 0.008,
-                    threshold: 0.12,
-                    fluctuation: 0.1,
-                    binary: false,
-                },
-                DigiConfig {
-                    tan_lorentz: 0.0,
-                    diffusion_mm: 0.015,
-                    threshold: 0.1,
-                    fluctuation: 0.1,
-                    binary: true,
-                },
-                DigiConfig {
-                    tan_lorentz: 0.0,
-                    diffusion_mm: 0.18,
-                    threshold: 0.2,
-                    fluctuation: 0.1,
-                    binary: true,
-                },
+                DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.008, threshold: 0.12, fluctuation: 0.1, binary: false },
+                DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.015, threshold: 0.1, fluctuation: 0.1, binary: true },
+                DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.18, threshold: 0.2, fluctuation: 0.1, binary: true },
             ],
         }
     }
@@ -213,70 +177,22 @@ impl SimConfig {
     /// Checks every setting that could make the generator fail or loop.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let check = |key: &'static str, value: f64, ok: bool, allowed: &'static str| {
-            if ok && value.is_finite() {
-                Ok(())
-            } else {
-                Err(ConfigError::OutOfRange {
-                    key,
-                    value,
-                    allowed,
-                })
-            }
+            if ok && value.is_finite() { Ok(()) } else { Err(ConfigError::OutOfRange { key, value, allowed }) }
         };
-        check(
-            "pileup",
-            self.pileup,
-            self.pileup >= 0.0 && self.pileup <= 10_000.0,
-            "0 to 10000",
-        )?;
-        check(
-            "noise_fraction",
-            self.noise_fraction,
-            (0.0..0.9).contains(&self.noise_fraction),
-            "0 to 0.9",
-        )?;
-        check(
-            "hit_inefficiency",
-            self.hit_inefficiency,
-            (0.0..1.0).contains(&self.hit_inefficiency),
-            "0 to 1",
-        )?;
+        check("pileup", self.pileup, self.pileup >= 0.0 && self.pileup <= 10_000.0, "0 to 10000")?;
+        check("noise_fraction", self.noise_fraction, (0.0..0.9).contains(&self.noise_fraction), "0 to 0.9")?;
+        check("hit_inefficiency", self.hit_inefficiency, (0.0..1.0).contains(&self.hit_inefficiency), "0 to 1")?;
         check("dndeta0", self.dndeta0, self.dndeta0 > 0.0, "> 0")?;
         check("nbd_k", self.nbd_k, self.nbd_k > 0.0, "> 0")?;
-        check(
-            "eta_max",
-            self.eta_max,
-            self.eta_max > 0.0 && self.eta_max <= 6.0,
-            "0 to 6",
-        )?;
+        check("eta_max", self.eta_max, self.eta_max > 0.0 && self.eta_max <= 6.0, "0 to 6")?;
         check("tsallis_t", self.tsallis_t, self.tsallis_t > 0.0, "> 0")?;
         check("tsallis_n", self.tsallis_n, self.tsallis_n > 2.0, "> 2")?;
-        check(
-            "hard_tsallis_t",
-            self.hard_tsallis_t,
-            self.hard_tsallis_t > 0.0,
-            "> 0",
-        )?;
-        check(
-            "hard_tsallis_n",
-            self.hard_tsallis_n,
-            self.hard_tsallis_n > 2.0,
-            "> 2",
-        )?;
+        check("hard_tsallis_t", self.hard_tsallis_t, self.hard_tsallis_t > 0.0, "> 0")?;
+        check("hard_tsallis_n", self.hard_tsallis_n, self.hard_tsallis_n > 2.0, "> 2")?;
         check("pt_min", self.pt_min, self.pt_min > 0.0, "> 0")?;
-        check(
-            "field_tesla",
-            self.field_tesla,
-            self.field_tesla > 0.0,
-            "> 0",
-        )?;
+        check("field_tesla", self.field_tesla, self.field_tesla > 0.0, "> 0")?;
         check("max_turns", self.max_turns, self.max_turns > 0.0, "> 0")?;
-        check(
-            "step_mm",
-            self.step_mm,
-            self.step_mm >= 0.1 && self.step_mm <= 200.0,
-            "0.1 to 200",
-        )?;
+        check("step_mm", self.step_mm, self.step_mm >= 0.1 && self.step_mm <= 200.0, "0.1 to 200")?;
         let fsum: f64 = self.charged_fractions.iter().sum();
         check(
             "charged_fractions",
@@ -295,25 +211,16 @@ mod tests {
     #[test]
     fn default_is_valid_and_bad_values_are_named() {
         assert_eq!(SimConfig::default().validate(), Ok(()));
-        let bad = SimConfig {
-            pileup: -1.0,
-            ..SimConfig::default()
-        };
+        let bad = SimConfig { pileup: -1.0, ..SimConfig::default() };
         let err = bad.validate().unwrap_err().to_string();
         assert!(err.contains("`pileup` = -1"), "{err}");
-        let bad = SimConfig {
-            noise_fraction: f64::NAN,
-            ..SimConfig::default()
-        };
+        let bad = SimConfig { noise_fraction: f64::NAN, ..SimConfig::default() };
         assert!(bad.validate().is_err());
     }
 
     #[test]
     fn toml_round_trip_and_unknown_keys_rejected() {
-        let cfg = SimConfig {
-            pileup: 42.0,
-            ..SimConfig::default()
-        };
+        let cfg = SimConfig { pileup: 42.0, ..SimConfig::default() };
         let text = toml::to_string(&cfg).unwrap();
         let back: SimConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, cfg);

@@ -53,11 +53,7 @@ pub fn digitize(
 ) -> Cluster {
     let (u0, v0, d) = (at.u, at.v, at.dir);
     let t = m.thickness;
-    let dw = if d[2].abs() < 1e-3 {
-        1e-3f64.copysign(d[2])
-    } else {
-        d[2]
-    };
+    let dw = if d[2].abs() < 1e-3 { 1e-3f64.copysign(d[2]) } else { d[2] };
     let (mut tu, mut tv) = (d[0] / dw, d[1] / dw);
     // Cap the in-plane length for grazing tracks.
     let len = (tu * tu + tv * tv).sqrt() * t;
@@ -77,10 +73,7 @@ pub fn digitize(
     let (inv_pu, inv_pv) = (1.0 / m.pitch_u, 1.0 / m.pitch_v);
     let (max_c0, max_c1) = ((m.cells_u() - 1) as f64, (m.cells_v() - 1) as f64);
     let cell_of = |u: f64, v: f64| {
-        (
-            ((u + hu) * inv_pu).floor().clamp(0.0, max_c0) as u32,
-            ((v + m.hv) * inv_pv).floor().clamp(0.0, max_c1) as u32,
-        )
+        (((u + hu) * inv_pu).floor().clamp(0.0, max_c0) as u32, ((v + m.hv) * inv_pv).floor().clamp(0.0, max_c1) as u32)
     };
     for i in 0..n {
         let w = -0.5 * t + (i as f64 + 0.5) * t / n as f64;
@@ -90,12 +83,7 @@ pub fn digitize(
         let sigma = cfg.diffusion_mm * (drift / t).sqrt();
         let u = u0 + tu * w + tan_l * drift;
         let v = v0 + tv * w;
-        for (du, dv) in [
-            (-sigma, -sigma),
-            (-sigma, sigma),
-            (sigma, -sigma),
-            (sigma, sigma),
-        ] {
+        for (du, dv) in [(-sigma, -sigma), (-sigma, sigma), (sigma, -sigma), (sigma, sigma)] {
             let (c0, c1) = cell_of(u + du, v + dv);
             match scratch.iter_mut().find(|c| c.0 == c0 && c.1 == c1) {
                 Some(c) => c.2 += 0.25 * per_sample,
@@ -107,16 +95,10 @@ pub fn digitize(
     for c in scratch.iter_mut() {
         c.2 *= 1.0 + cfg.fluctuation * (2.0 * rng.uniform() - 1.0);
     }
-    let mut cells: Vec<Cell> = scratch
-        .iter()
-        .filter(|c| c.2 >= cfg.threshold)
-        .map(|&(a, b, q)| (a, b, q as f32))
-        .collect();
+    let mut cells: Vec<Cell> =
+        scratch.iter().filter(|c| c.2 >= cfg.threshold).map(|&(a, b, q)| (a, b, q as f32)).collect();
     if cells.is_empty() {
-        let best = scratch
-            .iter()
-            .max_by(|a, b| a.2.total_cmp(&b.2))
-            .expect("n ≥ 8 samples");
+        let best = scratch.iter().max_by(|a, b| a.2.total_cmp(&b.2)).expect("n ≥ 8 samples");
         cells.push((best.0, best.1, best.2 as f32));
     }
     cells.sort_unstable_by_key(|c| (c.1, c.0));
@@ -129,11 +111,7 @@ pub fn digitize(
         sq += w;
     }
     // The mean Lorentz shift (tan θ_L · t/2) is known and corrected, as reconstruction does.
-    Cluster {
-        cells,
-        u: su / sq - tan_l * 0.5 * t,
-        v: sv / sq,
-    }
+    Cluster { cells, u: su / sq - tan_l * 0.5 * t, v: sv / sq }
 }
 
 #[cfg(test)]
@@ -158,87 +136,42 @@ mod tests {
     #[test]
     fn inclined_tracks_make_long_clusters_and_precise_centres() {
         let m = pixel();
-        let cfg = DigiConfig {
-            tan_lorentz: 0.0,
-            diffusion_mm: 0.003,
-            threshold: 0.1,
-            fluctuation: 0.1,
-            binary: false,
-        };
+        let cfg = DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.003, threshold: 0.1, fluctuation: 0.1, binary: false };
         let mut rng = Rng::new(4);
         let mut scratch = Vec::new();
         // Normal incidence: one or two cells.
-        let c = digitize(
-            &mut rng,
-            &m,
-            &cfg,
-            true,
-            LocalCrossing {
-                u: 0.01,
-                v: 0.02,
-                dir: [0.0, 0.0, 1.0],
-            },
-            &mut scratch,
-        );
+        let c =
+            digitize(&mut rng, &m, &cfg, true, LocalCrossing { u: 0.01, v: 0.02, dir: [0.0, 0.0, 1.0] }, &mut scratch);
         assert!(c.cells.len() <= 2, "{:?}", c.cells);
         // Along v at cot θ = 4 (η ≈ 2.1): the path covers 0.6 mm = 10–11 cells of 56 µm.
         let d = [0.0, 4.0 / 17f64.sqrt(), 1.0 / 17f64.sqrt()];
         let mut res = Vec::new();
         for _ in 0..200 {
             let (u0, v0) = (rng.range(-1.0, 1.0), rng.range(-1.0, 1.0));
-            let c = digitize(
-                &mut rng,
-                &m,
-                &cfg,
-                true,
-                LocalCrossing {
-                    u: u0,
-                    v: v0,
-                    dir: d,
-                },
-                &mut scratch,
-            );
+            let c = digitize(&mut rng, &m, &cfg, true, LocalCrossing { u: u0, v: v0, dir: d }, &mut scratch);
             let mut rows: Vec<u32> = c.cells.iter().map(|c| c.1).collect();
             rows.dedup();
             assert!((10..=12).contains(&rows.len()), "{} rows", rows.len());
             res.push(c.v - v0);
         }
         let rms = (res.iter().map(|x| x * x).sum::<f64>() / res.len() as f64).sqrt();
-        assert!(
-            rms < 0.05625 / 12f64.sqrt(),
-            "long clusters beat pitch/sqrt(12): {rms}"
-        );
+        assert!(rms < 0.05625 / 12f64.sqrt(), "long clusters beat pitch/sqrt(12): {rms}");
     }
 
     #[test]
     fn lorentz_shift_is_corrected() {
         let m = pixel();
-        let cfg = DigiConfig {
-            tan_lorentz: 0.2,
-            diffusion_mm: 0.005,
-            threshold: 0.05,
-            fluctuation: 0.1,
-            binary: false,
-        };
+        let cfg =
+            DigiConfig { tan_lorentz: 0.2, diffusion_mm: 0.005, threshold: 0.05, fluctuation: 0.1, binary: false };
         let mut rng = Rng::new(5);
         let mut scratch = Vec::new();
         let n = 2000;
         let mean: f64 = (0..n)
             .map(|_| {
                 let u0 = rng.range(-2.0, 2.0);
-                digitize(
-                    &mut rng,
-                    &m,
-                    &cfg,
-                    true,
-                    LocalCrossing {
-                        u: u0,
-                        v: 0.0,
-                        dir: [0.0, 0.0, 1.0],
-                    },
-                    &mut scratch,
-                )
-                .u - u0
+                digitize(&mut rng, &m, &cfg, true, LocalCrossing { u: u0, v: 0.0, dir: [0.0, 0.0, 1.0] }, &mut scratch)
+                    .u
+                    - u0
             })
             .sum::<f64>()
             / n as f64;

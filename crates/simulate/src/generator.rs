@@ -47,12 +47,7 @@ impl Generator {
     pub fn new(det: Detector, cfg: SimConfig) -> Self {
         let field = SolenoidField::trackml(cfg.field_tesla);
         let primaries = PrimaryGenerator::new(&cfg);
-        Generator {
-            det,
-            field,
-            cfg,
-            primaries,
-        }
+        Generator { det, field, cfg, primaries }
     }
 
     /// The detector events are generated in.
@@ -146,11 +141,7 @@ impl Generator {
     }
 
     fn assemble(&self, event_id: u64, prop: Propagated) -> Event {
-        let Propagated {
-            particles,
-            mut hits,
-            cells,
-        } = prop;
+        let Propagated { particles, mut hits, cells } = prop;
         // TrackML weights: per particle, by hit order and pT.
         let mut by_particle: Vec<Vec<u32>> = vec![Vec::new(); particles.len()];
         for (i, h) in hits.iter().enumerate() {
@@ -188,11 +179,7 @@ impl Generator {
                 .then(ha.seq.cmp(&hb.seq))
         });
         let pid = |k: u32| {
-            if k == u32::MAX {
-                ParticleId::NOISE
-            } else {
-                ParticleId(k as u64 + 1)
-            }
+            if k == u32::MAX { ParticleId::NOISE } else { ParticleId(k as u64 + 1) }
         };
         let mut out_hits = Hits::default();
         let mut truth = Truth::default();
@@ -211,8 +198,7 @@ impl Generator {
                 [tm[0] as f32, tm[1] as f32, tm[2] as f32],
                 weight[old as usize] as f32,
             );
-            for &(c0, c1, v) in &cells[h.cell_start as usize..(h.cell_start + h.cell_len) as usize]
-            {
+            for &(c0, c1, v) in &cells[h.cell_start as usize..(h.cell_start + h.cell_len) as usize] {
                 out_cells.hit_id.push(hit_id);
                 out_cells.ch0.push(c0);
                 out_cells.ch1.push(c1);
@@ -220,10 +206,7 @@ impl Generator {
             }
         }
         hits.clear();
-        let mut out_particles = Particles {
-            particle_type: Some(Vec::new()),
-            ..Default::default()
-        };
+        let mut out_particles = Particles { particle_type: Some(Vec::new()), ..Default::default() };
         for (k, p) in particles.iter().enumerate() {
             if !p.species.is_charged() {
                 continue;
@@ -232,21 +215,11 @@ impl Generator {
                 particle_id: pid(k as u32),
                 particle_type: p.species.pdg(p.q),
                 vertex: [p.vertex[0] as f32, p.vertex[1] as f32, p.vertex[2] as f32],
-                momentum: [
-                    p.momentum[0] as f32,
-                    p.momentum[1] as f32,
-                    p.momentum[2] as f32,
-                ],
+                momentum: [p.momentum[0] as f32, p.momentum[1] as f32, p.momentum[2] as f32],
                 q: p.q,
                 nhits: p.nhits,
             });
         }
-        Event {
-            event_id,
-            hits: out_hits,
-            truth: Some(truth),
-            particles: Some(out_particles),
-            cells: Some(out_cells),
-        }
+        Event { event_id, hits: out_hits, truth: Some(truth), particles: Some(out_particles), cells: Some(out_cells) }
     }
 }

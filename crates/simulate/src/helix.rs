@@ -32,11 +32,7 @@ impl Helix {
         } else {
             (sin_a / self.omega, (1.0 - cos_a) / self.omega)
         };
-        let pos = [
-            self.pos[0] + tx * f_sin + ty * f_cos,
-            self.pos[1] + ty * f_sin - tx * f_cos,
-            self.pos[2] + tz * s,
-        ];
+        let pos = [self.pos[0] + tx * f_sin + ty * f_cos, self.pos[1] + ty * f_sin - tx * f_cos, self.pos[2] + tz * s];
         let dir = [tx * cos_a + ty * sin_a, ty * cos_a - tx * sin_a, tz];
         (pos, dir)
     }
@@ -53,11 +49,7 @@ impl Helix {
             )
         };
         let (mut lo, mut hi) = (0.0, h);
-        let mut s = if f0 != f1 {
-            h * f0 / (f0 - f1)
-        } else {
-            0.5 * h
-        };
+        let mut s = if f0 != f1 { h * f0 / (f0 - f1) } else { 0.5 * h };
         let lo_sign = f0.signum();
         for _ in 0..30 {
             let (f, df) = dist(s);
@@ -70,11 +62,7 @@ impl Helix {
                 hi = s;
             }
             let newton = if df != 0.0 { s - f / df } else { f64::NAN };
-            s = if newton > lo && newton < hi {
-                newton
-            } else {
-                0.5 * (lo + hi)
-            };
+            s = if newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
             if hi - lo < 1e-9 {
                 break;
             }
@@ -96,53 +84,32 @@ mod tests {
         let (pt, pz) = (1.0, 1.0 / 3f64.sqrt());
         let p = (pt * pt + pz * pz).sqrt();
         let dir = [pt / p, 0.0, pz / p];
-        let h = Helix {
-            pos: [0.0; 3],
-            dir,
-            omega: b / p,
-        };
+        let h = Helix { pos: [0.0; 3], dir, omega: b / p };
         let r = helix_radius(pt, 1.0, b);
         // Positive charge in +z field turns clockwise: the centre is at (0, −R).
         let center = [0.0, -r];
         let mut step = h;
         for _ in 0..200 {
             let (pos, d) = step.at(10.0);
-            step = Helix {
-                pos,
-                dir: d,
-                omega: h.omega,
-            };
+            step = Helix { pos, dir: d, omega: h.omega };
         }
         let (pos, _) = h.at(2000.0);
         let dist = (pos[0] - center[0]).hypot(pos[1] - center[1]);
         assert!((dist - r).abs() < 1e-6, "analytic {dist} vs R {r}");
         for i in 0..3 {
-            assert!(
-                (step.pos[i] - pos[i]).abs() < 1e-3,
-                "stepped vs analytic {:?} {:?}",
-                step.pos,
-                pos
-            );
+            assert!((step.pos[i] - pos[i]).abs() < 1e-3, "stepped vs analytic {:?} {:?}", step.pos, pos);
         }
         assert!((pos[2] - 2000.0 * pz / p).abs() < 1e-9);
         // Forward then back: ω → −ω with reversed direction returns to the start.
         let (p1, d1) = h.at(500.0);
-        let back = Helix {
-            pos: p1,
-            dir: [-d1[0], -d1[1], -d1[2]],
-            omega: -h.omega,
-        };
+        let back = Helix { pos: p1, dir: [-d1[0], -d1[1], -d1[2]], omega: -h.omega };
         let (p0, _) = back.at(500.0);
         assert!(p0.iter().all(|x| x.abs() < 1e-9), "{p0:?}");
     }
 
     #[test]
     fn plane_crossing_is_on_the_plane() {
-        let h = Helix {
-            pos: [30.0, 0.0, 0.0],
-            dir: [0.8, 0.6, 0.0],
-            omega: 0.002,
-        };
+        let h = Helix { pos: [30.0, 0.0, 0.0], dir: [0.8, 0.6, 0.0], omega: 0.002 };
         let n = [1.0, 0.0, 0.0];
         let c = [40.0, 0.0, 0.0];
         let step = 20.0;

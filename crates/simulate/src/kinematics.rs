@@ -39,30 +39,18 @@ pub fn scale(a: V3, s: f64) -> V3 {
 /// a × b
 #[inline]
 pub fn cross(a: V3, b: V3) -> V3 {
-    [
-        a[1] * b[2] - a[2] * b[1],
-        a[2] * b[0] - a[0] * b[2],
-        a[0] * b[1] - a[1] * b[0],
-    ]
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
 }
 
 /// The unit direction with pseudorapidity `eta` and azimuth `phi`.
 pub fn direction_from_eta_phi(eta: f64, phi: f64) -> V3 {
     let theta = 2.0 * (-eta).exp().atan();
-    [
-        theta.sin() * phi.cos(),
-        theta.sin() * phi.sin(),
-        theta.cos(),
-    ]
+    [theta.sin() * phi.cos(), theta.sin() * phi.sin(), theta.cos()]
 }
 
 /// Two unit vectors orthogonal to the unit vector `t` and to each other.
 pub fn orthonormal_basis(t: V3) -> (V3, V3) {
-    let a = if t[2].abs() < 0.9 {
-        [0.0, 0.0, 1.0]
-    } else {
-        [1.0, 0.0, 0.0]
-    };
+    let a = if t[2].abs() < 0.9 { [0.0, 0.0, 1.0] } else { [1.0, 0.0, 0.0] };
     let e1 = unit(cross(t, a));
     let e2 = cross(t, e1);
     (e1, e2)

@@ -84,11 +84,7 @@ mod tests {
             })
             .sum::<f64>()
             / n as f64;
-        assert!(
-            (rms.sqrt() / theta0 - 1.0).abs() < 0.03,
-            "{} vs {theta0}",
-            rms.sqrt()
-        );
+        assert!((rms.sqrt() / theta0 - 1.0).abs() < 0.03, "{} vs {theta0}", rms.sqrt());
         let d = scatter(&mut rng, dir, p, m, 1.0, x);
         assert!((dot(d, d) - 1.0).abs() < 1e-12);
     }

@@ -24,13 +24,7 @@ pub struct Produced {
 
 /// The species produced at a vertex, in the order of `SimConfig::charged_fractions`, then the
 /// neutral ones.
-const CHARGED: [Species; 5] = [
-    Species::Pion,
-    Species::Kaon,
-    Species::Proton,
-    Species::Electron,
-    Species::Muon,
-];
+const CHARGED: [Species; 5] = [Species::Pion, Species::Kaon, Species::Proton, Species::Electron, Species::Muon];
 const NEUTRAL: [Species; 3] = [Species::Pion0, Species::KShort, Species::Lambda];
 
 /// Samplers for the kinematics of one kind of interaction.
@@ -52,17 +46,9 @@ pub struct PrimaryGenerator {
 impl PrimaryGenerator {
     /// Builds the samplers for `cfg`.
     pub fn new(cfg: &SimConfig) -> Self {
-        let eta = EtaShape {
-            plateau: cfg.eta_plateau,
-            falloff: cfg.eta_falloff,
-            eta_max: cfg.eta_max,
-        };
+        let eta = EtaShape { plateau: cfg.eta_plateau, falloff: cfg.eta_falloff, eta_max: cfg.eta_max };
         let kind = |t: f64, n: f64, mult: f64| InteractionKind {
-            pt: CHARGED
-                .iter()
-                .chain(NEUTRAL.iter())
-                .map(|s| TsallisPt::new(t, n, s.mass(), cfg.pt_min))
-                .collect(),
+            pt: CHARGED.iter().chain(NEUTRAL.iter()).map(|s| TsallisPt::new(t, n, s.mass(), cfg.pt_min)).collect(),
             multiplicity: mult,
         };
         let mean_charged = cfg.dndeta0 * eta.integral();
@@ -70,11 +56,7 @@ impl PrimaryGenerator {
             cfg: cfg.clone(),
             eta,
             minbias: kind(cfg.tsallis_t, cfg.tsallis_n, mean_charged),
-            hard: kind(
-                cfg.hard_tsallis_t,
-                cfg.hard_tsallis_n,
-                mean_charged * cfg.hard_multiplicity_factor,
-            ),
+            hard: kind(cfg.hard_tsallis_t, cfg.hard_tsallis_n, mean_charged * cfg.hard_multiplicity_factor),
         }
     }
 
@@ -101,11 +83,7 @@ impl PrimaryGenerator {
 
     fn interaction(&self, rng: &mut Rng, kind: &InteractionKind, out: &mut Vec<Produced>) {
         let c = &self.cfg;
-        let vertex = [
-            rng.gauss(0.0, c.beam_sigma_xy),
-            rng.gauss(0.0, c.beam_sigma_xy),
-            rng.gauss(0.0, c.beam_sigma_z),
-        ];
+        let vertex = [rng.gauss(0.0, c.beam_sigma_xy), rng.gauss(0.0, c.beam_sigma_xy), rng.gauss(0.0, c.beam_sigma_z)];
         let n_charged = negative_binomial(rng, kind.multiplicity, c.nbd_k);
         let mut counts = [0u64; 5];
         for _ in 0..n_charged {
@@ -116,10 +94,7 @@ impl PrimaryGenerator {
             rng.poisson(c.kshort_per_kaon * counts[1] as f64),
             rng.poisson(c.lambda_per_proton * counts[2] as f64),
         ];
-        let all = CHARGED
-            .iter()
-            .zip(counts)
-            .chain(NEUTRAL.iter().zip(neutral_counts));
+        let all = CHARGED.iter().zip(counts).chain(NEUTRAL.iter().zip(neutral_counts));
         for (k, (&species, count)) in all.enumerate() {
             for _ in 0..count {
                 let pt = kind.pt[k].sample(rng);
@@ -128,12 +103,7 @@ impl PrimaryGenerator {
                 let dir = direction_from_eta_phi(eta, phi);
                 let p = pt / (1.0 - dir[2] * dir[2]).sqrt();
                 let q = if rng.bernoulli(0.5) { 1 } else { -1 };
-                out.push(Produced {
-                    species,
-                    q,
-                    vertex,
-                    momentum: scale(dir, p),
-                });
+                out.push(Produced { species, q, vertex, momentum: scale(dir, p) });
             }
         }
     }
@@ -145,21 +115,14 @@ mod tests {
 
     #[test]
     fn pileup_200_gives_the_expected_primary_count() {
-        let cfg = SimConfig {
-            pileup: 200.0,
-            ..SimConfig::default()
-        };
+        let cfg = SimConfig { pileup: 200.0, ..SimConfig::default() };
         let g = PrimaryGenerator::new(&cfg);
         let mut rng = Rng::new(1);
         let (ps, n) = g.event(&mut rng);
         assert!((170..=230).contains(&n), "{n} interactions");
         let charged = ps.iter().filter(|p| p.species.is_charged()).count() as f64;
-        let expect =
-            g.mean_charged_per_interaction() * (n as f64 - 1.0 + cfg.hard_multiplicity_factor);
-        assert!(
-            (charged / expect - 1.0).abs() < 0.15,
-            "{charged} vs {expect}"
-        );
+        let expect = g.mean_charged_per_interaction() * (n as f64 - 1.0 + cfg.hard_multiplicity_factor);
+        assert!((charged / expect - 1.0).abs() < 0.15, "{charged} vs {expect}");
         let sz = (ps.iter().map(|p| p.vertex[2].powi(2)).sum::<f64>() / ps.len() as f64).sqrt();
         assert!(sz > 35.0 && sz < 80.0, "vertex z spread {sz}");
     }

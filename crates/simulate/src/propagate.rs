@@ -12,9 +12,7 @@ use crate::config::SimConfig;
 use crate::digitize::{Cell, LocalCrossing, digitize};
 use crate::helix::Helix;
 use crate::kinematics::{V3, axpy, deflect, dot, isotropic, norm, scale, two_body_decay, unit};
-use crate::material::{
-    conversion_probability, module_slab, nuclear_probability, scatter, tech_index,
-};
+use crate::material::{conversion_probability, module_slab, nuclear_probability, scatter, tech_index};
 use crate::primaries::Produced;
 use crate::species::Species;
 
@@ -117,19 +115,9 @@ impl<'a> Propagator<'a> {
         let envelopes = det
             .layers
             .iter()
-            .map(|l| Envelope {
-                r_min: l.r_min,
-                r_max: l.r_max,
-                z_min: l.z_min,
-                z_max: l.z_max,
-            })
+            .map(|l| Envelope { r_min: l.r_min, r_max: l.r_max, z_min: l.z_min, z_max: l.z_max })
             .collect();
-        Propagator {
-            det,
-            field,
-            cfg,
-            envelopes,
-        }
+        Propagator { det, field, cfg, envelopes }
     }
 
     /// Propagates the primaries and every secondary they make.
@@ -163,9 +151,7 @@ impl<'a> Propagator<'a> {
                 }
                 Species::KShort | Species::Lambda => {
                     let p = norm(gp.momentum);
-                    let path = st
-                        .rng
-                        .exponential(p / gp.species.mass() * gp.species.c_tau());
+                    let path = st.rng.exponential(p / gp.species.mass() * gp.species.c_tau());
                     let at = axpy(gp.vertex, path, unit(gp.momentum));
                     if at[0].hypot(at[1]) < WORLD_R && at[2].abs() < WORLD_Z {
                         self.decay(&mut st, k, at, gp.momentum);
@@ -177,26 +163,11 @@ impl<'a> Propagator<'a> {
         st.out
     }
 
-    fn spawn(
-        &self,
-        st: &mut EventState,
-        parent: usize,
-        species: Species,
-        q: i8,
-        vertex: V3,
-        momentum: V3,
-    ) {
+    fn spawn(&self, st: &mut EventState, parent: usize, species: Species, q: i8, vertex: V3, momentum: V3) {
         if norm(momentum) < self.cfg.secondary_p_min && species.is_charged() {
             return;
         }
-        st.out.particles.push(GenParticle {
-            species,
-            q,
-            vertex,
-            momentum,
-            parent: parent as u32,
-            nhits: 0,
-        });
+        st.out.particles.push(GenParticle { species, q, vertex, momentum, parent: parent as u32, nhits: 0 });
     }
 
     /// Decays particle `k` at `at` with lab momentum `p`.
@@ -217,8 +188,7 @@ impl<'a> Propagator<'a> {
         };
         // A neutrino is modelled as a massless invisible "photon" we then drop.
         let invisible = matches!(gp.species, Kaon | Pion) && b.0 == Photon;
-        let Some((pa, pb)) = two_body_decay(st.rng, gp.species.mass(), p, a.0.mass(), b.0.mass())
-        else {
+        let Some((pa, pb)) = two_body_decay(st.rng, gp.species.mass(), p, a.0.mass(), b.0.mass()) else {
             return;
         };
         self.spawn(st, k, a.0, a.1, at, pa);
@@ -304,9 +274,7 @@ impl<'a> Propagator<'a> {
             let d = deflect(dir, st.rng.exponential(0.15), st.rng.range(-3.2, 3.2));
             self.spawn(st, k, gp.species, gp.q, at, scale(d, frac * p));
         }
-        let n = st
-            .rng
-            .poisson(c.nuclear_multiplicity * (1.0 + (p / 2.0).ln_1p()) / (1.0 + 0.5f64.ln_1p()));
+        let n = st.rng.poisson(c.nuclear_multiplicity * (1.0 + (p / 2.0).ln_1p()) / (1.0 + 0.5f64.ln_1p()));
         for _ in 0..n {
             let (species, q) = if st.rng.bernoulli(c.nuclear_proton_fraction) {
                 (Species::Proton, 1)
@@ -349,11 +317,7 @@ impl<'a> Propagator<'a> {
                 return;
             }
             // How far the nearest layer is: a step shorter than that cannot cross a module.
-            let gap = self
-                .envelopes
-                .iter()
-                .map(|e| e.distance(r0, pos[2]))
-                .fold(f64::MAX, f64::min);
+            let gap = self.envelopes.iter().map(|e| e.distance(r0, pos[2])).fold(f64::MAX, f64::min);
             let near = gap < self.cfg.step_mm;
             // Far from every layer, one step can go all the way to the nearest envelope.
             let mut h = if near { self.cfg.step_mm } else { gap };
@@ -368,11 +332,7 @@ impl<'a> Propagator<'a> {
             }
             let helix = Helix { pos, dir, omega };
             let (p1, d1) = helix.at(h);
-            let best = if near {
-                self.first_crossing(st, &helix, h, last_module)
-            } else {
-                None
-            };
+            let best = if near { self.first_crossing(st, &helix, h, last_module) } else { None };
             if let Some((s, mi)) = best {
                 let (x, t) = helix.at(s);
                 turned += omega.abs() * s;
@@ -414,13 +374,7 @@ impl<'a> Propagator<'a> {
     }
 
     /// The first module plane crossed within the step, with its path length.
-    fn first_crossing(
-        &self,
-        st: &mut EventState,
-        helix: &Helix,
-        h: f64,
-        skip: u32,
-    ) -> Option<(f64, u32)> {
+    fn first_crossing(&self, st: &mut EventState, helix: &Helix, h: f64, skip: u32) -> Option<(f64, u32)> {
         let (p1, _) = helix.at(h);
         let (pm, _) = helix.at(0.5 * h);
         let p0 = helix.pos;
@@ -466,32 +420,15 @@ impl<'a> Propagator<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn record_hit(
-        &self,
-        st: &mut EventState,
-        k: usize,
-        seq: u32,
-        mi: u32,
-        pos: V3,
-        dir: V3,
-        p: f64,
-    ) {
+    fn record_hit(&self, st: &mut EventState, k: usize, seq: u32, mi: u32, pos: V3, dir: V3, p: f64) {
         let m = &self.det.modules[mi as usize];
         let local = m.to_local(pos);
         let dloc = m.dir_to_local(dir);
         let layer = &self.det.layers[self.det.layer_of(mi as usize)];
         let barrel = layer.kind == LayerKind::Barrel;
-        let table = if barrel {
-            &self.cfg.digi_barrel
-        } else {
-            &self.cfg.digi_endcap
-        };
+        let table = if barrel { &self.cfg.digi_barrel } else { &self.cfg.digi_endcap };
         let digi = &table[tech_index(layer.technology)];
-        let at = LocalCrossing {
-            u: local[0],
-            v: local[1],
-            dir: dloc,
-        };
+        let at = LocalCrossing { u: local[0], v: local[1], dir: dloc };
         let cl = digitize(st.rng, m, digi, barrel, at, &mut st.scratch);
         let cell_start = st.out.cells.len() as u32;
         st.out.cells.extend_from_slice(&cl.cells);

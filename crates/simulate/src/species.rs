@@ -44,10 +44,7 @@ impl Species {
 
     /// True for species that carry charge (the sign is chosen per particle).
     pub fn is_charged(self) -> bool {
-        matches!(
-            self,
-            Species::Pion | Species::Kaon | Species::Proton | Species::Electron | Species::Muon
-        )
+        matches!(self, Species::Pion | Species::Kaon | Species::Proton | Species::Electron | Species::Muon)
     }
 
     /// True for hadrons that interact with nuclei in the material.

@@ -38,10 +38,7 @@ impl TsallisPt {
     /// One pT [GeV].
     pub fn sample(&self, rng: &mut Rng) -> f64 {
         let u = rng.uniform();
-        let i = self
-            .cdf
-            .partition_point(|&c| c < u)
-            .clamp(1, self.cdf.len() - 1);
+        let i = self.cdf.partition_point(|&c| c < u).clamp(1, self.cdf.len() - 1);
         let (c0, c1) = (self.cdf[i - 1], self.cdf[i]);
         let f = if c1 > c0 { (u - c0) / (c1 - c0) } else { 0.0 };
         self.pt[i - 1] + f * (self.pt[i] - self.pt[i - 1])
@@ -75,20 +72,14 @@ impl EtaShape {
             return 0.0;
         }
         let dip = 1.0 - 0.1 * (-0.5 * (a / 1.2).powi(2)).exp();
-        if a <= self.plateau {
-            dip
-        } else {
-            dip * (-0.5 * ((a - self.plateau) / self.falloff).powi(2)).exp()
-        }
+        if a <= self.plateau { dip } else { dip * (-0.5 * ((a - self.plateau) / self.falloff).powi(2)).exp() }
     }
 
     /// ∫ density dη over |η| < eta_max: the number of particles per unit of dN/dη at the plateau.
     pub fn integral(&self) -> f64 {
         let n = 4000;
         let h = 2.0 * self.eta_max / n as f64;
-        (0..n)
-            .map(|i| self.density(-self.eta_max + (i as f64 + 0.5) * h) * h)
-            .sum()
+        (0..n).map(|i| self.density(-self.eta_max + (i as f64 + 0.5) * h) * h).sum()
     }
 
     /// One η by rejection against the flat envelope.
@@ -124,39 +115,25 @@ mod tests {
         let above1 = xs.iter().filter(|&&p| p > 1.0).count() as f64 / xs.len() as f64;
         let above3 = xs.iter().filter(|&&p| p > 3.0).count() as f64 / xs.len() as f64;
         assert!((0.4..0.7).contains(&mean), "mean pT {mean}");
-        assert!(
-            above1 > 0.05 && above1 < 0.25 && above3 < above1 / 5.0,
-            "{above1} {above3}"
-        );
+        assert!(above1 > 0.05 && above1 < 0.25 && above3 < above1 / 5.0, "{above1} {above3}");
         assert!(xs.iter().all(|&p| p >= 0.15));
         assert!((s.median() - 0.45).abs() < 0.05, "median {}", s.median());
     }
 
     #[test]
     fn eta_plateau_and_cut() {
-        let e = EtaShape {
-            plateau: 2.5,
-            falloff: 1.5,
-            eta_max: 4.0,
-        };
+        let e = EtaShape { plateau: 2.5, falloff: 1.5, eta_max: 4.0 };
         let mut rng = Rng::new(2);
         let xs: Vec<f64> = (0..50_000).map(|_| e.sample(&mut rng)).collect();
         assert!(xs.iter().all(|x| x.abs() <= 4.0));
         // Counts in |η| < 1 and 3 < |η| < 4 follow the integrals of the density.
         let integral = |a: f64, b: f64| {
-            (0..1000)
-                .map(|i| e.density(a + (i as f64 + 0.5) * (b - a) / 1000.0))
-                .sum::<f64>()
-                * (b - a)
-                / 1000.0
+            (0..1000).map(|i| e.density(a + (i as f64 + 0.5) * (b - a) / 1000.0)).sum::<f64>() * (b - a) / 1000.0
         };
         let central = xs.iter().filter(|x| x.abs() < 1.0).count() as f64;
         let forward = xs.iter().filter(|x| x.abs() > 3.0).count() as f64;
         let expect = integral(0.0, 1.0) / integral(3.0, 4.0);
-        assert!(
-            (central / forward / expect - 1.0).abs() < 0.05,
-            "{central} {forward} {expect}"
-        );
+        assert!((central / forward / expect - 1.0).abs() < 0.05, "{central} {forward} {expect}");
         assert!(e.density(3.5) < e.density(2.0) && e.density(4.5) == 0.0);
         assert!(e.integral() > 5.0 && e.integral() < 8.0);
     }
@@ -165,10 +142,7 @@ mod tests {
     fn nbd_mean() {
         let mut rng = Rng::new(3);
         let n = 20_000;
-        let m = (0..n)
-            .map(|_| negative_binomial(&mut rng, 40.0, 1.5) as f64)
-            .sum::<f64>()
-            / n as f64;
+        let m = (0..n).map(|_| negative_binomial(&mut rng, 40.0, 1.5) as f64).sum::<f64>() / n as f64;
         assert!((m - 40.0).abs() < 1.5, "{m}");
     }
 }

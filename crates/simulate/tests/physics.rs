@@ -6,13 +6,7 @@ use trackgnn_trackml::Detector;
 use trackgnn_trackml::summary::{ConsistencyChecks, RealismAccumulator};
 
 fn generator(mu: f64) -> Generator {
-    Generator::new(
-        Detector::trackml(),
-        SimConfig {
-            pileup: mu,
-            ..SimConfig::default()
-        },
-    )
+    Generator::new(Detector::trackml(), SimConfig { pileup: mu, ..SimConfig::default() })
 }
 
 #[test]
@@ -31,37 +25,14 @@ fn small_events_are_physically_sane_and_consistent() {
         assert!(c.checked > 0, "{c:?}");
     }
     let s = acc.finish();
-    assert!(
-        (s.noise_fraction - 0.15).abs() < 0.005,
-        "noise {}",
-        s.noise_fraction
-    );
-    assert!(
-        s.secondary_fraction > 0.15 && s.secondary_fraction < 0.4,
-        "secondaries {}",
-        s.secondary_fraction
-    );
-    assert!(
-        (0.2..0.36).contains(&s.multi_hit_layer_fraction),
-        "overlaps {}",
-        s.multi_hit_layer_fraction
-    );
-    assert!(
-        (0.3..0.55).contains(&s.median_pt_gev),
-        "median pT {}",
-        s.median_pt_gev
-    );
-    assert!(
-        (8.0..13.0).contains(&s.mean_hits_per_particle),
-        "{}",
-        s.mean_hits_per_particle
-    );
+    assert!((s.noise_fraction - 0.15).abs() < 0.005, "noise {}", s.noise_fraction);
+    assert!(s.secondary_fraction > 0.15 && s.secondary_fraction < 0.4, "secondaries {}", s.secondary_fraction);
+    assert!((0.2..0.36).contains(&s.multi_hit_layer_fraction), "overlaps {}", s.multi_hit_layer_fraction);
+    assert!((0.3..0.55).contains(&s.median_pt_gev), "median pT {}", s.median_pt_gev);
+    assert!((8.0..13.0).contains(&s.mean_hits_per_particle), "{}", s.mean_hits_per_particle);
     // Pixel hits are measured to ~10 µm, long strips only to ~3 mm along z.
     let pix = &s.residuals["pixel_barrel"];
-    assert!(
-        pix.rphi_rms_mm < 0.02 && pix.second_rms_mm < 0.02,
-        "{pix:?}"
-    );
+    assert!(pix.rphi_rms_mm < 0.02 && pix.second_rms_mm < 0.02, "{pix:?}");
     let ls = &s.residuals["long_strip_barrel"];
     assert!(ls.second_rms_mm > 2.0 && ls.second_rms_mm < 3.5, "{ls:?}");
     // Inclined tracks make long pixel clusters in the barrel, short ones in the disks.
@@ -87,42 +58,18 @@ fn same_seed_same_event_other_seed_other_event() {
 fn hits_are_sorted_by_module_with_ids_from_one() {
     let (ev, _) = generator(5.0).event(1, 1);
     assert!(ev.hits.module.windows(2).all(|w| w[0] <= w[1]));
-    assert!(
-        ev.hits
-            .hit_id
-            .iter()
-            .enumerate()
-            .all(|(i, &h)| h == i as u64 + 1)
-    );
+    assert!(ev.hits.hit_id.iter().enumerate().all(|(i, &h)| h == i as u64 + 1));
     let parts = ev.particles.unwrap();
     assert!(parts.particle_id.iter().all(|p| !p.is_noise()));
     let types = parts.particle_type.unwrap();
-    assert!(
-        types
-            .iter()
-            .all(|t| [11, 13, 211, 321, 2212].contains(&t.abs())),
-        "only charged species are listed"
-    );
+    assert!(types.iter().all(|t| [11, 13, 211, 321, 2212].contains(&t.abs())), "only charged species are listed");
 }
 
 #[test]
 fn pileup_200_makes_a_trackml_sized_event() {
     let (ev, stats) = generator(200.0).event(1, 1);
-    let with_hits = ev
-        .particles
-        .unwrap()
-        .nhits
-        .iter()
-        .filter(|&&n| n > 0)
-        .count();
-    assert!(
-        (90_000..=130_000).contains(&ev.hits.len()),
-        "{} hits",
-        ev.hits.len()
-    );
-    assert!(
-        (8_000..=12_000).contains(&with_hits),
-        "{with_hits} particles with hits"
-    );
+    let with_hits = ev.particles.unwrap().nhits.iter().filter(|&&n| n > 0).count();
+    assert!((90_000..=130_000).contains(&ev.hits.len()), "{} hits", ev.hits.len());
+    assert!((8_000..=12_000).contains(&with_hits), "{with_hits} particles with hits");
     assert!(stats.interactions > 150);
 }

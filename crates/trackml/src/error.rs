@@ -106,10 +106,7 @@ pub enum Error {
 impl Error {
     /// Wraps an I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }
 

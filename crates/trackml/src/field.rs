@@ -32,13 +32,7 @@ impl SolenoidField {
     /// The TrackML profile scaled so that the centre field is `b_center_tesla`.
     pub fn trackml(b_center_tesla: f64) -> Self {
         let f = b_center_tesla / 2.0;
-        SolenoidField {
-            knots: Self::default()
-                .knots
-                .iter()
-                .map(|&(z, b)| (z, b * f))
-                .collect(),
-        }
+        SolenoidField { knots: Self::default().knots.iter().map(|&(z, b)| (z, b * f)).collect() }
     }
 
     /// A field from knots (|z| [mm], B [T]) in increasing |z|; constant beyond the last knot.
@@ -48,16 +42,8 @@ impl SolenoidField {
     #[track_caller]
     pub fn from_tesla_knots(knots: &[(f64, f64)]) -> Self {
         assert!(!knots.is_empty(), "SolenoidField needs at least one knot");
-        assert!(
-            knots.windows(2).all(|w| w[0].0 < w[1].0),
-            "SolenoidField knots must increase in |z|"
-        );
-        SolenoidField {
-            knots: knots
-                .iter()
-                .map(|&(z, b)| (z, tesla_to_native(b)))
-                .collect(),
-        }
+        assert!(knots.windows(2).all(|w| w[0].0 < w[1].0), "SolenoidField knots must increase in |z|");
+        SolenoidField { knots: knots.iter().map(|&(z, b)| (z, tesla_to_native(b))).collect() }
     }
 
     /// A uniform field of `b_tesla` everywhere.

@@ -42,25 +42,13 @@ impl ModuleId {
 
 impl fmt::Debug for ModuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "ModuleId({}/{}/{})",
-            self.volume(),
-            self.layer(),
-            self.module()
-        )
+        write!(f, "ModuleId({}/{}/{})", self.volume(), self.layer(), self.module())
     }
 }
 
 impl fmt::Display for ModuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "volume {} layer {} module {}",
-            self.volume(),
-            self.layer(),
-            self.module()
-        )
+        write!(f, "volume {} layer {} module {}", self.volume(), self.layer(), self.module())
     }
 }
 

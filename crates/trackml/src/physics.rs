@@ -12,11 +12,7 @@ pub const LAMBDA_I_SILICON: f64 = 465.2;
 pub fn eta_of(px: f64, py: f64, pz: f64) -> f64 {
     let pt = px.hypot(py);
     if pt == 0.0 {
-        return if pz >= 0.0 {
-            f64::INFINITY
-        } else {
-            f64::NEG_INFINITY
-        };
+        return if pz >= 0.0 { f64::INFINITY } else { f64::NEG_INFINITY };
     }
     (pz / pt).asinh()
 }

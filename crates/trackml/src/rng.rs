@@ -25,12 +25,7 @@ impl Rng {
     /// A generator seeded from one `u64`.
     pub fn new(seed: u64) -> Self {
         let mut sm = seed;
-        let s = [
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-            splitmix64(&mut sm),
-        ];
+        let s = [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)];
         Rng { s }
     }
 
@@ -59,9 +54,7 @@ impl Rng {
     /// The next 64 random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        let result = (self.s[0].wrapping_add(self.s[3]))
-            .rotate_left(23)
-            .wrapping_add(self.s[0]);
+        let result = (self.s[0].wrapping_add(self.s[3])).rotate_left(23).wrapping_add(self.s[0]);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
         self.s[3] ^= self.s[1];
@@ -262,14 +255,9 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_distinct() {
-        let a: Vec<u64> = (0..4)
-            .map(|_| Rng::for_stream(&[1, 2]).next_u64())
-            .collect();
+        let a: Vec<u64> = (0..4).map(|_| Rng::for_stream(&[1, 2]).next_u64()).collect();
         assert!(a.iter().all(|&x| x == a[0]));
-        assert_ne!(
-            Rng::for_stream(&[1, 2]).next_u64(),
-            Rng::for_stream(&[2, 1]).next_u64()
-        );
+        assert_ne!(Rng::for_stream(&[1, 2]).next_u64(), Rng::for_stream(&[2, 1]).next_u64());
         let mut r = Rng::new(7);
         let s = r.state();
         let x = r.next_u64();
@@ -285,27 +273,15 @@ mod tests {
         let pairs: Vec<(f64, f64)> = (0..n / 2).map(|_| r.normal_pair()).collect();
         let xs: Vec<f64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
         let (m, v) = mean_var(&xs);
-        assert!(
-            m.abs() < 0.01 && (v - 1.0).abs() < 0.02,
-            "normal pair {m} {v}"
-        );
+        assert!(m.abs() < 0.01 && (v - 1.0).abs() < 0.02, "normal pair {m} {v}");
         let cov = pairs.iter().map(|&(a, b)| a * b).sum::<f64>() / pairs.len() as f64;
         assert!(cov.abs() < 0.01, "pair correlation {cov}");
         let (m, v) = mean_var(&(0..n).map(|_| r.exponential(2.0)).collect::<Vec<_>>());
-        assert!(
-            (m - 2.0).abs() < 0.03 && (v - 4.0).abs() < 0.15,
-            "exp {m} {v}"
-        );
+        assert!((m - 2.0).abs() < 0.03 && (v - 4.0).abs() < 0.15, "exp {m} {v}");
         let (m, v) = mean_var(&(0..n).map(|_| r.gamma(2.5, 0.4)).collect::<Vec<_>>());
-        assert!(
-            (m - 1.0).abs() < 0.01 && (v - 0.4).abs() < 0.01,
-            "gamma {m} {v}"
-        );
+        assert!((m - 1.0).abs() < 0.01 && (v - 0.4).abs() < 0.01, "gamma {m} {v}");
         let (m, v) = mean_var(&(0..n).map(|_| r.gamma(0.5, 1.0)).collect::<Vec<_>>());
-        assert!(
-            (m - 0.5).abs() < 0.01 && (v - 0.5).abs() < 0.02,
-            "gamma<1 {m} {v}"
-        );
+        assert!((m - 0.5).abs() < 0.01 && (v - 0.5).abs() < 0.02, "gamma<1 {m} {v}");
         for lambda in [0.7, 12.0, 200.0] {
             let (m, v) = mean_var(&(0..n).map(|_| r.poisson(lambda) as f64).collect::<Vec<_>>());
             assert!(
@@ -317,10 +293,7 @@ mod tests {
         for _ in 0..70_000 {
             counts[r.below(7) as usize] += 1;
         }
-        assert!(
-            counts.iter().all(|&c| (c as i64 - 10_000).abs() < 400),
-            "{counts:?}"
-        );
+        assert!(counts.iter().all(|&c| (c as i64 - 10_000).abs() < 400), "{counts:?}");
     }
 
     #[test]

@@ -32,10 +32,7 @@ mod tensors;
 #[cfg(test)]
 mod testutil;
 
-use tensors::{
-    check_store, encode_optimizer, encode_weights, read_optimizer, read_weights, sync_dir,
-    write_synced,
-};
+use tensors::{check_store, encode_optimizer, encode_weights, read_optimizer, read_weights, sync_dir, write_synced};
 pub use tensors::{load_weights, save_weights};
 
 /// File name of the model weights inside a checkpoint.
@@ -68,17 +65,13 @@ pub fn save_checkpoint(
 ) -> Result<()> {
     let (parent, name) = split(dir)?;
     check_store(dir, params)?;
-    for (what, len) in [("m", opt.m.len()), ("v", opt.v.len())]
-        .into_iter()
-        .chain(opt.v_max.as_ref().map(|vm| ("v_max", vm.len())))
+    for (what, len) in
+        [("m", opt.m.len()), ("v", opt.v.len())].into_iter().chain(opt.v_max.as_ref().map(|vm| ("v_max", vm.len())))
     {
         if len != params.len() {
             return Err(Error::Inconsistent {
                 path: dir.to_owned(),
-                message: format!(
-                    "optimiser state `{what}` has {len} elements, the model {}",
-                    params.len()
-                ),
+                message: format!("optimiser state `{what}` has {len} elements, the model {}", params.len()),
             });
         }
     }
@@ -105,10 +98,7 @@ pub fn save_checkpoint(
     let optim = encode_optimizer(&tmp.join(OPTIMIZER_FILE), params, opt)?;
     write_synced(&tmp.join(OPTIMIZER_FILE), &optim)?;
     let state_path = tmp.join(STATE_FILE);
-    let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json {
-        path: state_path.clone(),
-        source: e,
-    })?;
+    let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json { path: state_path.clone(), source: e })?;
     write_synced(&state_path, &json)?;
     sync_dir(&tmp)?;
 
@@ -133,19 +123,13 @@ pub fn save_checkpoint(
 ///
 /// Every parameter of `params` must be in both files with its shape, and the files must hold
 /// nothing else; errors name the tensor and the file. `params` is left untouched on error.
-pub fn load_checkpoint(
-    dir: &Path,
-    params: &mut ParamStore<f32>,
-) -> Result<(AdamWState, serde_json::Value)> {
+pub fn load_checkpoint(dir: &Path, params: &mut ParamStore<f32>) -> Result<(AdamWState, serde_json::Value)> {
     let dir = if dir.is_dir() {
         dir.to_owned()
     } else {
         let aside = aside_path(dir);
         if !aside.is_dir() {
-            return Err(Error::NoCheckpoint {
-                path: dir.to_owned(),
-                aside,
-            });
+            return Err(Error::NoCheckpoint { path: dir.to_owned(), aside });
         }
         aside
     };
@@ -154,23 +138,17 @@ pub fn load_checkpoint(
     let opt = read_optimizer(&dir.join(OPTIMIZER_FILE), params)?;
     let state_path = dir.join(STATE_FILE);
     let bytes = fs::read(&state_path).map_err(|e| Error::io(&state_path, e))?;
-    let state = serde_json::from_slice(&bytes).map_err(|e| Error::Json {
-        path: state_path,
-        source: e,
-    })?;
+    let state = serde_json::from_slice(&bytes).map_err(|e| Error::Json { path: state_path, source: e })?;
     params.data.copy_from_slice(&weights);
     Ok((opt, state))
 }
 
 /// The parent directory and the file name of `path`.
 fn split(path: &Path) -> Result<(PathBuf, String)> {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::Inconsistent {
-            path: path.to_owned(),
-            message: "a checkpoint path must end in a UTF-8 file name".into(),
-        })?;
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Inconsistent {
+        path: path.to_owned(),
+        message: "a checkpoint path must end in a UTF-8 file name".into(),
+    })?;
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => PathBuf::from("."),
@@ -195,17 +173,9 @@ fn remove_stale_temps(parent: &Path, name: &str) -> Result<()> {
     let prefix = format!(".{name}.tmp-");
     for entry in fs::read_dir(parent).map_err(|e| Error::io(parent, e))? {
         let entry = entry.map_err(|e| Error::io(parent, e))?;
-        if entry
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(&prefix))
-        {
+        if entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
             let p = entry.path();
-            let r = if p.is_dir() {
-                fs::remove_dir_all(&p)
-            } else {
-                fs::remove_file(&p)
-            };
+            let r = if p.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
             r.map_err(|e| Error::io(&p, e))?;
         }
     }
@@ -232,15 +202,9 @@ mod tests {
             assert_eq!(q.data, p.data);
             assert_eq!(opt2, opt);
             assert_eq!(state2, state);
-            assert!(
-                !aside_path(&dir).exists(),
-                "aside copy removed after a save"
-            );
+            assert!(!aside_path(&dir).exists(), "aside copy removed after a save");
         }
-        let names: Vec<_> = fs::read_dir(tmp.path().join("run"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(tmp.path().join("run")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["last"], "no temporary left behind");
     }
 
@@ -263,18 +227,12 @@ mod tests {
 
         fs::write(dir.join(STATE_FILE), b"{\"epoch\": 3,").unwrap();
         let e = load_checkpoint(&dir, &mut blank(&p)).unwrap_err();
-        assert!(
-            matches!(e, Error::Json { .. }) && e.to_string().contains("state.json"),
-            "{e}"
-        );
+        assert!(matches!(e, Error::Json { .. }) && e.to_string().contains("state.json"), "{e}");
 
         let mut q = blank(&p);
         fs::remove_file(dir.join(OPTIMIZER_FILE)).unwrap();
         let e = load_checkpoint(&dir, &mut q).unwrap_err();
-        assert!(
-            matches!(e, Error::Io { .. }) && e.to_string().contains("optimizer.safetensors"),
-            "{e}"
-        );
+        assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("optimizer.safetensors"), "{e}");
         assert!(q.data.iter().all(|&x| x == 0.0), "untouched on error");
     }
 
@@ -305,10 +263,7 @@ mod tests {
         assert_eq!(load_checkpoint(&dir, &mut blank(&p)).unwrap().1["epoch"], 3);
 
         let e = load_checkpoint(&tmp.path().join("nothing"), &mut blank(&p)).unwrap_err();
-        assert!(
-            matches!(e, Error::NoCheckpoint { .. }) && e.to_string().contains("nothing.old"),
-            "{e}"
-        );
+        assert!(matches!(e, Error::NoCheckpoint { .. }) && e.to_string().contains("nothing.old"), "{e}");
     }
 
     #[test]
@@ -331,19 +286,12 @@ mod tests {
     fn inconsistent_inputs_are_errors() {
         let tmp = tempfile::tempdir().unwrap();
         let p = store();
-        let short = AdamWState {
-            m: vec![0.0; 2],
-            ..opt_state(p.len(), false)
-        };
+        let short = AdamWState { m: vec![0.0; 2], ..opt_state(p.len(), false) };
         let e = save_checkpoint(&tmp.path().join("a"), &p, &short, &json!({})).unwrap_err();
         assert!(e.to_string().contains("`m` has 2 elements"), "{e}");
         let mut dup = store();
         dup.add("node_encoder.0.bias", &[3]);
         let e = save_weights(&tmp.path().join("w.safetensors"), &dup).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("two parameters are named `node_encoder.0.bias`"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("two parameters are named `node_encoder.0.bias`"), "{e}");
     }
 }

@@ -119,13 +119,9 @@ impl TrainConfig {
         if self.epochs == 0 || self.graphs_per_step == 0 {
             return Err("epochs and graphs_per_step must be at least 1".into());
         }
-        if self.split.iter().any(|&f| !(0.0..=1.0).contains(&f))
-            || (self.split.iter().sum::<f64>() - 1.0).abs() > 1e-6
+        if self.split.iter().any(|&f| !(0.0..=1.0).contains(&f)) || (self.split.iter().sum::<f64>() - 1.0).abs() > 1e-6
         {
-            return Err(format!(
-                "split {:?} must be three fractions summing to 1",
-                self.split
-            ));
+            return Err(format!("split {:?} must be three fractions summing to 1", self.split));
         }
         if self.split[0] <= 0.0 {
             return Err("split: the training fraction must be positive".into());

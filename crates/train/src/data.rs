@@ -42,11 +42,7 @@ impl GraphSet {
             edges.push(h.num_edges as u64);
             nodes.push(h.num_nodes as u64);
         }
-        Ok(GraphSet {
-            files,
-            edges,
-            nodes,
-        })
+        Ok(GraphSet { files, edges, nodes })
     }
 
     /// Number of graphs.
@@ -91,13 +87,7 @@ impl Split {
 /// The groups of an epoch: each group holds the graphs of one optimiser step for all ranks
 /// (`ranks × graphs_per_step` of them); rank r takes positions r·gps .. (r+1)·gps. Every rank
 /// derives the same groups from the shared seed, so all take the same number of steps.
-pub fn epoch_groups(
-    cfg: &TrainConfig,
-    set: &GraphSet,
-    train: &[usize],
-    ranks: usize,
-    epoch: u64,
-) -> Vec<Vec<usize>> {
+pub fn epoch_groups(cfg: &TrainConfig, set: &GraphSet, train: &[usize], ranks: usize, epoch: u64) -> Vec<Vec<usize>> {
     let per = ranks * cfg.graphs_per_step;
     let mut rng = Rng::for_stream(&[cfg.seed, STREAM_EPOCH, epoch]);
     match cfg.sampler {
@@ -144,20 +134,11 @@ pub struct Sample {
 /// Reads a graph file into a [`Sample`].
 pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
     let g = read_graph(path).map_err(|e| Error::Graph(e.to_string()))?;
-    let t = g
-        .truth
-        .as_ref()
-        .ok_or_else(|| Error::Graph(format!("{}: graph has no truth labels", path.display())))?;
+    let t = g.truth.as_ref().ok_or_else(|| Error::Graph(format!("{}: graph has no truth labels", path.display())))?;
     let weight =
         t.y.iter()
             .zip(&t.target)
-            .map(|(&y, &tg)| {
-                if y == 1 && tg == 0 {
-                    non_target_weight as f32
-                } else {
-                    1.0
-                }
-            })
+            .map(|(&y, &tg)| if y == 1 && tg == 0 { non_target_weight as f32 } else { 1.0 })
             .collect();
     let input = GraphInput::new(
         g.num_nodes(),
@@ -168,13 +149,7 @@ pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
         &g.src,
         &g.dst,
     );
-    Ok(Sample {
-        event_id: g.event_id,
-        input,
-        target: t.target.clone(),
-        y: t.y.clone(),
-        weight,
-    })
+    Ok(Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight })
 }
 
 /// Loads graphs on a background thread, one ahead of the consumer.
@@ -197,10 +172,7 @@ impl Prefetcher {
                 }
             })
             .expect("spawning the loader thread");
-        Prefetcher {
-            rx,
-            handle: Some(handle),
-        }
+        Prefetcher { rx, handle: Some(handle) }
     }
 
     /// The next graph (`None` when all are delivered).
@@ -228,13 +200,7 @@ mod tests {
     fn split_is_a_seeded_partition() {
         let s = Split::new(100, [0.8, 0.1, 0.1], 3);
         assert_eq!((s.train.len(), s.val.len(), s.test.len()), (80, 10, 10));
-        let mut all: Vec<usize> = s
-            .train
-            .iter()
-            .chain(&s.val)
-            .chain(&s.test)
-            .copied()
-            .collect();
+        let mut all: Vec<usize> = s.train.iter().chain(&s.val).chain(&s.test).copied().collect();
         all.sort_unstable();
         assert_eq!(all, (0..100).collect::<Vec<_>>());
         assert_eq!(s, Split::new(100, [0.8, 0.1, 0.1], 3));
@@ -243,19 +209,12 @@ mod tests {
 
     fn set(edges: Vec<u64>) -> GraphSet {
         let n = edges.len();
-        GraphSet {
-            files: (0..n).map(|i| (i as u64, PathBuf::new())).collect(),
-            edges,
-            nodes: vec![1; n],
-        }
+        GraphSet { files: (0..n).map(|i| (i as u64, PathBuf::new())).collect(), edges, nodes: vec![1; n] }
     }
 
     #[test]
     fn random_groups_are_disjoint_equal_and_reshuffled() {
-        let cfg = TrainConfig {
-            graphs_per_step: 2,
-            ..TrainConfig::default()
-        };
+        let cfg = TrainConfig { graphs_per_step: 2, ..TrainConfig::default() };
         let s = set(vec![10; 21]);
         let train: Vec<usize> = (0..21).collect();
         let g0 = epoch_groups(&cfg, &s, &train, 2, 0);
@@ -265,25 +224,13 @@ mod tests {
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 20, "disjoint");
-        assert_ne!(
-            g0,
-            epoch_groups(&cfg, &s, &train, 2, 1),
-            "reshuffled each epoch"
-        );
-        assert_eq!(
-            g0,
-            epoch_groups(&cfg, &s, &train, 2, 0),
-            "same seed, same order"
-        );
+        assert_ne!(g0, epoch_groups(&cfg, &s, &train, 2, 1), "reshuffled each epoch");
+        assert_eq!(g0, epoch_groups(&cfg, &s, &train, 2, 0), "same seed, same order");
     }
 
     #[test]
     fn balanced_groups_draw_from_one_size_bin() {
-        let cfg = TrainConfig {
-            sampler: Sampler::Balanced,
-            sampler_bins: 4,
-            ..TrainConfig::default()
-        };
+        let cfg = TrainConfig { sampler: Sampler::Balanced, sampler_bins: 4, ..TrainConfig::default() };
         let edges: Vec<u64> = (0..40).map(|i| 1000 + 100 * i).collect();
         let s = set(edges.clone());
         let train: Vec<usize> = (0..40).collect();

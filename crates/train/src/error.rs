@@ -127,10 +127,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 }
 
@@ -148,10 +145,7 @@ mod tests {
         };
         let s = e.to_string();
         assert!(s.starts_with("ck/model.safetensors: "), "{s}");
-        assert!(
-            s.contains("edge_network.0.weight") && s.contains("[4, 8]") && s.contains("[8, 4]"),
-            "{s}"
-        );
+        assert!(s.contains("edge_network.0.weight") && s.contains("[4, 8]") && s.contains("[8, 4]"), "{s}");
         let io = Error::io("run/metrics.csv", std::io::Error::other("disk full"));
         assert_eq!(io.to_string(), "run/metrics.csv: disk full");
     }

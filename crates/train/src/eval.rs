@@ -43,23 +43,14 @@ pub fn evaluate(
     let mine: Vec<usize> = idx.iter().copied().skip(rank).step_by(size).collect();
     let per_rank = idx.len().div_ceil(size);
     let mut rows = vec![f64::NAN; per_rank * FIELDS];
-    let mut loader = Prefetcher::new(
-        mine.iter().map(|&i| set.files[i].1.clone()).collect(),
-        cfg.non_target_weight,
-    );
+    let mut loader = Prefetcher::new(mine.iter().map(|&i| set.files[i].1.clone()).collect(), cfg.non_target_weight);
     let mut cache = ForwardCache::default();
     let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
     for k in 0..mine.len() {
         let s = loader.next_sample().expect("one sample per path")?;
         model.forward(&s.input, &mut cache);
         let mut dl = vec![0.0f32; s.input.num_edges()];
-        let loss = bce_with_logits(
-            &cache.logits,
-            &s.target,
-            Some(&s.weight),
-            cfg.pos_weight,
-            &mut dl,
-        );
+        let loss = bce_with_logits(&cache.logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
         let m = EdgeMetrics::of_event(&cache.logits, &s.y, &s.target, cfg.threshold, loss);
         rows[k * FIELDS..(k + 1) * FIELDS].copy_from_slice(&[
             1.0,
@@ -88,15 +79,7 @@ pub fn evaluate(
             auc: r[6],
         })
         .collect();
-    let roc = if want_roc && !pooled_logits.is_empty() {
-        roc_curve(&pooled_logits, &pooled_pos, 200)
-    } else {
-        Vec::new()
-    };
-    Ok(EvalResult {
-        mean: EdgeMetrics::mean(&events),
-        events: events.len(),
-        roc,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
+    let roc =
+        if want_roc && !pooled_logits.is_empty() { roc_curve(&pooled_logits, &pooled_pos, 200) } else { Vec::new() };
+    Ok(EvalResult { mean: EdgeMetrics::mean(&events), events: events.len(), roc, seconds: t0.elapsed().as_secs_f64() })
 }

@@ -69,6 +69,17 @@ pub struct EpochRecord {
     /// Wall time of the validation pass, seconds.
     #[serde(deserialize_with = "nan_if_null")]
     pub val_seconds: f64,
+    /// Data-parallel load imbalance: mean over steps of (slowest rank's compute time / mean
+    /// rank compute time); 1 with one rank.
+    #[serde(default = "one", deserialize_with = "nan_if_null")]
+    pub load_imbalance: f64,
+    /// Seconds ranks spent in the gradient all-reduce (waiting for the slowest included), summed
+    /// over the epoch's steps and averaged over ranks.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub allreduce_seconds: f64,
+    /// Peak bytes of the engine's activations and gradient buffers (counted, not estimated).
+    #[serde(default)]
+    pub engine_peak_bytes: u64,
     /// Peak resident memory of the process so far, bytes ([`peak_rss_bytes`]).
     pub peak_rss_bytes: u64,
 }
@@ -93,6 +104,9 @@ impl Default for EpochRecord {
             epoch_seconds: nan,
             seconds_per_batch: nan,
             val_seconds: nan,
+            load_imbalance: 1.0,
+            allreduce_seconds: 0.0,
+            engine_peak_bytes: 0,
             peak_rss_bytes: 0,
         }
     }
@@ -117,8 +131,15 @@ impl EpochRecord {
         "epoch_seconds",
         "seconds_per_batch",
         "val_seconds",
+        "load_imbalance",
+        "allreduce_seconds",
+        "engine_peak_bytes",
         "peak_rss_bytes",
     ];
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// JSON has no NaN: serde_json writes non-finite numbers as `null`; read them back as NaN.
@@ -170,38 +191,20 @@ impl MetricsLog {
         }
         write_replace(&csv_path, csv_text.as_bytes())?;
         write_replace(&jsonl_path, jsonl_text.as_bytes())?;
-        let open = |p: &Path| {
-            fs::OpenOptions::new()
-                .append(true)
-                .open(p)
-                .map_err(|e| Error::io(p, e))
-        };
-        Ok(MetricsLog {
-            csv: open(&csv_path)?,
-            jsonl: open(&jsonl_path)?,
-            csv_path,
-            jsonl_path,
-        })
+        let open = |p: &Path| fs::OpenOptions::new().append(true).open(p).map_err(|e| Error::io(p, e));
+        Ok(MetricsLog { csv: open(&csv_path)?, jsonl: open(&jsonl_path)?, csv_path, jsonl_path })
     }
 
     /// Appends one epoch to both files (one write per line) and syncs them.
     pub fn append(&mut self, rec: &EpochRecord) -> Result<()> {
-        let json = serde_json::to_string(rec).map_err(|e| Error::Json {
-            path: self.jsonl_path.clone(),
-            source: e,
-        })?;
+        let json = serde_json::to_string(rec).map_err(|e| Error::Json { path: self.jsonl_path.clone(), source: e })?;
         let obj: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&json).map_err(|e| Error::Json {
-                path: self.jsonl_path.clone(),
-                source: e,
-            })?;
+            serde_json::from_str(&json).map_err(|e| Error::Json { path: self.jsonl_path.clone(), source: e })?;
         let row = csv_row(&obj);
-        for (file, path, line) in [
-            (&mut self.csv, &self.csv_path, row),
-            (&mut self.jsonl, &self.jsonl_path, json + "\n"),
-        ] {
-            file.write_all(line.as_bytes())
-                .map_err(|e| Error::io(path, e))?;
+        for (file, path, line) in
+            [(&mut self.csv, &self.csv_path, row), (&mut self.jsonl, &self.jsonl_path, json + "\n")]
+        {
+            file.write_all(line.as_bytes()).map_err(|e| Error::io(path, e))?;
             file.sync_data().map_err(|e| Error::io(path, e))?;
         }
         Ok(())
@@ -225,10 +228,8 @@ pub fn read_records(path: &Path) -> Result<Vec<EpochRecord>> {
     parse_jsonl(path, &text)?
         .into_iter()
         .map(|r| {
-            serde_json::from_value(serde_json::Value::Object(r.obj)).map_err(|e| Error::Json {
-                path: line_path(path, r.line),
-                source: e,
-            })
+            serde_json::from_value(serde_json::Value::Object(r.obj))
+                .map_err(|e| Error::Json { path: line_path(path, r.line), source: e })
         })
         .collect()
 }
@@ -264,24 +265,13 @@ fn parse_jsonl<'a>(path: &Path, text: &'a str) -> Result<Vec<JsonLine<'a>>> {
             Ok(obj) => obj,
             Err(_) if i + 1 == lines.len() => break, // no newline after it: cut short
             Err(e) => {
-                return Err(Error::Json {
-                    path: at(i + 1),
-                    source: e,
-                });
+                return Err(Error::Json { path: at(i + 1), source: e });
             }
         };
         let Some(epoch) = obj.get("epoch").and_then(|e| e.as_u64()) else {
-            return Err(Error::Corrupt {
-                path: at(i + 1),
-                message: "record without an integer `epoch`".into(),
-            });
+            return Err(Error::Corrupt { path: at(i + 1), message: "record without an integer `epoch`".into() });
         };
-        out.push(JsonLine {
-            raw: line.trim_end(),
-            line: i + 1,
-            epoch,
-            obj,
-        });
+        out.push(JsonLine { raw: line.trim_end(), line: i + 1, epoch, obj });
     }
     Ok(out)
 }
@@ -311,9 +301,7 @@ fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
     let mut f = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| Error::io(&tmp, e))?;
+    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| Error::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
@@ -330,10 +318,7 @@ pub fn current_rss_bytes() -> u64 {
 
 /// A `kB` entry of `/proc/self/status` in bytes, 0 if unavailable.
 fn proc_status_bytes(key: &str) -> u64 {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| status_kib(&s, key))
-        .map_or(0, |k| k * 1024)
+    fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, key)).map_or(0, |k| k * 1024)
 }
 
 /// Parses `key:   1234 kB` out of a `/proc/<pid>/status` text.
@@ -366,14 +351,8 @@ mod tests {
         let json = serde_json::to_string(&EpochRecord::default()).unwrap();
         let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&json).unwrap();
         assert_eq!(obj.len(), EpochRecord::COLUMNS.len());
-        let pos: Vec<usize> = EpochRecord::COLUMNS
-            .iter()
-            .map(|c| json.find(&format!("\"{c}\":")).unwrap())
-            .collect();
-        assert!(
-            pos.windows(2).all(|w| w[0] < w[1]),
-            "COLUMNS out of field order"
-        );
+        let pos: Vec<usize> = EpochRecord::COLUMNS.iter().map(|c| json.find(&format!("\"{c}\":")).unwrap()).collect();
+        assert!(pos.windows(2).all(|w| w[0] < w[1]), "COLUMNS out of field order");
     }
 
     #[test]
@@ -396,10 +375,7 @@ mod tests {
         let back = read_records(log.jsonl_path()).unwrap();
         assert_eq!(back.len(), 3);
         assert_eq!(back[1].train_loss, 0.25);
-        assert!(
-            back[1].auc.is_nan() && back[1].val_loss.is_nan(),
-            "null reads back as NaN"
-        );
+        assert!(back[1].auc.is_nan() && back[1].val_loss.is_nan(), "null reads back as NaN");
         assert_eq!(back[2].peak_rss_bytes, 123_456_789);
     }
 
@@ -420,24 +396,15 @@ mod tests {
 
         let mut log = MetricsLog::resume(dir.path(), 2).unwrap();
         let kept = fs::read_to_string(&jsonl).unwrap();
-        assert_eq!(
-            kept.lines().collect::<Vec<_>>(),
-            before.lines().take(2).collect::<Vec<_>>(),
-            "kept verbatim"
-        );
+        assert_eq!(kept.lines().collect::<Vec<_>>(), before.lines().take(2).collect::<Vec<_>>(), "kept verbatim");
         log.append(&rec(2)).unwrap();
-        let epochs: Vec<u64> = read_records(&jsonl)
-            .unwrap()
-            .iter()
-            .map(|r| r.epoch)
-            .collect();
+        let epochs: Vec<u64> = read_records(&jsonl).unwrap().iter().map(|r| r.epoch).collect();
         assert_eq!(epochs, [0, 1, 2]);
         let csv = fs::read_to_string(dir.path().join(CSV_FILE)).unwrap();
         let firsts: Vec<&str> = csv.lines().map(|l| l.split(',').next().unwrap()).collect();
         assert_eq!(firsts, ["epoch", "0", "1", "2"]);
         // Rows rewritten from the JSON log are the rows appended directly.
-        let direct =
-            csv_row(&serde_json::from_str(&serde_json::to_string(&rec(1)).unwrap()).unwrap());
+        let direct = csv_row(&serde_json::from_str(&serde_json::to_string(&rec(1)).unwrap()).unwrap());
         assert_eq!(csv.lines().nth(2).unwrap(), direct.trim_end());
     }
 
@@ -445,23 +412,13 @@ mod tests {
     fn resume_without_a_log_starts_fresh_and_bad_lines_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let log = MetricsLog::resume(dir.path(), 5).unwrap();
-        assert_eq!(
-            fs::read_to_string(log.csv_path()).unwrap().lines().count(),
-            1
-        );
-        fs::write(
-            log.jsonl_path(),
-            "{\"epoch\": 0}\nnot json\n{\"epoch\": 1}\n",
-        )
-        .unwrap();
+        assert_eq!(fs::read_to_string(log.csv_path()).unwrap().lines().count(), 1);
+        fs::write(log.jsonl_path(), "{\"epoch\": 0}\nnot json\n{\"epoch\": 1}\n").unwrap();
         let e = MetricsLog::resume(dir.path(), 5).unwrap_err();
         assert!(e.to_string().contains("metrics.jsonl:2"), "{e}");
         fs::write(log.jsonl_path(), "{\"epoch\": 0}\n{\"step\": 3}\n").unwrap();
         let e = MetricsLog::resume(dir.path(), 5).unwrap_err();
-        assert!(
-            e.to_string().contains("metrics.jsonl:2") && e.to_string().contains("epoch"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("metrics.jsonl:2") && e.to_string().contains("epoch"), "{e}");
     }
 
     #[test]

@@ -49,16 +49,8 @@ impl EdgeCounts {
     /// If `logits`, `y` and `target` differ in length.
     #[track_caller]
     pub fn of_event(logits: &[f32], y: &[u8], target: &[u8], threshold: f64) -> Self {
-        assert_eq!(
-            logits.len(),
-            y.len(),
-            "EdgeCounts: logits and y differ in length"
-        );
-        assert_eq!(
-            logits.len(),
-            target.len(),
-            "EdgeCounts: logits and target differ in length"
-        );
+        assert_eq!(logits.len(), y.len(), "EdgeCounts: logits and y differ in length");
+        assert_eq!(logits.len(), target.len(), "EdgeCounts: logits and target differ in length");
         let mut c = EdgeCounts::default();
         for ((&l, &yi), &ti) in logits.iter().zip(y).zip(target) {
             let pred = sigmoid(l) > threshold;
@@ -80,11 +72,7 @@ fn sigmoid(logit: f32) -> f64 {
 
 /// `num / den`, NaN when `den` is 0.
 fn ratio(num: u64, den: u64) -> f64 {
-    if den == 0 {
-        f64::NAN
-    } else {
-        num as f64 / den as f64
-    }
+    if den == 0 { f64::NAN } else { num as f64 / den as f64 }
 }
 
 impl EdgeMetrics {
@@ -111,11 +99,8 @@ impl EdgeMetrics {
     /// (NaN if it is finite in none).
     pub fn mean(events: &[EdgeMetrics]) -> EdgeMetrics {
         let avg = |f: fn(&EdgeMetrics) -> f64| {
-            let (sum, n) = events
-                .iter()
-                .map(f)
-                .filter(|x| x.is_finite())
-                .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+            let (sum, n) =
+                events.iter().map(f).filter(|x| x.is_finite()).fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
             if n == 0 { f64::NAN } else { sum / n as f64 }
         };
         EdgeMetrics {
@@ -155,11 +140,7 @@ fn tie(a: f32, b: f32) -> bool {
 /// If `logits` and `positives` differ in length.
 #[track_caller]
 pub fn auc(logits: &[f32], positives: &[u8]) -> f64 {
-    assert_eq!(
-        logits.len(),
-        positives.len(),
-        "auc: logits and positives differ in length"
-    );
+    assert_eq!(logits.len(), positives.len(), "auc: logits and positives differ in length");
     let n_pos = positives.iter().filter(|&&p| p != 0).count();
     let n_neg = logits.len() - n_pos;
     if n_pos == 0 || n_neg == 0 {
@@ -193,11 +174,7 @@ pub fn auc(logits: &[f32], positives: &[u8]) -> f64 {
 /// If `logits` and `positives` differ in length.
 #[track_caller]
 pub fn roc_curve(logits: &[f32], positives: &[u8], points: usize) -> Vec<(f64, f64)> {
-    assert_eq!(
-        logits.len(),
-        positives.len(),
-        "roc_curve: logits and positives differ in length"
-    );
+    assert_eq!(logits.len(), positives.len(), "roc_curve: logits and positives differ in length");
     let n_pos = positives.iter().filter(|&&p| p != 0).count();
     let n_neg = logits.len() - n_pos;
     if n_pos == 0 || n_neg == 0 {
@@ -254,16 +231,7 @@ mod tests {
         let y = [1, 1, 1, 0, 0];
         let target = [1, 1, 0, 0, 0];
         let m = EdgeMetrics::of_event(&logits, &y, &target, 0.5, 0.25);
-        assert_eq!(
-            (
-                m.efficiency,
-                m.target_purity,
-                m.total_purity,
-                m.purity,
-                m.auc
-            ),
-            (1.0, 1.0, 1.0, 1.0, 1.0)
-        );
+        assert_eq!((m.efficiency, m.target_purity, m.total_purity, m.purity, m.auc), (1.0, 1.0, 1.0, 1.0, 1.0));
         assert_eq!(m.loss, 0.25);
     }
 
@@ -277,13 +245,7 @@ mod tests {
         let c = EdgeCounts::of_event(&logits, &y, &target, 0.5);
         assert_eq!(
             c,
-            EdgeCounts {
-                predicted: 6,
-                target_true: 5,
-                tp_target: 3,
-                tp_any: 5,
-                predicted_true_non_target: 2
-            }
+            EdgeCounts { predicted: 6, target_true: 5, tp_target: 3, tp_any: 5, predicted_true_non_target: 2 }
         );
         let m = EdgeMetrics::of_event(&logits, &y, &target, 0.5, 0.0);
         assert!(close(m.efficiency, 3.0 / 5.0));
@@ -300,10 +262,7 @@ mod tests {
         let logits = [0.0, 0.01, f32::NAN];
         let ones = [1, 1, 1];
         let c = EdgeCounts::of_event(&logits, &ones, &ones, 0.5);
-        assert_eq!(
-            c.predicted, 1,
-            "sigmoid(0) = 0.5 is not above 0.5; NaN never predicted"
-        );
+        assert_eq!(c.predicted, 1, "sigmoid(0) = 0.5 is not above 0.5; NaN never predicted");
         // Threshold 0.9 ⇔ logit > ln 9 ≈ 2.197.
         let c = EdgeCounts::of_event(&[2.19, 2.2], &[1, 1], &[1, 1], 0.9);
         assert_eq!(c.predicted, 1);
@@ -348,20 +307,10 @@ mod tests {
         let roc = roc_curve(&logits, &pos, 100);
         assert_eq!(roc.first(), Some(&(0.0, 0.0)));
         assert_eq!(roc.last(), Some(&(1.0, 1.0)));
-        assert!(
-            roc.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].1 >= w[0].1),
-            "monotone"
-        );
+        assert!(roc.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].1 >= w[0].1), "monotone");
         // The trapezoidal area of the unthinned curve is the rank AUC (ties as diagonals).
-        let area: f64 = roc
-            .windows(2)
-            .map(|w| (w[1].0 - w[0].0) * (w[1].1 + w[0].1) / 2.0)
-            .sum();
-        assert!(
-            close(area, auc(&logits, &pos)),
-            "{area} vs {}",
-            auc(&logits, &pos)
-        );
+        let area: f64 = roc.windows(2).map(|w| (w[1].0 - w[0].0) * (w[1].1 + w[0].1) / 2.0).sum();
+        assert!(close(area, auc(&logits, &pos)), "{area} vs {}", auc(&logits, &pos));
         assert!(roc_curve(&logits, &[0; 8], 10).is_empty());
     }
 
@@ -375,9 +324,6 @@ mod tests {
             assert!(roc.len() <= points.max(2), "{points}: {} points", roc.len());
             assert_eq!((roc[0], *roc.last().unwrap()), ((0.0, 0.0), (1.0, 1.0)));
         }
-        assert!(
-            roc_curve(&logits, &pos, 101).len() > 50,
-            "thinning keeps most of the budget"
-        );
+        assert!(roc_curve(&logits, &pos, 101).len() > 50, "thinning keeps most of the budget");
     }
 }

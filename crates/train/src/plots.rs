@@ -64,14 +64,7 @@ pub fn plot_series(
 /// [`roc_curve`](crate::metrics::roc_curve)) on the unit square with the diagonal of a
 /// random classifier. Writes `<path_stem>.png` and `<path_stem>.svg`.
 pub fn plot_roc(path_stem: &Path, curves: &[(&str, Vec<(f64, f64)>)]) -> Result<()> {
-    let mut fig = Figure::new(
-        "ROC curve",
-        "False positive rate",
-        "True positive rate",
-        curves,
-        false,
-        true,
-    );
+    let mut fig = Figure::new("ROC curve", "False positive rate", "True positive rate", curves, false, true);
     fig.x = 0.0..1.0;
     fig.y = 0.0..1.0;
     write_figure(path_stem, &fig, font_available())
@@ -107,36 +100,21 @@ impl<'a> Figure<'a> {
         let series: Vec<(&str, Vec<Run>)> = series
             .iter()
             .map(|(name, pts)| {
-                let runs = pts
-                    .split(|p| !ok(p))
-                    .filter(|r| !r.is_empty())
-                    .map(<[_]>::to_vec)
-                    .collect();
+                let runs = pts.split(|p| !ok(p)).filter(|r| !r.is_empty()).map(<[_]>::to_vec).collect();
                 (*name, runs)
             })
             .collect();
         let all = || series.iter().flat_map(|(_, runs)| runs.iter().flatten());
         let x = padded(all().map(|p| p.0), false);
         let y = padded(all().map(|p| p.1), log_y);
-        Figure {
-            title,
-            x_label,
-            y_label,
-            series,
-            x,
-            y,
-            log_y,
-            diagonal,
-        }
+        Figure { title, x_label, y_label, series, x, y, log_y, diagonal }
     }
 }
 
 /// The range of `vals` with a margin: 5 % on a linear axis, a factor 1.5 on a log axis;
 /// (0, 1) or (1e-3, 1) when empty, widened when all values are equal.
 fn padded(vals: impl Iterator<Item = f64>, log: bool) -> Range<f64> {
-    let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-        (l.min(v), h.max(v))
-    });
+    let (lo, hi) = vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
     match (lo <= hi, log) {
         (false, false) => 0.0..1.0,
         (false, true) => 1e-3..1.0,
@@ -168,13 +146,7 @@ fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
 fn write_figure(stem: &Path, fig: &Figure<'_>, text: bool) -> Result<()> {
     let png = with_ext(stem, "png");
     let tmp = temp_sibling(&png, "png");
-    let drawn = render_png(&tmp, fig, text).or_else(|e| {
-        if text {
-            render_png(&tmp, fig, false)
-        } else {
-            Err(e)
-        }
-    });
+    let drawn = render_png(&tmp, fig, text).or_else(|e| if text { render_png(&tmp, fig, false) } else { Err(e) });
     finish(drawn, &tmp, &png)?;
 
     let svg_path = with_ext(stem, "svg");
@@ -190,10 +162,7 @@ fn finish(drawn: std::result::Result<(), String>, tmp: &Path, path: &Path) -> Re
         Ok(()) => fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
         Err(message) => {
             let _ = fs::remove_file(tmp);
-            Err(Error::Plot {
-                path: path.to_owned(),
-                message,
-            })
+            Err(Error::Plot { path: path.to_owned(), message })
         }
     }
 }
@@ -225,19 +194,13 @@ fn draw<DB: DrawingBackend>(
     let mut b = ChartBuilder::on(root);
     b.margin(20);
     if text {
-        b.caption(fig.title, (FAMILY, 24))
-            .x_label_area_size(50)
-            .y_label_area_size(80);
+        b.caption(fig.title, (FAMILY, 24)).x_label_area_size(50).y_label_area_size(80);
     }
     if fig.log_y {
-        let chart = b
-            .build_cartesian_2d(fig.x.clone(), fig.y.clone().log_scale())
-            .map_err(err)?;
+        let chart = b.build_cartesian_2d(fig.x.clone(), fig.y.clone().log_scale()).map_err(err)?;
         fill(chart, fig, text)
     } else {
-        let chart = b
-            .build_cartesian_2d(fig.x.clone(), fig.y.clone())
-            .map_err(err)?;
+        let chart = b.build_cartesian_2d(fig.x.clone(), fig.y.clone()).map_err(err)?;
         fill(chart, fig, text)
     }
 }
@@ -266,9 +229,7 @@ where
     }
     mesh.draw().map_err(err)?;
     if fig.diagonal {
-        chart
-            .draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3)))
-            .map_err(err)?;
+        chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3))).map_err(err)?;
     }
     for (i, (name, runs)) in fig.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
@@ -281,15 +242,10 @@ where
             .label(*name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 24, y)], style));
         for run in runs {
-            chart
-                .draw_series(LineSeries::new(run.iter().copied(), style))
-                .map_err(err)?;
+            chart.draw_series(LineSeries::new(run.iter().copied(), style)).map_err(err)?;
         }
         if runs.iter().map(Vec::len).sum::<usize>() <= MARKERS_UP_TO {
-            let dots = runs
-                .iter()
-                .flatten()
-                .map(|&p| Circle::new(p, 3, color.filled()));
+            let dots = runs.iter().flatten().map(|&p| Circle::new(p, 3, color.filled()));
             chart.draw_series(dots).map_err(err)?;
         }
     }
@@ -311,23 +267,14 @@ where
 /// order upper right, lower right, upper left, lower left on ties.
 fn legend_corner(fig: &Figure<'_>) -> SeriesLabelPosition {
     let norm = |v: f64, r: &Range<f64>, log: bool| {
-        if log {
-            (v.ln() - r.start.ln()) / (r.end.ln() - r.start.ln())
-        } else {
-            (v - r.start) / (r.end - r.start)
-        }
+        if log { (v.ln() - r.start.ln()) / (r.end.ln() - r.start.ln()) } else { (v - r.start) / (r.end - r.start) }
     };
     let mut pts: Vec<(f64, f64)> = Vec::new();
     for run in fig.series.iter().flat_map(|(_, runs)| runs) {
-        let n: Vec<(f64, f64)> = run
-            .iter()
-            .map(|&(x, y)| (norm(x, &fig.x, false), norm(y, &fig.y, fig.log_y)))
-            .collect();
+        let n: Vec<(f64, f64)> =
+            run.iter().map(|&(x, y)| (norm(x, &fig.x, false), norm(y, &fig.y, fig.log_y))).collect();
         pts.extend(&n);
-        pts.extend(
-            n.windows(2)
-                .map(|w| ((w[0].0 + w[1].0) / 2.0, (w[0].1 + w[1].1) / 2.0)),
-        );
+        pts.extend(n.windows(2).map(|w| ((w[0].0 + w[1].0) / 2.0, (w[0].1 + w[1].1) / 2.0)));
     }
     if fig.diagonal {
         pts.extend((0..=20).map(|i| (i as f64 / 20.0, i as f64 / 20.0)));
@@ -343,10 +290,7 @@ fn legend_corner(fig: &Figure<'_>) -> SeriesLabelPosition {
         let in_y = |y: f64| if upper { y > 0.7 } else { y < 0.3 };
         pts.iter().filter(|&&(x, y)| in_x(x) && in_y(y)).count()
     };
-    let best = corners
-        .iter()
-        .min_by_key(|&&(_, r, u)| under(r, u))
-        .expect("four corners");
+    let best = corners.iter().min_by_key(|&&(_, r, u)| under(r, u)).expect("four corners");
     best.0.clone()
 }
 
@@ -372,35 +316,21 @@ mod tests {
 
     fn check_files(stem: &Path) -> String {
         let png = fs::read(with_ext(stem, "png")).unwrap();
-        assert!(
-            png.len() > 1000 && png.starts_with(PNG_MAGIC),
-            "{}: not a PNG",
-            stem.display()
-        );
+        assert!(png.len() > 1000 && png.starts_with(PNG_MAGIC), "{}: not a PNG", stem.display());
         let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
-        assert!(
-            svg.contains("<svg") && svg.contains("</svg>"),
-            "{}: not an SVG",
-            stem.display()
-        );
+        assert!(svg.contains("<svg") && svg.contains("</svg>"), "{}: not an SVG", stem.display());
         svg
     }
 
     fn no_temporaries(dir: &Path) {
-        let names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
     }
 
     fn losses() -> Vec<(&'static str, Vec<(f64, f64)>)> {
-        let train = (0..20)
-            .map(|e| (e as f64, 1.0 / (e as f64 + 1.0)))
-            .collect();
-        let mut val: Vec<(f64, f64)> = (0..20)
-            .map(|e| (e as f64, 1.2 / (e as f64 + 1.0)))
-            .collect();
+        let train = (0..20).map(|e| (e as f64, 1.0 / (e as f64 + 1.0))).collect();
+        let mut val: Vec<(f64, f64)> = (0..20).map(|e| (e as f64, 1.2 / (e as f64 + 1.0))).collect();
         val[5].1 = f64::NAN;
         val[9].1 = f64::INFINITY;
         val[12].1 = 0.0; // skipped on a log axis
@@ -414,20 +344,9 @@ mod tests {
         plot_series(&stem, "Loss", "epoch", "BCE loss", &losses(), true).unwrap();
         let svg = check_files(&stem);
         if font_available() {
-            assert!(
-                svg.contains("<text") && svg.contains("validation"),
-                "title, labels and legend drawn"
-            );
+            assert!(svg.contains("<text") && svg.contains("validation"), "title, labels and legend drawn");
         }
-        plot_series(
-            &dir.path().join("lin"),
-            "Metrics",
-            "epoch",
-            "fraction",
-            &losses(),
-            false,
-        )
-        .unwrap();
+        plot_series(&dir.path().join("lin"), "Metrics", "epoch", "fraction", &losses(), false).unwrap();
         check_files(&dir.path().join("lin"));
         no_temporaries(dir.path());
     }
@@ -444,12 +363,7 @@ mod tests {
         }
         let roc = [("gnn", vec![(0.0, 0.0), (0.1, 0.9), (1.0, 1.0)])];
         let stem = dir.path().join("roc");
-        write_figure(
-            &stem,
-            &Figure::new("ROC", "fpr", "tpr", &roc, false, true),
-            false,
-        )
-        .unwrap();
+        write_figure(&stem, &Figure::new("ROC", "fpr", "tpr", &roc, false, true), false).unwrap();
         check_files(&stem);
         no_temporaries(dir.path());
     }
@@ -459,20 +373,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         plot_series(&dir.path().join("none"), "nothing", "x", "y", &[], false).unwrap();
         check_files(&dir.path().join("none"));
-        let bad = [
-            ("nan", vec![(f64::NAN, 1.0), (1.0, f64::NEG_INFINITY)]),
-            ("one", vec![(3.0, 2.0)]),
-        ];
+        let bad = [("nan", vec![(f64::NAN, 1.0), (1.0, f64::NEG_INFINITY)]), ("one", vec![(3.0, 2.0)])];
         plot_series(&dir.path().join("bad"), "bad", "x", "y", &bad, true).unwrap();
         check_files(&dir.path().join("bad"));
-        plot_roc(
-            &dir.path().join("roc"),
-            &[
-                ("a", vec![(0.0, 0.0), (0.2, 0.8), (1.0, 1.0)]),
-                ("b", vec![]),
-            ],
-        )
-        .unwrap();
+        plot_roc(&dir.path().join("roc"), &[("a", vec![(0.0, 0.0), (0.2, 0.8), (1.0, 1.0)]), ("b", vec![])]).unwrap();
         check_files(&dir.path().join("roc"));
     }
 
@@ -490,20 +394,10 @@ mod tests {
 
     #[test]
     fn legend_avoids_the_lines() {
-        let rising = [(
-            "a",
-            (0..20)
-                .map(|e| (e as f64, 1.0 - 1.0 / (e as f64 + 1.0)))
-                .collect(),
-        )];
+        let rising = [("a", (0..20).map(|e| (e as f64, 1.0 - 1.0 / (e as f64 + 1.0))).collect())];
         let f = Figure::new("", "", "", &rising, false, false);
         assert!(matches!(legend_corner(&f), SeriesLabelPosition::LowerRight));
-        let falling = [(
-            "a",
-            (0..20)
-                .map(|e| (e as f64, 1.0 / (e as f64 + 1.0)))
-                .collect(),
-        )];
+        let falling = [("a", (0..20).map(|e| (e as f64, 1.0 / (e as f64 + 1.0))).collect())];
         let f = Figure::new("", "", "", &falling, true, false);
         assert!(matches!(legend_corner(&f), SeriesLabelPosition::UpperRight));
         let roc = [("a", vec![(0.0, 0.0), (0.0, 0.8), (0.2, 0.95), (1.0, 1.0)])];
@@ -514,14 +408,8 @@ mod tests {
 
     #[test]
     fn tick_labels() {
-        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.001, 1.0 / 3.0, 2e-4, 1e6]
-            .iter()
-            .map(tick)
-            .collect();
-        assert_eq!(
-            t,
-            ["0", "2", "-3", "0.25", "0.001", "0.3333", "2.0e-4", "1.0e6"]
-        );
+        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.001, 1.0 / 3.0, 2e-4, 1e6].iter().map(tick).collect();
+        assert_eq!(t, ["0", "2", "-3", "0.25", "0.001", "0.3333", "2.0e-4", "1.0e6"]);
     }
 
     #[test]

@@ -30,6 +30,8 @@ use crate::plots;
 
 /// RNG stream of the weight initialisation.
 const STREAM_INIT: u64 = 13;
+/// Compare the replicas' weights every this many steps (and at every epoch's end).
+const CHECKSUM_EVERY: u64 = 50;
 
 /// Where a run keeps its files.
 #[derive(Clone, Debug)]
@@ -109,6 +111,9 @@ struct EpochAccum {
     grad_norm_sum: f64,
     grad_norm_max: f64,
     train_seconds: f64,
+    imbalance_sum: f64,
+    allreduce_seconds: f64,
+    engine_peak_bytes: u64,
 }
 
 /// Everything besides weights and optimiser state that resuming needs.
@@ -183,12 +188,8 @@ impl<'a> Trainer<'a> {
         }
         let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
         let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);
-        let mut model = InteractionGnn::new(
-            cfg.model.clone(),
-            node_dim,
-            edge_dim,
-            &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]),
-        );
+        let mut model =
+            InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
         // Every replica starts from rank 0's weights.
         comm.broadcast(&mut model.params.data, 0)?;
         let opt = AdamW::new(model.params.len(), cfg.optimizer);
@@ -205,20 +206,8 @@ impl<'a> Trainer<'a> {
             accum: EpochAccum::default(),
             config: cfg.clone(),
         };
-        let run = RunDir {
-            root: run_dir.to_path_buf(),
-        };
-        let mut t = Trainer {
-            cfg,
-            set,
-            split,
-            run,
-            comm,
-            model,
-            opt,
-            schedule,
-            state,
-        };
+        let run = RunDir { root: run_dir.to_path_buf() };
+        let mut t = Trainer { cfg, set, split, run, comm, model, opt, schedule, state };
         if resume {
             t.resume()?;
         } else if t.comm.is_root() {
@@ -248,12 +237,7 @@ impl<'a> Trainer<'a> {
         let events = json!({
             "graphs_dir": graphs_dir, "train": ids(&self.split.train), "val": ids(&self.split.val), "test": ids(&self.split.test),
         });
-        write_atomic(
-            &self.run.events(),
-            serde_json::to_string_pretty(&events)
-                .expect("json")
-                .as_bytes(),
-        )?;
+        write_atomic(&self.run.events(), serde_json::to_string_pretty(&events).expect("json").as_bytes())?;
         let _ = fs::remove_file(self.run.steps());
         MetricsLog::create(root)?;
         Ok(())
@@ -262,10 +246,8 @@ impl<'a> Trainer<'a> {
     fn resume(&mut self) -> Result<()> {
         let dir = self.run.checkpoint();
         let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
-        let saved: RunState = serde_json::from_value(state).map_err(|e| Error::Json {
-            path: dir.join("state.json"),
-            source: e,
-        })?;
+        let saved: RunState =
+            serde_json::from_value(state).map_err(|e| Error::Json { path: dir.join("state.json"), source: e })?;
         let mut a = saved.config.clone();
         a.epochs = self.cfg.epochs;
         if a != self.cfg {
@@ -277,17 +259,9 @@ impl<'a> Trainer<'a> {
         self.opt = AdamW::from_state(self.cfg.optimizer, opt_state);
         if saved.ranks != self.comm.size() && saved.step_in_epoch > 0 {
             // The step groups depend on the number of ranks: restart the interrupted epoch.
-            self.state = RunState {
-                step_in_epoch: 0,
-                accum: EpochAccum::default(),
-                ranks: self.comm.size(),
-                ..saved
-            };
+            self.state = RunState { step_in_epoch: 0, accum: EpochAccum::default(), ranks: self.comm.size(), ..saved };
         } else {
-            self.state = RunState {
-                ranks: self.comm.size(),
-                ..saved
-            };
+            self.state = RunState { ranks: self.comm.size(), ..saved };
         }
         self.state.config = self.cfg.clone();
         // Every rank resumes from the same weights (rank 0's, which wrote them).
@@ -304,23 +278,12 @@ impl<'a> Trainer<'a> {
             return Ok(());
         }
         let state = serde_json::to_value(&self.state).expect("state serialises");
-        save_checkpoint(
-            &self.run.checkpoint(),
-            &self.model.params,
-            &self.opt.state(),
-            &state,
-        )
+        save_checkpoint(&self.run.checkpoint(), &self.model.params, &self.opt.state(), &state)
     }
 
     /// The step groups of `epoch` for this run's ranks.
     fn groups(&self, epoch: u64) -> Vec<Vec<usize>> {
-        epoch_groups(
-            &self.cfg,
-            &self.set,
-            &self.split.train,
-            self.comm.size(),
-            epoch,
-        )
+        epoch_groups(&self.cfg, &self.set, &self.split.train, self.comm.size(), epoch)
     }
 
     /// Runs epochs until the configured number, early stopping, or `stop` turns true (then a
@@ -329,11 +292,8 @@ impl<'a> Trainer<'a> {
         let (rank, size) = (self.comm.rank(), self.comm.size());
         let gps = self.cfg.graphs_per_step;
         let base_lr = self.cfg.scaled_lr(size);
-        let mut log = if self.comm.is_root() {
-            Some(MetricsLog::resume(&self.run.root, self.state.epoch)?)
-        } else {
-            None
-        };
+        let mut log =
+            if self.comm.is_root() { Some(MetricsLog::resume(&self.run.root, self.state.epoch)?) } else { None };
         let mut cache = ForwardCache::default();
         let mut history: Vec<EpochRecord> = if self.comm.is_root() {
             crate::logs::read_records(&self.run.root.join("metrics.jsonl")).unwrap_or_default()
@@ -350,11 +310,7 @@ impl<'a> Trainer<'a> {
             let first_step = self.state.step_in_epoch;
             let paths: Vec<PathBuf> = groups[first_step as usize..]
                 .iter()
-                .flat_map(|g| {
-                    g[rank * gps..(rank + 1) * gps]
-                        .iter()
-                        .map(|&i| self.set.files[i].1.clone())
-                })
+                .flat_map(|g| g[rank * gps..(rank + 1) * gps].iter().map(|&i| self.set.files[i].1.clone()))
                 .collect();
             let mut loader = Prefetcher::new(paths, self.cfg.non_target_weight);
             for step in first_step..steps {
@@ -365,39 +321,43 @@ impl<'a> Trainer<'a> {
                     let s = loader.next_sample().expect("a graph per slot")?;
                     self.model.forward(&s.input, &mut cache);
                     let mut dl = vec![0.0f32; s.input.num_edges()];
-                    loss_sum += bce_with_logits(
-                        &cache.logits,
-                        &s.target,
-                        Some(&s.weight),
-                        self.cfg.pos_weight,
-                        &mut dl,
-                    );
+                    loss_sum +=
+                        bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
                     if gps > 1 {
                         dl.iter_mut().for_each(|g| *g /= gps as f32);
                     }
                     self.model.backward(&s.input, &mut cache, &dl);
                 }
-                // One all-reduce of the flat gradient buffer averages the replicas' gradients;
-                // the losses are averaged alongside.
+                let compute_s = t_step.elapsed().as_secs_f64();
+                let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;
+                self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
+                // One all-reduce of the flat gradient buffer averages the replicas' gradients.
+                // Its duration includes waiting for the slowest rank: the load imbalance.
+                let t_reduce = Instant::now();
                 self.comm.allreduce_mean(&mut self.model.params.grad)?;
-                let mut loss_buf = [loss_sum / gps as f64];
-                self.comm.allreduce_sum_f64(&mut loss_buf)?;
-                let loss = loss_buf[0] / size as f64;
-                let grad_norm =
-                    clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
-                let lr = self
-                    .schedule
-                    .lr(base_lr, epoch as usize, step as usize, steps as usize);
+                let reduce_s = t_reduce.elapsed().as_secs_f64();
+                // Loss and per-rank timings travel together in one small gather.
+                let stats = self.comm.allgather_f64(&[loss_sum / gps as f64, compute_s, reduce_s])?;
+                let loss = stats.chunks_exact(3).map(|r| r[0]).sum::<f64>() / size as f64;
+                let computes: Vec<f64> = stats.chunks_exact(3).map(|r| r[1]).collect();
+                let reduces: Vec<f64> = stats.chunks_exact(3).map(|r| r[2]).collect();
+                let mean_compute = computes.iter().sum::<f64>() / size as f64;
+                let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
+                self.state.accum.imbalance_sum += imbalance;
+                self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
+                let grad_norm = clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
+                let lr = self.schedule.lr(base_lr, epoch as usize, step as usize, steps as usize);
                 if loss.is_finite() && grad_norm.is_finite() {
-                    self.opt
-                        .step(&mut self.model.params.data, &self.model.params.grad, lr);
+                    self.opt.step(&mut self.model.params.data, &self.model.params.grad, lr);
                     self.state.accum.loss_sum += loss;
                     self.state.accum.grad_norm_sum += grad_norm;
                     self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
                 } else {
                     // Every rank sees the same all-reduced values, so all skip together.
                     self.state.skipped_steps += 1;
-                    progress.message(&format!("epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"));
+                    progress.message(&format!(
+                        "epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"
+                    ));
                 }
                 self.state.accum.steps += 1;
                 self.state.global_step += 1;
@@ -407,16 +367,18 @@ impl<'a> Trainer<'a> {
                 if self.comm.is_root() {
                     let line = json!({
                         "epoch": epoch, "step": step, "global_step": self.state.global_step, "loss": loss,
-                        "grad_norm": grad_norm, "lr": lr, "seconds": dt,
+                        "grad_norm": grad_norm, "lr": lr, "seconds": dt, "compute_seconds": computes,
+                        "allreduce_seconds": reduces, "load_imbalance": imbalance, "engine_bytes": engine_bytes,
                     });
                     append_line(&self.run.steps(), &line.to_string())?;
                 }
                 progress.step(loss);
+                if self.state.global_step.is_multiple_of(CHECKSUM_EVERY) {
+                    self.check_replicas()?;
+                }
                 let every = self.cfg.checkpoint_every_steps as u64;
                 let stop_now = self.comm.any(stop.load(Ordering::Relaxed))?;
-                if (every > 0 && self.state.global_step.is_multiple_of(every) && step + 1 < steps)
-                    || stop_now
-                {
+                if (every > 0 && self.state.global_step.is_multiple_of(every) && step + 1 < steps) || stop_now {
                     self.save()?;
                 }
                 if stop_now {
@@ -428,15 +390,9 @@ impl<'a> Trainer<'a> {
             if interrupted {
                 break;
             }
+            self.check_replicas()?;
             // Validation.
-            let val = evaluate(
-                &self.model,
-                &self.set,
-                &self.split.val,
-                &self.cfg,
-                self.comm,
-                true,
-            )?;
+            let val = evaluate(&self.model, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
             let a = &self.state.accum;
             let rec = EpochRecord {
                 epoch,
@@ -448,18 +404,16 @@ impl<'a> Trainer<'a> {
                 total_purity: val.mean.total_purity,
                 purity: val.mean.purity,
                 auc: val.mean.auc,
-                lr: self.schedule.lr(
-                    base_lr,
-                    epoch as usize,
-                    steps.saturating_sub(1) as usize,
-                    steps as usize,
-                ),
+                lr: self.schedule.lr(base_lr, epoch as usize, steps.saturating_sub(1) as usize, steps as usize),
                 grad_norm: a.grad_norm_sum / (a.steps.max(1)) as f64,
                 grad_norm_max: a.grad_norm_max,
                 weight_norm: l2_norm(&self.model.params.data),
                 epoch_seconds: a.train_seconds + val.seconds,
                 seconds_per_batch: a.train_seconds / (a.steps.max(1)) as f64,
                 val_seconds: val.seconds,
+                load_imbalance: a.imbalance_sum / (a.steps.max(1)) as f64,
+                allreduce_seconds: a.allreduce_seconds,
+                engine_peak_bytes: a.engine_peak_bytes,
                 peak_rss_bytes: peak_rss_bytes(),
             };
             // Best model and early stopping.
@@ -487,9 +441,7 @@ impl<'a> Trainer<'a> {
             let patience = self.cfg.early_stopping_patience as u64;
             if patience > 0 && self.state.bad_epochs >= patience {
                 stopped_early = true;
-                progress.message(&format!(
-                    "early stopping after epoch {epoch}: no improvement for {patience} epochs"
-                ));
+                progress.message(&format!("early stopping after epoch {epoch}: no improvement for {patience} epochs"));
                 break;
             }
         }
@@ -504,24 +456,33 @@ impl<'a> Trainer<'a> {
         })
     }
 
+    /// Stops with an error if the replicas' weights differ (they must stay bit-identical).
+    fn check_replicas(&mut self) -> Result<()> {
+        if self.comm.size() == 1 {
+            return Ok(());
+        }
+        let mine = checksum(&self.model.params.data);
+        let all = self.comm.allgather_f64(&mine)?;
+        if all.chunks_exact(2).any(|c| c != mine) {
+            return Err(Error::Dist(format!(
+                "the model replicas diverged by step {} (weight checksums per rank: {:?}); \
+                 ranks must run the same binary with the same settings",
+                self.state.global_step, all
+            )));
+        }
+        Ok(())
+    }
+
     fn plot(&self, history: &[EpochRecord], val: &EvalResult) -> Result<()> {
         let dir = self.run.plots();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let series = |f: fn(&EpochRecord) -> f64| {
-            history
-                .iter()
-                .map(|r| (r.epoch as f64, f(r)))
-                .collect::<Vec<_>>()
-        };
+        let series = |f: fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
         plots::plot_series(
             &dir.join("loss"),
             "Loss",
             "epoch",
             "loss",
-            &[
-                ("train", series(|r| r.train_loss)),
-                ("validation", series(|r| r.val_loss)),
-            ],
+            &[("train", series(|r| r.train_loss)), ("validation", series(|r| r.val_loss))],
             true,
         )?;
         plots::plot_series(
@@ -567,27 +528,32 @@ impl<'a> Trainer<'a> {
     }
 }
 
+/// A checksum of the weights that any bit difference changes: the bit patterns summed as
+/// integers (split into two halves that f64 holds exactly) in a fixed order.
+fn checksum(w: &[f32]) -> [f64; 2] {
+    let (mut lo, mut hi) = (0u64, 0u64);
+    for (i, v) in w.iter().enumerate() {
+        let b = v.to_bits() as u64 ^ (i as u64).wrapping_mul(0x9E37_79B9);
+        lo = lo.wrapping_add(b & 0xFFFF);
+        hi = hi.wrapping_add(b >> 16);
+    }
+    [(lo % (1 << 52)) as f64, (hi % (1 << 52)) as f64]
+}
+
 fn toml_string<T: Serialize>(v: &T) -> Result<String> {
     toml::to_string(v).map_err(|e| Error::Config(format!("configuration does not serialise: {e}")))
 }
 
 /// Writes a file under a temporary name and renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let mut f = fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
     writeln!(f, "{line}").map_err(|e| Error::io(path, e))
 }
 

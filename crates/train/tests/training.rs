@@ -16,19 +16,9 @@ use trackgnn_train::{Progress, Silent, TrainConfig, Trainer};
 
 /// Writes `n` geometric pT > 1 GeV graphs of pile-up-20 events into `dir`.
 fn make_graphs(dir: &Path, n: u64) {
-    let g = Generator::new(
-        Detector::trackml(),
-        SimConfig {
-            pileup: 20.0,
-            ..SimConfig::default()
-        },
-    );
+    let g = Generator::new(Detector::trackml(), SimConfig { pileup: 20.0, ..SimConfig::default() });
     let mut recipe = GraphRecipe::new(Method::Geometric);
-    recipe.node_cuts = NodeCuts {
-        pt_min: Some(1.0),
-        remove_noise: true,
-        eta_range: None,
-    };
+    recipe.node_cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
     for id in 1..=n {
         let (ev, _) = g.event(77, id);
         let (graph, _) = build_graph(&ev, g.detector(), &recipe, None).unwrap();
@@ -37,11 +27,7 @@ fn make_graphs(dir: &Path, n: u64) {
 }
 
 fn small_config() -> TrainConfig {
-    let mut c = TrainConfig {
-        epochs: 5,
-        seed: 3,
-        ..TrainConfig::default()
-    };
+    let mut c = TrainConfig { epochs: 5, seed: 3, ..TrainConfig::default() };
     c.model.hidden = 32;
     c.model.iterations = 4;
     c.optimizer.lr = 3e-3;
@@ -62,25 +48,9 @@ fn a_small_model_learns_the_tiny_set() {
     let recs = read_records(&run.join("metrics.jsonl")).unwrap();
     assert_eq!(recs.len(), 5);
     let (first, last) = (&recs[0], recs.last().unwrap());
-    assert!(
-        last.train_loss <= 0.5 * first.train_loss,
-        "train loss {} -> {}",
-        first.train_loss,
-        last.train_loss
-    );
-    assert!(
-        last.efficiency > 0.9,
-        "validation efficiency {}",
-        last.efficiency
-    );
-    for f in [
-        "metrics.csv",
-        "config.toml",
-        "events.json",
-        "best.safetensors",
-        "plots/loss.png",
-        "plots/roc.svg",
-    ] {
+    assert!(last.train_loss <= 0.5 * first.train_loss, "train loss {} -> {}", first.train_loss, last.train_loss);
+    assert!(last.efficiency > 0.9, "validation efficiency {}", last.efficiency);
+    for f in ["metrics.csv", "config.toml", "events.json", "best.safetensors", "plots/loss.png", "plots/roc.svg"] {
         assert!(run.join(f).exists(), "{f} missing");
     }
 }
@@ -106,21 +76,10 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     let graphs = dir.path().join("g");
     std::fs::create_dir_all(&graphs).unwrap();
     make_graphs(&graphs, 14);
-    let cfg = TrainConfig {
-        epochs: 3,
-        checkpoint_every_steps: 4,
-        ..small_config()
-    };
+    let cfg = TrainConfig { epochs: 3, checkpoint_every_steps: 4, ..small_config() };
     // Uninterrupted.
     let mut comm = SingleProcess;
-    let mut a = Trainer::new(
-        cfg.clone(),
-        &graphs,
-        &dir.path().join("a"),
-        false,
-        &mut comm,
-    )
-    .unwrap();
+    let mut a = Trainer::new(cfg.clone(), &graphs, &dir.path().join("a"), false, &mut comm).unwrap();
     a.run(&Silent, &AtomicBool::new(false)).unwrap();
     let weights_a = a.model.params.data.clone();
     // Interrupted in the middle of epoch 1 (11 training graphs per epoch), then resumed.
@@ -129,16 +88,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     {
         let mut comm = SingleProcess;
         let mut b = Trainer::new(cfg.clone(), &graphs, &run_b, false, &mut comm).unwrap();
-        let out = b
-            .run(
-                &StopAfter {
-                    steps: AtomicU64::new(0),
-                    at: 16,
-                    flag: &stop,
-                },
-                &stop,
-            )
-            .unwrap();
+        let out = b.run(&StopAfter { steps: AtomicU64::new(0), at: 16, flag: &stop }, &stop).unwrap();
         assert!(out.interrupted && out.global_step == 16, "{out:?}");
     }
     // Starting again without --resume is refused: the directory holds a run.
@@ -148,12 +98,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     let out = b.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert_eq!(out.epochs_completed, 3);
     assert!(
-        b.model
-            .params
-            .data
-            .iter()
-            .zip(&weights_a)
-            .all(|(x, y)| x.to_bits() == y.to_bits()),
+        b.model.params.data.iter().zip(&weights_a).all(|(x, y)| x.to_bits() == y.to_bits()),
         "resumed weights differ from the uninterrupted run"
     );
     // The logs hold each epoch once, and the best weights on disk match.

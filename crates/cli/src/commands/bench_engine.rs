@@ -26,11 +26,7 @@ pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
         x.push((i as f64 * 0.37).sin() as f32);
         x.push((i as f64 * 0.11).cos() as f32);
     }
-    let (mut src, mut dst, mut y) = (
-        Vec::with_capacity(E),
-        Vec::with_capacity(E),
-        Vec::with_capacity(E),
-    );
+    let (mut src, mut dst, mut y) = (Vec::with_capacity(E), Vec::with_capacity(E), Vec::with_capacity(E));
     for k in 0..E {
         let s = (k * 7919) % N;
         let d = (s + 1 + (k * 104_729) % 97) % N;
@@ -49,14 +45,7 @@ fn run_variant(v: EngineVariant, steps: usize, warmup: usize, threads: usize) ->
         EngineVariant::Defaults => ModelConfig::default(),
     };
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
-    let mut opt = AdamW::new(
-        model.params.len(),
-        AdamWConfig {
-            lr: 1e-3,
-            weight_decay: 0.0,
-            ..AdamWConfig::default()
-        },
-    );
+    let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
     let mut cache = ForwardCache::default();
     let mut dl = vec![0.0f32; g.num_edges()];
     let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
@@ -124,14 +113,8 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     // Each variant in its own process, so each peak RSS is its own.
     let exe = std::env::current_exe().context("locating the trackgnn binary")?;
     let mut rows = Vec::new();
-    for v in [
-        EngineVariant::BenchSpec,
-        EngineVariant::Defaults,
-        EngineVariant::Unfused,
-    ] {
-        let name = format!("{v:?}")
-            .to_lowercase()
-            .replace("benchspec", "bench-spec");
+    for v in [EngineVariant::BenchSpec, EngineVariant::Defaults, EngineVariant::Unfused] {
+        let name = format!("{v:?}").to_lowercase().replace("benchspec", "bench-spec");
         let mut cmd = Command::new(&exe);
         cmd.args([
             "bench",
@@ -147,10 +130,7 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
         cmd.args(["--threads", &threads.to_string()]);
         let out = cmd.output().context("running a benchmark variant")?;
         if !out.status.success() {
-            bail!(
-                "variant {name} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            bail!("variant {name} failed: {}", String::from_utf8_lossy(&out.stderr));
         }
         let r: Value = serde_json::from_slice(&out.stdout).context("variant output")?;
         if !a.json {

@@ -14,10 +14,7 @@ use crate::cli::BenchIoArgs;
 use crate::util::print_json;
 
 fn stats(xs: &[f64]) -> (f64, f64) {
-    (
-        xs.iter().sum::<f64>() / xs.len() as f64,
-        xs.iter().cloned().fold(f64::MAX, f64::min),
-    )
+    (xs.iter().sum::<f64>() / xs.len() as f64, xs.iter().cloned().fold(f64::MAX, f64::min))
 }
 
 pub fn run(a: BenchIoArgs) -> Result<ExitCode> {
@@ -33,13 +30,7 @@ pub fn run(a: BenchIoArgs) -> Result<ExitCode> {
     let (plain, gz) = (dir.join("plain"), dir.join("gzip"));
     std::fs::create_dir_all(&plain)?;
     std::fs::create_dir_all(&gz)?;
-    let generator = Generator::new(
-        Detector::trackml(),
-        SimConfig {
-            pileup: a.pileup,
-            ..SimConfig::default()
-        },
-    );
+    let generator = Generator::new(Detector::trackml(), SimConfig { pileup: a.pileup, ..SimConfig::default() });
     // Generation runs on this thread only: the figure is per core.
     let mut gen_s = Vec::new();
     let mut events: Vec<Event> = Vec::new();
@@ -62,8 +53,7 @@ pub fn run(a: BenchIoArgs) -> Result<ExitCode> {
         let t = Instant::now();
         let mut bytes = 0;
         for ev in &events {
-            let (back, b) =
-                read_event_bytes(&EventFiles::new(d, ev.event_id), ReadOptions::default())?;
+            let (back, b) = read_event_bytes(&EventFiles::new(d, ev.event_id), ReadOptions::default())?;
             anyhow::ensure!(back == *ev, "event {} did not read back equal", ev.event_id);
             bytes += b;
         }
@@ -83,14 +73,8 @@ pub fn run(a: BenchIoArgs) -> Result<ExitCode> {
             "read_gzip_bytes_per_second": csv_bytes as f64 / r_gz_s,
         }));
     } else {
-        println!(
-            "{} events at pile-up {} ({:.0} hits per event)",
-            a.events, a.pileup, hits
-        );
-        println!(
-            "generation (1 core):   mean {:.3} s, min {:.3} s per event",
-            gen_mean, gen_min
-        );
+        println!("{} events at pile-up {} ({:.0} hits per event)", a.events, a.pileup, hits);
+        println!("generation (1 core):   mean {:.3} s, min {:.3} s per event", gen_mean, gen_min);
         println!(
             "writing:               plain {:.3} s, gzip {:.3} s per event ({:.1} MB plain, {:.1} MB gzip per event)",
             stats(&w_plain).0,

@@ -25,8 +25,7 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
     let mut r = match &a.config {
         Some(p) => {
             let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text)
-                .with_context(|| format!("{}: invalid graph recipe", p.display()))?
+            toml::from_str(&text).with_context(|| format!("{}: invalid graph recipe", p.display()))?
         }
         None => GraphRecipe::new(method),
     };
@@ -51,12 +50,7 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
         r.geometric.skip_layers = v;
     }
     if let Some(p) = &a.map {
-        r.map_file = Some(
-            fs::canonicalize(p)
-                .unwrap_or_else(|_| p.clone())
-                .display()
-                .to_string(),
-        );
+        r.map_file = Some(fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string());
         r.map_hash = Some(file_hash(p)?);
     }
     anyhow::ensure!(
@@ -102,10 +96,7 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     });
     pb.finish_and_clear();
     let built: Vec<(BuildStats, u64)> = results.into_iter().collect::<Result<_>>()?;
-    write_atomic(
-        &a.out.join("recipe.toml"),
-        toml::to_string(&recipe)?.as_bytes(),
-    )?;
+    write_atomic(&a.out.join("recipe.toml"), toml::to_string(&recipe)?.as_bytes())?;
     report(&a, &recipe, &built, wall.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
@@ -114,8 +105,7 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
     let n = built.len() as f64;
     let mean = |f: fn(&BuildStats) -> f64| built.iter().map(|(s, _)| f(s)).sum::<f64>() / n;
     let total = |f: fn(&BuildStats) -> u64| built.iter().map(|(s, _)| f(s)).sum::<u64>();
-    let eff_total =
-        total(|s| s.target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
+    let eff_total = total(|s| s.target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
     let purity_total = total(|s| s.true_edges) as f64 / total(|s| s.edges).max(1) as f64;
     let bytes: u64 = built.iter().map(|b| b.1).sum();
     let summary = json!({
@@ -140,14 +130,7 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
     for (s, _) in built {
         println!(
             "{:>9} {:>8} {:>9} {:>9} {:>9} {:>10.4} {:>8.4} {:>8.3}",
-            s.event_id,
-            s.nodes,
-            s.edges,
-            s.true_edges,
-            s.target_edges,
-            s.efficiency,
-            s.purity,
-            s.build_seconds
+            s.event_id, s.nodes, s.edges, s.true_edges, s.target_edges, s.efficiency, s.purity, s.build_seconds
         );
     }
     println!(

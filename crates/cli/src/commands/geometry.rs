@@ -11,8 +11,7 @@ use crate::util::{load_detector, print_json};
 
 pub fn run(a: GeometryArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
-    let bytes = write_detectors(&a.out, &det.modules)
-        .with_context(|| format!("writing {}", a.out.display()))?;
+    let bytes = write_detectors(&a.out, &det.modules).with_context(|| format!("writing {}", a.out.display()))?;
     let layers: Vec<_> = det
         .layers
         .iter()

@@ -7,9 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
-use trackgnn_trackml::summary::{
-    ConsistencyChecks, RealismAccumulator, Tolerance, compare_with_trackml,
-};
+use trackgnn_trackml::summary::{ConsistencyChecks, RealismAccumulator, Tolerance, compare_with_trackml};
 use trackgnn_trackml::{Detector, SolenoidField};
 
 use crate::cli::InspectArgs;
@@ -21,28 +19,15 @@ fn events_at(path: &Path) -> Result<(PathBuf, Vec<EventFiles>)> {
     if path.is_dir() {
         return Ok((path.to_path_buf(), discover_events(path)?));
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let digits: String = name
-        .strip_prefix("event")
-        .unwrap_or("")
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let digits: String = name.strip_prefix("event").unwrap_or("").chars().take_while(|c| c.is_ascii_digit()).collect();
     if digits.is_empty() {
         if !path.exists() {
             bail!("{}: no such file or directory", path.display());
         }
-        bail!(
-            "{}: not an event directory or an `eventNNNNNNNNN-…` file",
-            path.display()
-        );
+        bail!("{}: not an event directory or an `eventNNNNNNNNN-…` file", path.display());
     }
-    let id: u64 = digits
-        .parse()
-        .with_context(|| format!("{}: event number too large", path.display()))?;
+    let id: u64 = digits.parse().with_context(|| format!("{}: event number too large", path.display()))?;
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -89,37 +74,21 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             "checks": checks.results(), "all_checks_passed": checks.all_passed(),
         }));
     } else {
-        println!(
-            "{} event(s) in {} (geometry: {det_name})",
-            stats.events,
-            dir.display()
-        );
+        println!("{} event(s) in {} (geometry: {det_name})", stats.events, dir.display());
         println!(
             "per event: {:.0} hits, {:.0} particles, {:.0} with hits",
             stats.hits_per_event, stats.particles_per_event, stats.particles_with_hits_per_event
         );
-        println!(
-            "\n{:<52} {:>10} {:>15}  agrees",
-            "realism (MISSION.md table)", "this data", "real TrackML"
-        );
+        println!("\n{:<52} {:>10} {:>15}  agrees", "realism (MISSION.md table)", "this data", "real TrackML");
         for r in &rows {
             let real = match r.tolerance {
                 Tolerance::AtMost => format!("<= {}", r.real_high),
                 _ if r.real_low == r.real_high => format!("{}", r.real_low),
                 _ => format!("{}-{}", r.real_low, r.real_high),
             };
-            println!(
-                "{:<52} {:>10.4} {:>15}  {}",
-                r.label,
-                r.value,
-                real,
-                if r.agrees { "yes" } else { "NO" }
-            );
+            println!("{:<52} {:>10.4} {:>15}  {}", r.label, r.value, real, if r.agrees { "yes" } else { "NO" });
         }
-        println!(
-            "{agreeing} of {} rows agree (fractions ±0.03, other figures ±15%)",
-            rows.len()
-        );
+        println!("{agreeing} of {} rows agree (fractions ±0.03, other figures ±15%)", rows.len());
         println!("\nconsistency checks");
         for c in checks.results() {
             println!(
@@ -132,9 +101,5 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if checks.all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if checks.all_passed() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

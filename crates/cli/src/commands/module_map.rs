@@ -23,23 +23,10 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
         anyhow::ensure!(n > 0, "--events must be at least 1");
         events.truncate(n);
     }
-    let target = TargetConfig {
-        pt_min: a.pt_min,
-        min_hits: a.min_hits,
-    };
-    let config = MapConfig {
-        target: target.clone(),
-        max_vertex_r: if a.all_particles {
-            None
-        } else {
-            Some(a.max_vertex_r)
-        },
-    };
-    let cuts = NodeCuts {
-        pt_min: Some(a.pt_min),
-        remove_noise: true,
-        eta_range: None,
-    };
+    let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
+    let config =
+        MapConfig { target: target.clone(), max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
+    let cuts = NodeCuts { pt_min: Some(a.pt_min), remove_noise: true, eta_range: None };
     let pool = thread_pool(a.threads)?;
     let pb = progress::bar(events.len() as u64, "module map");
     let t = Instant::now();
@@ -49,11 +36,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
             .try_fold(
                 || ModuleMap::new(config.clone()),
                 |mut map, files| -> Result<ModuleMap> {
-                    let opts = ReadOptions {
-                        truth: true,
-                        particles: true,
-                        cells: false,
-                    };
+                    let opts = ReadOptions { truth: true, particles: true, cells: false };
                     let event = read_event(files, opts)?;
                     let table = HitTable::build(&event, &det, &cuts)?;
                     map.add_event(&table, &truth_edges(&table, &target));
@@ -71,9 +54,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     })?;
     pb.finish_and_clear();
     let seconds = t.elapsed().as_secs_f64();
-    let bytes = map
-        .save(&a.out)
-        .with_context(|| format!("writing {}", a.out.display()))?;
+    let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
     if a.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "bytes": bytes,

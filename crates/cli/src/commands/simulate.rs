@@ -31,8 +31,7 @@ fn resolve_config(a: &SimulateArgs) -> Result<SimConfig> {
     let mut cfg = match &a.config {
         Some(p) => {
             let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text)
-                .with_context(|| format!("{}: invalid simulation config", p.display()))?
+            toml::from_str(&text).with_context(|| format!("{}: invalid simulation config", p.display()))?
         }
         None => SimConfig::default(),
     };
@@ -72,17 +71,10 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         first_event: a.first_event,
         events: a.events,
         gzip: a.gzip,
-        detector: a
-            .detector
-            .detector
-            .as_ref()
-            .map_or("built-in TrackML".into(), |p| p.display().to_string()),
+        detector: a.detector.detector.as_ref().map_or("built-in TrackML".into(), |p| p.display().to_string()),
         config: &cfg,
     };
-    write_atomic(
-        &a.out.join("simulation.toml"),
-        toml::to_string(&record)?.as_bytes(),
-    )?;
+    write_atomic(&a.out.join("simulation.toml"), toml::to_string(&record)?.as_bytes())?;
     report(&a, &figures, wall_s, threads);
     Ok(ExitCode::SUCCESS)
 }
@@ -104,10 +96,7 @@ fn one_event(g: &Generator, seed: u64, id: u64, out: &Path, gzip: bool) -> Resul
     let t = Instant::now();
     let stats = write_event(out, &event, gzip)?;
     let write_s = t.elapsed().as_secs_f64();
-    let parts = event
-        .particles
-        .as_ref()
-        .expect("generated events have particles");
+    let parts = event.particles.as_ref().expect("generated events have particles");
     Ok(EventFigures {
         hits: event.hits.len(),
         particles: parts.len(),

@@ -24,16 +24,11 @@ use crate::util::{print_json, thread_pool};
 
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
 fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
-    let file = a
-        .config
-        .clone()
-        .or_else(|| a.resume.then(|| a.out.join("config.toml")));
+    let file = a.config.clone().or_else(|| a.resume.then(|| a.out.join("config.toml")));
     let mut c: TrainConfig = match &file {
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text)
-                .with_context(|| format!("{}: invalid training config", p.display()))?
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text).with_context(|| format!("{}: invalid training config", p.display()))?
         }
         None => TrainConfig::default(),
     };
@@ -125,14 +120,10 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM (Slurm preemption) and SIGINT: finish the step, checkpoint, exit.
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the signal handler")?;
     }
     let root = comm.is_root();
-    let bars = Bars {
-        bar: std::sync::Mutex::new(None),
-        quiet: !root || a.json,
-    };
+    let bars = Bars { bar: std::sync::Mutex::new(None), quiet: !root || a.json };
     let outcome = pool.install(|| -> Result<_> {
         let mut trainer = Trainer::new(cfg.clone(), &a.graphs, &a.out, a.resume, comm)?;
         if root && !a.json {
@@ -152,10 +143,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         if a.json {
             print_json(&json!({ "run": a.out, "outcome": outcome }));
         } else if outcome.interrupted {
-            eprintln!(
-                "interrupted: checkpoint written at step {}; continue with --resume",
-                outcome.global_step
-            );
+            eprintln!("interrupted: checkpoint written at step {}; continue with --resume", outcome.global_step);
         } else {
             eprintln!(
                 "done: {} epochs, {} steps; best epoch {:?} ({:?} = {:.5}); weights in {}",
@@ -168,40 +156,38 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if outcome.interrupted {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
-    crate::dist_launch::refuse_if_launched_as_many_ranks()?;
-    run_with(a, &mut SingleProcess)
+    #[cfg(feature = "mpi")]
+    {
+        // An MPI build always runs under MPI (a lone process is a world of one).
+        let mut comm = trackgnn_train::dist::MpiComm::init(a.mpi_chunk.unwrap_or(trackgnn_train::dist::MAX_CHUNK))?;
+        run_with(a, &mut comm)
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        crate::dist_launch::refuse_if_launched_as_many_ranks()?;
+        run_with(a, &mut SingleProcess)
+    }
 }
 
 /// `trackgnn eval`: the Table-1 row of a run on a graph directory.
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = &a.run;
     let cfg_path = run.join("config.toml");
-    let text = std::fs::read_to_string(&cfg_path)
-        .with_context(|| format!("reading {}", cfg_path.display()))?;
-    let cfg: TrainConfig = toml::from_str(&text)
-        .with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
+    let text = std::fs::read_to_string(&cfg_path).with_context(|| format!("reading {}", cfg_path.display()))?;
+    let cfg: TrainConfig =
+        toml::from_str(&text).with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
     let set = GraphSet::open(&a.graphs, 0)?;
     // The test events of the run when evaluating on its own graph directory, else every graph.
-    let events: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(run.join("events.json")).context("reading events.json")?,
-    )?;
-    let same_dir = events["graphs_dir"]
-        .as_str()
-        .map(PathBuf::from)
-        .is_some_and(|d| same_path(&d, &a.graphs));
+    let events: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("events.json")).context("reading events.json")?)?;
+    let same_dir = events["graphs_dir"].as_str().map(PathBuf::from).is_some_and(|d| same_path(&d, &a.graphs));
     let idx: Vec<usize> = if same_dir && !a.all {
         let test: Vec<u64> = serde_json::from_value(events["test"].clone())?;
-        (0..set.len())
-            .filter(|&i| test.contains(&set.files[i].0))
-            .collect()
+        (0..set.len()).filter(|&i| test.contains(&set.files[i].0)).collect()
     } else {
         (0..set.len()).collect()
     };
@@ -209,12 +195,8 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
         bail!("no graphs to evaluate in {}", a.graphs.display());
     }
     let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
-    let mut model = InteractionGnn::<f32>::new(
-        cfg.model.clone(),
-        first.input.node_dim,
-        first.input.edge_dim,
-        &mut Rng::new(0),
-    );
+    let mut model =
+        InteractionGnn::<f32>::new(cfg.model.clone(), first.input.node_dim, first.input.edge_dim, &mut Rng::new(0));
     let weights = match a.weights.as_str() {
         "best" => run.join("best.safetensors"),
         "last" => run.join("checkpoint").join("model.safetensors"),
@@ -223,12 +205,8 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     load_weights(&weights, &mut model.params)?;
     let pool = thread_pool(a.threads)?;
     let r = pool.install(|| evaluate(&model, &set, &idx, &cfg, &mut SingleProcess, false))?;
-    let last = read_records(&run.join("metrics.jsonl"))
-        .ok()
-        .and_then(|v| v.last().cloned());
-    let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| {
-        (l.epoch_seconds, l.seconds_per_batch)
-    });
+    let last = read_records(&run.join("metrics.jsonl")).ok().and_then(|v| v.last().cloned());
+    let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
     let m = &r.mean;
     if a.json {
         print_json(&json!({
@@ -238,12 +216,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
             "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
         }));
     } else {
-        println!(
-            "{} events of {} with {}",
-            r.events,
-            a.graphs.display(),
-            weights.display()
-        );
+        println!("{} events of {} with {}", r.events, a.graphs.display(), weights.display());
         println!(
             "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
         );

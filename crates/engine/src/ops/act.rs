@@ -97,20 +97,11 @@ mod tests {
 
     #[test]
     fn derivatives_match_central_differences() {
-        for act in [
-            Activation::Relu,
-            Activation::Silu,
-            Activation::Tanh,
-            Activation::Identity,
-        ] {
+        for act in [Activation::Relu, Activation::Silu, Activation::Tanh, Activation::Identity] {
             for &x in &[-2.3f64, -0.4, 0.3, 1.7, 5.0] {
                 let h = 1e-6;
                 let fd = (act.f(x + h) - act.f(x - h)) / (2.0 * h);
-                assert!(
-                    (fd - act.df(x)).abs() < 1e-8,
-                    "{act:?} at {x}: {fd} vs {}",
-                    act.df(x)
-                );
+                assert!((fd - act.df(x)).abs() < 1e-8, "{act:?} at {x}: {fd} vs {}", act.df(x));
             }
         }
     }
@@ -127,14 +118,8 @@ mod tests {
                 let mut g = vec![1.5f32; x.len()];
                 backward_in_place(act, &x, &mut g);
                 for i in 0..x.len() {
-                    assert!(
-                        (y[i] - act.f(x[i])).abs() <= 1e-6 * (1.0 + y[i].abs()),
-                        "{act:?} {level:?}"
-                    );
-                    assert!(
-                        (g[i] - 1.5 * act.df(x[i])).abs() <= 1e-5,
-                        "{act:?} {level:?}"
-                    );
+                    assert!((y[i] - act.f(x[i])).abs() <= 1e-6 * (1.0 + y[i].abs()), "{act:?} {level:?}");
+                    assert!((g[i] - 1.5 * act.df(x[i])).abs() <= 1e-5, "{act:?} {level:?}");
                 }
             }
         }

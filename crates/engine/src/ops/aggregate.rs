@@ -98,16 +98,11 @@ pub fn forward<T: Real>(
     cache: &mut AggCache<T>,
 ) {
     let n = csr.num_nodes();
-    assert!(
-        out.len() >= n * ld && col0 + aggs.len() * h <= ld,
-        "aggregate: out shape"
-    );
+    assert!(out.len() >= n * ld && col0 + aggs.len() * h <= ld, "aggregate: out shape");
     let has_max = aggs.contains(&Aggr::Max);
     let has_std = aggs.contains(&Aggr::Std);
     cache.argmax.clear();
-    cache
-        .argmax
-        .resize(if has_max { n * h } else { 0 }, u32::MAX);
+    cache.argmax.resize(if has_max { n * h } else { 0 }, u32::MAX);
     cache.mean.clear();
     cache.mean.resize(if has_std { n * h } else { 0 }, T::ZERO);
     cache.std.clear();
@@ -124,11 +119,7 @@ pub fn forward<T: Real>(
         .collect();
     debug_assert_eq!(work.len(), n_chunks);
     work.into_par_iter().for_each(|(c, o, a, m, s)| {
-        let view = ChunkCache {
-            argmax: a,
-            mean: m,
-            std: s,
-        };
+        let view = ChunkCache { argmax: a, mean: m, std: s };
         forward_chunk(x, h, csr, aggs, c * NODE_CHUNK, o, ld, col0, view);
     });
 }
@@ -228,23 +219,9 @@ pub fn backward<T: Real>(
     cache: &AggCache<T>,
     dx: &mut [T],
 ) {
-    dx.par_chunks_mut(EDGE_CHUNK * h)
-        .enumerate()
-        .for_each(|(c, dx_c)| {
-            backward_chunk(
-                x,
-                h,
-                csr,
-                node_of_edge,
-                aggs,
-                dout,
-                ld,
-                col0,
-                cache,
-                c * EDGE_CHUNK,
-                dx_c,
-            );
-        });
+    dx.par_chunks_mut(EDGE_CHUNK * h).enumerate().for_each(|(c, dx_c)| {
+        backward_chunk(x, h, csr, node_of_edge, aggs, dout, ld, col0, cache, c * EDGE_CHUNK, dx_c);
+    });
 }
 
 crate::dispatch! {
@@ -335,11 +312,8 @@ mod tests {
                 let cnt = vals.len() as f64;
                 let mean = if vals.is_empty() { 0.0 } else { s / cnt };
                 let max = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let var = if vals.is_empty() {
-                    0.0
-                } else {
-                    vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / cnt
-                };
+                let var =
+                    if vals.is_empty() { 0.0 } else { vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / cnt };
                 let r = &out[node * ld + 2..];
                 assert!((r[j] - s).abs() < 1e-12);
                 assert!((r[h + j] - mean).abs() < 1e-12);
@@ -356,11 +330,7 @@ mod tests {
             xp[i] += 1e-6;
             xm[i] -= 1e-6;
             let fd = (loss(&xp) - loss(&xm)) / 2e-6;
-            assert!(
-                (fd - dx[i]).abs() < 1e-5 * (1.0 + fd.abs()),
-                "dx[{i}]: {fd} vs {}",
-                dx[i]
-            );
+            assert!((fd - dx[i]).abs() < 1e-5 * (1.0 + fd.abs()), "dx[{i}]: {fd} vs {}", dx[i]);
         }
     }
 }

@@ -149,44 +149,22 @@ mod tests {
             let b: Vec<f64> = (0..d).map(|_| rng.normal()).collect();
             let (y, xh, rstd) = forward(&x, d, &g, &b);
             let slow = layer_norm_slow(&x, d, &g, &b);
-            let diff = y
-                .iter()
-                .zip(&slow)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max);
+            let diff = y.iter().zip(&slow).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(diff < 1e-12, "max |Δ| {diff}");
             // Loss L = Σ w ⊙ y with random w: dL/dy = w.
             let w: Vec<f64> = (0..rows * d).map(|_| rng.normal()).collect();
             let mut gx = w.clone();
             let (mut dg, mut db) = (vec![0.0; d], vec![0.0; d]);
-            backward(
-                &xh,
-                &rstd,
-                d,
-                Some(&g),
-                &mut gx,
-                Some(&mut dg),
-                Some(&mut db),
-            );
-            let loss = |x: &[f64], g: &[f64], b: &[f64]| {
-                forward(x, d, g, b)
-                    .0
-                    .iter()
-                    .zip(&w)
-                    .map(|(a, b)| a * b)
-                    .sum::<f64>()
-            };
+            backward(&xh, &rstd, d, Some(&g), &mut gx, Some(&mut dg), Some(&mut db));
+            let loss =
+                |x: &[f64], g: &[f64], b: &[f64]| forward(x, d, g, b).0.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
             let h = 1e-6;
             for i in 0..x.len() {
                 let (mut xp, mut xm) = (x.clone(), x.clone());
                 xp[i] += h;
                 xm[i] -= h;
                 let fd = (loss(&xp, &g, &b) - loss(&xm, &g, &b)) / (2.0 * h);
-                assert!(
-                    (fd - gx[i]).abs() < 1e-6 * (1.0 + fd.abs()),
-                    "dx[{i}] {fd} vs {}",
-                    gx[i]
-                );
+                assert!((fd - gx[i]).abs() < 1e-6 * (1.0 + fd.abs()), "dx[{i}] {fd} vs {}", gx[i]);
             }
             for j in 0..d {
                 let (mut gp, mut gm) = (g.clone(), g.clone());
@@ -219,11 +197,7 @@ mod tests {
         }
         force_level(None);
         for o in &outs[1..] {
-            let diff = o
-                .iter()
-                .zip(&outs[0])
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
+            let diff = o.iter().zip(&outs[0]).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
             eprintln!("layer norm SIMD vs scalar: max |Δ| = {diff:e}");
             assert!(diff < 1e-5);
         }

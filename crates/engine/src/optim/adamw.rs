@@ -24,13 +24,7 @@ pub struct AdamWConfig {
 
 impl Default for AdamWConfig {
     fn default() -> Self {
-        AdamWConfig {
-            lr: 1e-3,
-            betas: (0.9, 0.999),
-            eps: 1e-8,
-            weight_decay: 0.01,
-            amsgrad: false,
-        }
+        AdamWConfig { lr: 1e-3, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.01, amsgrad: false }
     }
 }
 
@@ -125,35 +119,16 @@ impl AdamW {
         let AdamWState { step, m, v, v_max } = state;
         assert_eq!(m.len(), v.len(), "AdamW state: m and v differ in length");
         if let Some(vm) = &v_max {
-            assert_eq!(
-                vm.len(),
-                v.len(),
-                "AdamW state: v_max and v differ in length"
-            );
+            assert_eq!(vm.len(), v.len(), "AdamW state: v_max and v differ in length");
         }
         let n = m.len();
-        let v_max = if cfg.amsgrad {
-            Some(v_max.unwrap_or_else(|| vec![0.0; n]))
-        } else {
-            None
-        };
-        AdamW {
-            cfg,
-            m,
-            v,
-            v_max,
-            step,
-        }
+        let v_max = if cfg.amsgrad { Some(v_max.unwrap_or_else(|| vec![0.0; n])) } else { None };
+        AdamW { cfg, m, v, v_max, step }
     }
 
     /// A copy of the state, for checkpoints.
     pub fn state(&self) -> AdamWState {
-        AdamWState {
-            step: self.step,
-            m: self.m.clone(),
-            v: self.v.clone(),
-            v_max: self.v_max.clone(),
-        }
+        AdamWState { step: self.step, m: self.m.clone(), v: self.v.clone(), v_max: self.v_max.clone() }
     }
 
     /// The settings.
@@ -210,29 +185,14 @@ impl AdamW {
     #[track_caller]
     pub fn step_seq(&mut self, params: &mut [f32], grads: &[f32], lr: f64) {
         let s = self.begin_step(params, grads, lr);
-        update(
-            &s,
-            params,
-            grads,
-            &mut self.m,
-            &mut self.v,
-            self.v_max.as_deref_mut(),
-        );
+        update(&s, params, grads, &mut self.m, &mut self.v, self.v_max.as_deref_mut());
     }
 
     /// Checks the shapes, advances the step counter and computes the step's scalars.
     #[track_caller]
     fn begin_step(&mut self, params: &[f32], grads: &[f32], lr: f64) -> Scalars {
-        assert_eq!(
-            params.len(),
-            self.m.len(),
-            "AdamW::step: params has the wrong length"
-        );
-        assert_eq!(
-            grads.len(),
-            self.m.len(),
-            "AdamW::step: grads has the wrong length"
-        );
+        assert_eq!(params.len(), self.m.len(), "AdamW::step: params has the wrong length");
+        assert_eq!(grads.len(), self.m.len(), "AdamW::step: grads has the wrong length");
         self.step += 1;
         let (b1, b2) = self.cfg.betas;
         // β^t in f64; exponents beyond i32 only happen when β^t has long underflowed to 0.
@@ -252,14 +212,7 @@ impl AdamW {
 }
 
 /// The elementwise update of one chunk (see [`AdamW`] for the formula).
-fn update(
-    s: &Scalars,
-    p: &mut [f32],
-    g: &[f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    mut v_max: Option<&mut [f32]>,
-) {
+fn update(s: &Scalars, p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], mut v_max: Option<&mut [f32]>) {
     for i in 0..p.len() {
         let gi = g[i];
         // θ ← θ·(1 − γλ)   (PyTorch: param.mul_(1 - lr * weight_decay))
@@ -273,11 +226,7 @@ fn update(
         let vhat = match v_max.as_deref_mut() {
             Some(vm) => {
                 // torch.maximum: NaN propagates.
-                vm[i] = if vm[i].is_nan() || vi.is_nan() {
-                    f32::NAN
-                } else {
-                    vm[i].max(vi)
-                };
+                vm[i] = if vm[i].is_nan() || vi.is_nan() { f32::NAN } else { vm[i].max(vi) };
                 vm[i]
             }
             None => vi,
@@ -291,11 +240,7 @@ fn update(
 /// `a + w·(b − a)`, written as ATen's `lerp` does (two forms for accuracy near w = 1).
 #[inline]
 fn lerp(a: f32, b: f32, w: f32) -> f32 {
-    if w.abs() < 0.5 {
-        a + w * (b - a)
-    } else {
-        b - (b - a) * (1.0 - w)
-    }
+    if w.abs() < 0.5 { a + w * (b - a) } else { b - (b - a) * (1.0 - w) }
 }
 
 #[cfg(test)]
@@ -323,13 +268,7 @@ mod tests {
         for (t, (g, w)) in got.iter().zip(want).enumerate() {
             for k in 0..2 {
                 let d = (g[k] as f64 - w[k]).abs();
-                assert!(
-                    d < 2e-7,
-                    "step {} element {k}: got {} want {} (|Δ| {d:e})",
-                    t + 1,
-                    g[k],
-                    w[k]
-                );
+                assert!(d < 2e-7, "step {} element {k}: got {} want {} (|Δ| {d:e})", t + 1, g[k], w[k]);
             }
         }
     }
@@ -337,27 +276,15 @@ mod tests {
     #[test]
     fn defaults_are_pytorch_defaults() {
         let c = AdamWConfig::default();
-        assert_eq!(
-            (c.lr, c.betas, c.eps, c.weight_decay, c.amsgrad),
-            (1e-3, (0.9, 0.999), 1e-8, 0.01, false)
-        );
+        assert_eq!((c.lr, c.betas, c.eps, c.weight_decay, c.amsgrad), (1e-3, (0.9, 0.999), 1e-8, 0.01, false));
         let parsed: AdamWConfig = serde_json::from_str(r#"{"lr": 0.01}"#).unwrap();
-        assert_eq!(
-            parsed,
-            AdamWConfig {
-                lr: 0.01,
-                ..AdamWConfig::default()
-            }
-        );
+        assert_eq!(parsed, AdamWConfig { lr: 0.01, ..AdamWConfig::default() });
         assert!(serde_json::from_str::<AdamWConfig>(r#"{"learning_rate": 0.01}"#).is_err());
     }
 
     #[test]
     fn adam_without_weight_decay_matches_hand_computed() {
-        let cfg = AdamWConfig {
-            weight_decay: 0.0,
-            ..AdamWConfig::default()
-        };
+        let cfg = AdamWConfig { weight_decay: 0.0, ..AdamWConfig::default() };
         let (got, opt) = three_steps(cfg);
         check(
             &got,
@@ -376,10 +303,7 @@ mod tests {
 
     #[test]
     fn weight_decay_matches_hand_computed() {
-        let cfg = AdamWConfig {
-            weight_decay: 0.1,
-            ..AdamWConfig::default()
-        };
+        let cfg = AdamWConfig { weight_decay: 0.1, ..AdamWConfig::default() };
         let (got, _) = three_steps(cfg);
         check(
             &got,
@@ -394,12 +318,7 @@ mod tests {
     #[test]
     fn amsgrad_matches_hand_computed_and_differs_from_plain() {
         // β2 = 0.9 so that v shrinks after step 1 and the running maximum matters.
-        let cfg = AdamWConfig {
-            betas: (0.9, 0.9),
-            weight_decay: 0.1,
-            amsgrad: true,
-            ..AdamWConfig::default()
-        };
+        let cfg = AdamWConfig { betas: (0.9, 0.9), weight_decay: 0.1, amsgrad: true, ..AdamWConfig::default() };
         let (got, opt) = three_steps(cfg);
         check(
             &got,
@@ -411,10 +330,7 @@ mod tests {
         );
         let vm = opt.state().v_max.unwrap();
         assert!((vm[0] as f64 - 0.1).abs() < 1e-8 && (vm[1] as f64 - 0.4).abs() < 1e-7);
-        let (plain, _) = three_steps(AdamWConfig {
-            amsgrad: false,
-            ..cfg
-        });
+        let (plain, _) = three_steps(AdamWConfig { amsgrad: false, ..cfg });
         check(
             &plain,
             [
@@ -431,16 +347,9 @@ mod tests {
         let a = [1.0f32, 100.0, 0.01];
         let c = [3.0f32, -2.0, 0.5];
         let mut p = [0.0f32; 3];
-        let cfg = AdamWConfig {
-            weight_decay: 0.0,
-            ..AdamWConfig::default()
-        };
+        let cfg = AdamWConfig { weight_decay: 0.0, ..AdamWConfig::default() };
         let mut opt = AdamW::new(3, cfg);
-        let f = |p: &[f32; 3]| {
-            (0..3)
-                .map(|i| a[i] as f64 * ((p[i] - c[i]) as f64).powi(2))
-                .sum::<f64>()
-        };
+        let f = |p: &[f32; 3]| (0..3).map(|i| a[i] as f64 * ((p[i] - c[i]) as f64).powi(2)).sum::<f64>();
         let f0 = f(&p);
         for k in 0..4000 {
             let g: Vec<f32> = (0..3).map(|i| 2.0 * a[i] * (p[i] - c[i])).collect();
@@ -448,12 +357,7 @@ mod tests {
             opt.step_seq(&mut p, &g, lr);
         }
         for i in 0..3 {
-            assert!(
-                (p[i] - c[i]).abs() < 5e-3,
-                "θ{i} = {} (minimum at {})",
-                p[i],
-                c[i]
-            );
+            assert!((p[i] - c[i]).abs() < 5e-3, "θ{i} = {} (minimum at {})", p[i], c[i]);
         }
         assert!(f(&p) < 1e-4 * f0);
     }
@@ -462,10 +366,7 @@ mod tests {
     fn parallel_step_equals_sequential_step() {
         for &n in &[0usize, 1, 7, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 17] {
             for amsgrad in [false, true] {
-                let cfg = AdamWConfig {
-                    amsgrad,
-                    ..AdamWConfig::default()
-                };
+                let cfg = AdamWConfig { amsgrad, ..AdamWConfig::default() };
                 let mut rng = 0x9e37_79b9_7f4a_7c15u64;
                 let mut next = || {
                     rng ^= rng << 13;
@@ -474,8 +375,7 @@ mod tests {
                     (rng >> 40) as f32 / (1u64 << 24) as f32 - 0.5
                 };
                 let p0: Vec<f32> = (0..n).map(|_| next()).collect();
-                let grads: Vec<Vec<f32>> =
-                    (0..3).map(|_| (0..n).map(|_| next()).collect()).collect();
+                let grads: Vec<Vec<f32>> = (0..3).map(|_| (0..n).map(|_| next()).collect()).collect();
                 let (mut pa, mut pb) = (p0.clone(), p0);
                 let (mut a, mut b) = (AdamW::new(n, cfg), AdamW::new(n, cfg));
                 for g in &grads {
@@ -483,10 +383,7 @@ mod tests {
                     b.step_seq(&mut pb, g, 1e-2);
                 }
                 let same = pa.iter().zip(&pb).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(
-                    same,
-                    "n = {n}, amsgrad = {amsgrad}: parallel and sequential differ"
-                );
+                assert!(same, "n = {n}, amsgrad = {amsgrad}: parallel and sequential differ");
                 assert_eq!(a.state(), b.state());
             }
         }
@@ -494,10 +391,7 @@ mod tests {
 
     #[test]
     fn state_round_trip_continues_identically() {
-        let cfg = AdamWConfig {
-            amsgrad: true,
-            ..AdamWConfig::default()
-        };
+        let cfg = AdamWConfig { amsgrad: true, ..AdamWConfig::default() };
         let mut p = vec![0.3f32, -0.7, 1.1];
         let g = [0.5f32, -0.25, 2.0];
         let mut a = AdamW::new(3, cfg);
@@ -509,21 +403,9 @@ mod tests {
         assert_eq!(p, q);
         assert_eq!(b.num_steps(), 2);
         // Switching AMSGrad on at resume starts the running maximum from zero.
-        let c = AdamW::from_state(
-            cfg,
-            AdamWState {
-                v_max: None,
-                ..a.state()
-            },
-        );
+        let c = AdamW::from_state(cfg, AdamWState { v_max: None, ..a.state() });
         assert_eq!(c.state().v_max, Some(vec![0.0; 3]));
-        let d = AdamW::from_state(
-            AdamWConfig {
-                amsgrad: false,
-                ..cfg
-            },
-            a.state(),
-        );
+        let d = AdamW::from_state(AdamWConfig { amsgrad: false, ..cfg }, a.state());
         assert!(d.state().v_max.is_none());
     }
 

@@ -38,9 +38,7 @@ pub fn clip_grad_norm(grads: &mut [f32], max_norm: f64) -> f64 {
     let enabled = max_norm > 0.0 && max_norm.is_finite();
     if enabled && norm.is_finite() && norm > max_norm {
         let coef = (max_norm / (norm + 1e-6)) as f32;
-        grads
-            .par_chunks_mut(CHUNK)
-            .for_each(|c| c.iter_mut().for_each(|g| *g *= coef));
+        grads.par_chunks_mut(CHUNK).for_each(|c| c.iter_mut().for_each(|g| *g *= coef));
     }
     norm
 }
@@ -74,16 +72,8 @@ mod tests {
         for &n in &[1usize, 5, CHUNK - 1, CHUNK, CHUNK + 1, 7 * CHUNK + 3] {
             let xs = seeded(n, n as u64);
             let (a, b) = (l2_norm(&xs), l2_norm_seq(&xs));
-            assert_eq!(
-                a.to_bits(),
-                b.to_bits(),
-                "n = {n}: |Δ| = {:e}",
-                (a - b).abs()
-            );
-            let one = rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .build()
-                .unwrap();
+            assert_eq!(a.to_bits(), b.to_bits(), "n = {n}: |Δ| = {:e}", (a - b).abs());
+            let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
             assert_eq!(one.install(|| l2_norm(&xs)).to_bits(), a.to_bits());
         }
     }
@@ -100,11 +90,7 @@ mod tests {
         assert!((after - 1.0).abs() < 1e-5, "norm after clipping {after}");
         // Direction kept: every element scaled by the same factor.
         let k = g[0] / before[0];
-        assert!(
-            g.iter()
-                .zip(&before)
-                .all(|(a, b)| (a - k * b).abs() <= 1e-6 * b.abs().max(1e-3))
-        );
+        assert!(g.iter().zip(&before).all(|(a, b)| (a - k * b).abs() <= 1e-6 * b.abs().max(1e-3)));
     }
 
     #[test]

@@ -17,11 +17,7 @@ pub struct LrScheduleConfig {
 
 impl Default for LrScheduleConfig {
     fn default() -> Self {
-        LrScheduleConfig {
-            warmup_epochs: 0.0,
-            step_size: 0,
-            gamma: 0.5,
-        }
+        LrScheduleConfig { warmup_epochs: 0.0, step_size: 0, gamma: 0.5 }
     }
 }
 
@@ -55,16 +51,8 @@ impl LrSchedule {
 
     /// The learning rate for step `step_in_epoch` (from 0) of epoch `epoch` (from 0), with
     /// `steps_per_epoch` steps per epoch (0 is treated as 1).
-    pub fn lr(
-        &self,
-        base_lr: f64,
-        epoch: usize,
-        step_in_epoch: usize,
-        steps_per_epoch: usize,
-    ) -> f64 {
-        base_lr
-            * self.warmup_factor(epoch, step_in_epoch, steps_per_epoch)
-            * self.decay_factor(epoch)
+    pub fn lr(&self, base_lr: f64, epoch: usize, step_in_epoch: usize, steps_per_epoch: usize) -> f64 {
+        base_lr * self.warmup_factor(epoch, step_in_epoch, steps_per_epoch) * self.decay_factor(epoch)
     }
 
     /// The warm-up factor in (0, 1].
@@ -81,10 +69,7 @@ impl LrSchedule {
     pub fn decay_factor(&self, epoch: usize) -> f64 {
         match self.cfg.step_size {
             0 => 1.0,
-            s => self
-                .cfg
-                .gamma
-                .powi(i32::try_from(epoch / s).unwrap_or(i32::MAX)),
+            s => self.cfg.gamma.powi(i32::try_from(epoch / s).unwrap_or(i32::MAX)),
         }
     }
 }
@@ -108,20 +93,14 @@ mod tests {
     #[test]
     fn warmup_start_middle_end() {
         // Two epochs of 10 steps: 20 warm-up steps.
-        let s = LrSchedule::new(LrScheduleConfig {
-            warmup_epochs: 2.0,
-            ..Default::default()
-        });
+        let s = LrSchedule::new(LrScheduleConfig { warmup_epochs: 2.0, ..Default::default() });
         assert!(close(s.lr(1.0, 0, 0, 10), 1.0 / 20.0), "first step");
         assert!(close(s.lr(1.0, 0, 9, 10), 10.0 / 20.0), "middle");
         assert!(close(s.lr(1.0, 1, 4, 10), 15.0 / 20.0));
         assert!(close(s.lr(1.0, 1, 9, 10), 1.0), "end of warm-up");
         assert!(close(s.lr(1.0, 2, 0, 10), 1.0), "after warm-up");
         // Fractional warm-up: half an epoch of 8 steps = 4 steps.
-        let h = LrSchedule::new(LrScheduleConfig {
-            warmup_epochs: 0.5,
-            ..Default::default()
-        });
+        let h = LrSchedule::new(LrScheduleConfig { warmup_epochs: 0.5, ..Default::default() });
         let got: Vec<f64> = (0..6).map(|k| h.lr(2.0, 0, k, 8)).collect();
         for (g, w) in got.iter().zip([0.5, 1.0, 1.5, 2.0, 2.0, 2.0]) {
             assert!(close(*g, w), "{got:?}");
@@ -130,11 +109,7 @@ mod tests {
 
     #[test]
     fn step_decay_like_step_lr() {
-        let s = LrSchedule::new(LrScheduleConfig {
-            step_size: 3,
-            gamma: 0.1,
-            ..Default::default()
-        });
+        let s = LrSchedule::new(LrScheduleConfig { step_size: 3, gamma: 0.1, ..Default::default() });
         let per_epoch: Vec<f64> = (0..8).map(|e| s.lr(1.0, e, 0, 5)).collect();
         let want = [1.0, 1.0, 1.0, 0.1, 0.1, 0.1, 0.01, 0.01];
         for (g, w) in per_epoch.iter().zip(want) {
@@ -144,11 +119,7 @@ mod tests {
 
     #[test]
     fn warmup_and_decay_multiply() {
-        let s = LrSchedule::new(LrScheduleConfig {
-            warmup_epochs: 1.0,
-            step_size: 1,
-            gamma: 0.5,
-        });
+        let s = LrSchedule::new(LrScheduleConfig { warmup_epochs: 1.0, step_size: 1, gamma: 0.5 });
         assert!(close(s.lr(1.0, 0, 1, 4), 0.5));
         assert!(close(s.lr(1.0, 2, 0, 4), 0.25));
         assert_eq!(s.lr(1.0, 0, 0, 0), 1.0, "0 steps per epoch counts as 1");

@@ -40,21 +40,13 @@ pub fn discover_graphs(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
         }
     }
     if found.is_empty() {
-        return Err(Error::NotFound {
-            dir: dir.to_path_buf(),
-            what: "graph files (event<id>.graph)",
-        });
+        return Err(Error::NotFound { dir: dir.to_path_buf(), what: "graph files (event<id>.graph)" });
     }
     found.sort();
     if let Some(w) = found.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(Error::inconsistent(
             dir,
-            format!(
-                "two graph files for event {}: {} and {}",
-                w[0].0,
-                w[0].1.display(),
-                w[1].1.display()
-            ),
+            format!("two graph files for event {}: {} and {}", w[0].0, w[0].1.display(), w[1].1.display()),
         ));
     }
     Ok(found)
@@ -99,10 +91,7 @@ mod tests {
         let found = discover_graphs(dir.path()).unwrap();
         assert_eq!(
             found,
-            [
-                (2, dir.path().join("event000000002.graph")),
-                (10, dir.path().join("event000000010.graph")),
-            ]
+            [(2, dir.path().join("event000000002.graph")), (10, dir.path().join("event000000010.graph")),]
         );
     }
 
@@ -112,10 +101,7 @@ mod tests {
         let err = discover_graphs(dir.path()).unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }));
         let msg = err.to_string();
-        assert!(
-            msg.contains(&*dir.path().to_string_lossy()) && msg.contains("no graph files"),
-            "{msg}"
-        );
+        assert!(msg.contains(&*dir.path().to_string_lossy()) && msg.contains("no graph files"), "{msg}");
 
         let missing = dir.path().join("nope");
         let msg = discover_graphs(&missing).unwrap_err().to_string();

@@ -99,8 +99,7 @@ impl From<&Graph> for GraphHeader {
 
 /// A count from the header as `usize`.
 pub(crate) fn to_usize(path: &Path, what: &str, v: u64) -> Result<usize> {
-    usize::try_from(v)
-        .map_err(|_| Error::corrupt(path, format!("{what} = {v} does not fit in memory")))
+    usize::try_from(v).map_err(|_| Error::corrupt(path, format!("{what} = {v} does not fit in memory")))
 }
 
 /// The element types of the arrays.
@@ -125,9 +124,7 @@ impl Dtype {
 
     /// The dtype named `s`, if known.
     pub(crate) fn parse(s: &str) -> Option<Dtype> {
-        [Dtype::F32, Dtype::U32, Dtype::U64, Dtype::U8]
-            .into_iter()
-            .find(|d| d.name() == s)
+        [Dtype::F32, Dtype::U32, Dtype::U64, Dtype::U8].into_iter().find(|d| d.name() == s)
     }
 
     /// Bytes per element.
@@ -195,23 +192,13 @@ impl Element for u8 {
 ///
 /// The maximum is taken first (a branch-free loop that vectorises); only a bad array is
 /// searched for the first offending position.
-pub(crate) fn check_indices(
-    name: &str,
-    idx: &[u32],
-    num_nodes: usize,
-) -> std::result::Result<(), String> {
+pub(crate) fn check_indices(name: &str, idx: &[u32], num_nodes: usize) -> std::result::Result<(), String> {
     let max = idx.iter().copied().fold(0u32, u32::max);
     if idx.is_empty() || (max as usize) < num_nodes {
         return Ok(());
     }
-    let pos = idx
-        .iter()
-        .position(|&i| i as usize >= num_nodes)
-        .expect("the maximum is out of range");
-    Err(format!(
-        "array `{name}`: edge {pos} refers to node {}, but the graph has {num_nodes} nodes",
-        idx[pos]
-    ))
+    let pos = idx.iter().position(|&i| i as usize >= num_nodes).expect("the maximum is out of range");
+    Err(format!("array `{name}`: edge {pos} refers to node {}, but the graph has {num_nodes} nodes", idx[pos]))
 }
 
 /// `Err(message)` if the arrays of `g` disagree in length or an edge refers to a missing node:
@@ -221,25 +208,13 @@ pub(crate) fn check_graph(g: &Graph) -> std::result::Result<(), String> {
     let (nf, ef) = (g.num_node_features(), g.num_edge_features());
     let expect = |name: &str, got: usize, want: Option<usize>, why: &str| match want {
         Some(w) if w == got => Ok(()),
-        Some(w) => Err(format!(
-            "array `{name}` has {got} values, expected {w} ({why})"
-        )),
+        Some(w) => Err(format!("array `{name}` has {got} values, expected {w} ({why})")),
         None => Err(format!("array `{name}`: size {why} overflows")),
     };
     let nodes = format!("{n} nodes, the length of `hit_id`");
     let edges = format!("{e} edges, the length of `src`");
-    expect(
-        "node_features",
-        g.node_features.len(),
-        n.checked_mul(nf),
-        &format!("{n} nodes × {nf} node features"),
-    )?;
-    expect(
-        "edge_features",
-        g.edge_features.len(),
-        e.checked_mul(ef),
-        &format!("{e} edges × {ef} edge features"),
-    )?;
+    expect("node_features", g.node_features.len(), n.checked_mul(nf), &format!("{n} nodes × {nf} node features"))?;
+    expect("edge_features", g.edge_features.len(), e.checked_mul(ef), &format!("{e} edges × {ef} edge features"))?;
     expect("dst", g.dst.len(), Some(e), &edges)?;
     expect("r", g.r.len(), Some(n), &nodes)?;
     expect("phi", g.phi.len(), Some(n), &nodes)?;
@@ -289,9 +264,7 @@ mod tests {
                 assert_eq!(buf[..4], x.to_le_bytes());
             }
             assert_eq!(f32::decode(&buf), f);
-            let u: Vec<u64> = (0..n as u64)
-                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-                .collect();
+            let u: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
             let mut buf = vec![0u8; 8 * n];
             u64::encode(&u, &mut buf);
             assert_eq!(u64::decode(&buf), u);

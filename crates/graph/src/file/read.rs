@@ -11,8 +11,8 @@ use std::io::Read;
 use std::path::Path;
 
 use super::format::{
-    CRC_LEN, Dtype, Element, FORMAT_VERSION, GraphHeader, HeaderJson, MAGIC, PREFIX_LEN,
-    check_indices, data_start, to_usize,
+    CRC_LEN, Dtype, Element, FORMAT_VERSION, GraphHeader, HeaderJson, MAGIC, PREFIX_LEN, check_indices, data_start,
+    to_usize,
 };
 use crate::error::{Error, Result};
 use crate::graph::{Graph, GraphTruth};
@@ -37,25 +37,13 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
     let stored = u32::from_le_bytes(*bytes.last_chunk::<4>().expect("size checked"));
     let computed = crc32fast::hash(data);
     if stored != computed {
-        return Err(Error::ChecksumMismatch {
-            path: path.to_path_buf(),
-            stored,
-            computed,
-        });
+        return Err(Error::ChecksumMismatch { path: path.to_path_buf(), stored, computed });
     }
     let head = public_header(path, &h)?;
     let a = Arrays { path, data, h: &h };
     let (n, e) = (head.num_nodes, head.num_edges);
-    let nf = a.product(
-        n,
-        head.node_feature_names.len(),
-        "num_nodes × node features",
-    )?;
-    let ef = a.product(
-        e,
-        head.edge_feature_names.len(),
-        "num_edges × edge features",
-    )?;
+    let nf = a.product(n, head.node_feature_names.len(), "num_nodes × node features")?;
+    let ef = a.product(e, head.edge_feature_names.len(), "num_edges × edge features")?;
     let nodes = "num_nodes";
     let edges = "num_edges";
     let g = Graph {
@@ -99,8 +87,7 @@ pub fn read_graph_header(path: &Path) -> Result<GraphHeader> {
     let file_len = f.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut prefix = [0u8; PREFIX_LEN];
     let got = (file_len as usize).min(PREFIX_LEN);
-    f.read_exact(&mut prefix[..got])
-        .map_err(|e| Error::io(path, e))?;
+    f.read_exact(&mut prefix[..got]).map_err(|e| Error::io(path, e))?;
     let header_len = parse_prefix(path, &prefix[..got], file_len)?;
     let mut json = vec![0u8; header_len];
     f.read_exact(&mut json).map_err(|e| Error::io(path, e))?;
@@ -122,22 +109,13 @@ fn parse_prefix(path: &Path, prefix: &[u8], file_len: u64) -> Result<usize> {
             ),
         ));
     }
-    let truncated = |expected, part| Error::Truncated {
-        path: path.to_path_buf(),
-        expected,
-        actual: file_len,
-        part,
-    };
+    let truncated = |expected, part| Error::Truncated { path: path.to_path_buf(), expected, actual: file_len, part };
     if prefix.len() < PREFIX_LEN {
         return Err(truncated(PREFIX_LEN as u64, "fixed header"));
     }
     let version = u32::from_le_bytes(prefix[8..12].try_into().expect("4 bytes"));
     if version == 0 || version > FORMAT_VERSION {
-        return Err(Error::UnsupportedVersion {
-            path: path.to_path_buf(),
-            found: version,
-            supported: FORMAT_VERSION,
-        });
+        return Err(Error::UnsupportedVersion { path: path.to_path_buf(), found: version, supported: FORMAT_VERSION });
     }
     let header_len = u32::from_le_bytes(prefix[12..16].try_into().expect("4 bytes")) as u64;
     let needed = PREFIX_LEN as u64 + header_len;
@@ -150,25 +128,16 @@ fn parse_prefix(path: &Path, prefix: &[u8], file_len: u64) -> Result<usize> {
 /// Parses the JSON header of a file of `file_len` bytes and checks it against the file: size,
 /// and every array (of a known dtype) within the data section, no name twice.
 fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<HeaderJson> {
-    let h: HeaderJson = serde_json::from_slice(json)
-        .map_err(|e| Error::corrupt(path, format!("bad JSON header: {e}")))?;
+    let h: HeaderJson =
+        serde_json::from_slice(json).map_err(|e| Error::corrupt(path, format!("bad JSON header: {e}")))?;
     let start = data_start(json.len() as u64);
     let expected = start
         .checked_add(h.data_len)
         .and_then(|x| x.checked_add(CRC_LEN))
         .ok_or_else(|| Error::corrupt(path, format!("data_len {} overflows", h.data_len)))?;
     if file_len < expected {
-        let part = if file_len < start + h.data_len {
-            "data section"
-        } else {
-            "checksum"
-        };
-        return Err(Error::Truncated {
-            path: path.to_path_buf(),
-            expected,
-            actual: file_len,
-            part,
-        });
+        let part = if file_len < start + h.data_len { "data section" } else { "checksum" };
+        return Err(Error::Truncated { path: path.to_path_buf(), expected, actual: file_len, part });
     }
     if file_len > expected {
         return Err(Error::corrupt(
@@ -181,19 +150,13 @@ fn parse_header(path: &Path, json: &[u8], file_len: u64) -> Result<HeaderJson> {
     }
     for (i, e) in h.arrays.iter().enumerate() {
         if h.arrays[..i].iter().any(|p| p.name == e.name) {
-            return Err(Error::corrupt(
-                path,
-                format!("array `{}` appears twice", e.name),
-            ));
+            return Err(Error::corrupt(path, format!("array `{}` appears twice", e.name)));
         }
         // An unknown dtype is only an error for an array this reader needs (see `get`).
         let Some(dtype) = Dtype::parse(&e.dtype) else {
             continue;
         };
-        let end = e
-            .len
-            .checked_mul(dtype.size())
-            .and_then(|b| b.checked_add(e.offset));
+        let end = e.len.checked_mul(dtype.size()).and_then(|b| b.checked_add(e.offset));
         if end.is_none_or(|end| end > h.data_len) {
             return Err(Error::corrupt(
                 path,
@@ -229,8 +192,7 @@ struct Arrays<'a> {
 impl Arrays<'_> {
     /// `rows × cols`, or an error naming `what` if it overflows.
     fn product(&self, rows: usize, cols: usize, what: &str) -> Result<usize> {
-        rows.checked_mul(cols)
-            .ok_or_else(|| Error::corrupt(self.path, format!("{what} = {rows} × {cols} overflows")))
+        rows.checked_mul(cols).ok_or_else(|| Error::corrupt(self.path, format!("{what} = {rows} × {cols} overflows")))
     }
 
     /// The array `name`, which must have dtype `T` and `len` elements (`why` says where `len`
@@ -245,20 +207,13 @@ impl Arrays<'_> {
         if e.dtype != T::DTYPE.name() {
             return Err(Error::corrupt(
                 self.path,
-                format!(
-                    "array `{name}` has dtype `{}`, expected `{}`",
-                    e.dtype,
-                    T::DTYPE.name()
-                ),
+                format!("array `{name}` has dtype `{}`, expected `{}`", e.dtype, T::DTYPE.name()),
             ));
         }
         if e.len != len as u64 {
             return Err(Error::corrupt(
                 self.path,
-                format!(
-                    "array `{name}` has {} values, expected {len} ({why})",
-                    e.len
-                ),
+                format!("array `{name}` has {} values, expected {len} ({why})", e.len),
             ));
         }
         // In bounds: checked by `parse_header` for every array of a known dtype.
@@ -287,10 +242,7 @@ mod tests {
     /// The error of reading `path`, which must name the file.
     fn read_err(path: &Path) -> Error {
         let err = read_graph(path).expect_err("read must fail");
-        assert!(
-            err.to_string().contains(&*path.to_string_lossy()),
-            "error does not name the file: {err}"
-        );
+        assert!(err.to_string().contains(&*path.to_string_lossy()), "error does not name the file: {err}");
         err
     }
 
@@ -358,12 +310,7 @@ mod tests {
         let path = put(dir.path(), "magic.graph", &bytes);
         let msg = read_err(&path).to_string();
         assert!(msg.contains("bad magic"), "{msg}");
-        assert!(
-            read_graph_header(&path)
-                .unwrap_err()
-                .to_string()
-                .contains("bad magic")
-        );
+        assert!(read_graph_header(&path).unwrap_err().to_string().contains("bad magic"));
         // A short file that is not a graph file is reported as such, not as truncated.
         let path = put(dir.path(), "text.graph", b"hello");
         assert!(read_err(&path).to_string().contains("bad magic"));
@@ -377,21 +324,8 @@ mod tests {
         bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
         let path = put(dir.path(), "v2.graph", &bytes);
         let err = read_err(&path);
-        assert!(
-            matches!(
-                err,
-                Error::UnsupportedVersion {
-                    found: 2,
-                    supported: 1,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert!(matches!(
-            read_graph_header(&path),
-            Err(Error::UnsupportedVersion { found: 2, .. })
-        ));
+        assert!(matches!(err, Error::UnsupportedVersion { found: 2, supported: 1, .. }), "{err}");
+        assert!(matches!(read_graph_header(&path), Err(Error::UnsupportedVersion { found: 2, .. })));
     }
 
     #[test]
@@ -412,25 +346,15 @@ mod tests {
             (full - 1, full, "checksum"),
         ];
         for (cut, expected, part) in cuts {
-            let path = put(
-                dir.path(),
-                &format!("cut{cut}.graph"),
-                &bytes[..cut as usize],
-            );
+            let path = put(dir.path(), &format!("cut{cut}.graph"), &bytes[..cut as usize]);
             let err = read_err(&path);
             let msg = err.to_string();
             assert!(msg.contains("truncated"), "{msg}");
-            assert!(
-                msg.contains(&format!("{cut} bytes, expected {expected}")),
-                "{msg}"
-            );
+            assert!(msg.contains(&format!("{cut} bytes, expected {expected}")), "{msg}");
             match &err {
-                Error::Truncated {
-                    expected: x,
-                    actual,
-                    part: p,
-                    ..
-                } => assert_eq!((*x, *actual, *p), (expected, cut, part)),
+                Error::Truncated { expected: x, actual, part: p, .. } => {
+                    assert_eq!((*x, *actual, *p), (expected, cut, part))
+                }
                 other => panic!("cut at {cut}: {other}"),
             }
             let head = read_graph_header(&path).unwrap_err().to_string();
@@ -473,10 +397,7 @@ mod tests {
             // `encode` does not check, so the file is valid but for the index.
             let path = put(dir.path(), "idx.graph", &encode(&g, &graph_arrays(&g)));
             let msg = read_err(&path).to_string();
-            assert!(
-                msg.contains(&format!("`{field}`: edge 7 refers to node {bad}")),
-                "{msg}"
-            );
+            assert!(msg.contains(&format!("`{field}`: edge 7 refers to node {bad}")), "{msg}");
         }
     }
 
@@ -489,39 +410,17 @@ mod tests {
         let cases: [(&str, Edit, &str); 8] = [
             (
                 "missing",
-                |h| {
-                    h["arrays"]
-                        .as_array_mut()
-                        .unwrap()
-                        .retain(|a| a["name"] != "z")
-                },
+                |h| h["arrays"].as_array_mut().unwrap().retain(|a| a["name"] != "z"),
                 "missing required array `z`",
             ),
             (
                 "missing_truth",
-                |h| {
-                    h["arrays"]
-                        .as_array_mut()
-                        .unwrap()
-                        .retain(|a| a["name"] != "y")
-                },
+                |h| h["arrays"].as_array_mut().unwrap().retain(|a| a["name"] != "y"),
                 "missing required array `y`",
             ),
-            (
-                "dtype",
-                |h| h["arrays"][2]["dtype"] = "u64".into(),
-                "array `src` has dtype `u64`, expected `u32`",
-            ),
-            (
-                "len",
-                |h| h["arrays"][3]["len"] = 29.into(),
-                "array `dst` has 29 values, expected 30 (num_edges)",
-            ),
-            (
-                "num_nodes",
-                |h| h["num_nodes"] = 21.into(),
-                "array `node_features` has 60 values, expected 63",
-            ),
+            ("dtype", |h| h["arrays"][2]["dtype"] = "u64".into(), "array `src` has dtype `u64`, expected `u32`"),
+            ("len", |h| h["arrays"][3]["len"] = 29.into(), "array `dst` has 29 values, expected 30 (num_edges)"),
+            ("num_nodes", |h| h["num_nodes"] = 21.into(), "array `node_features` has 60 values, expected 63"),
             (
                 "bounds",
                 |h| h["arrays"][4]["offset"] = 1_000_000.into(),
@@ -535,11 +434,7 @@ mod tests {
                 },
                 "array `node_features` appears twice",
             ),
-            (
-                "json",
-                |h| *h = serde_json::json!({"event_id": 1}),
-                "bad JSON header",
-            ),
+            ("json", |h| *h = serde_json::json!({"event_id": 1}), "bad JSON header"),
         ];
         assert_eq!(h["arrays"].as_array().unwrap().len(), 13);
         for (name, edit, want) in cases {

@@ -28,20 +28,11 @@ impl Rng {
 
 /// A consistent random graph of `n` nodes and `e` edges (`e` must be 0 if `n` is), with `nf`
 /// node and `ef` edge feature columns, and truth if `truth`.
-pub(crate) fn sample_graph(
-    n: usize,
-    e: usize,
-    nf: usize,
-    ef: usize,
-    truth: bool,
-    seed: u64,
-) -> Graph {
+pub(crate) fn sample_graph(n: usize, e: usize, nf: usize, ef: usize, truth: bool, seed: u64) -> Graph {
     assert!(n > 0 || e == 0, "edges need nodes");
     let mut rng = Rng(seed);
     let names = |base: &[&str], k: usize| -> Vec<String> {
-        (0..k)
-            .map(|i| base.get(i).map_or(format!("f{i}"), |s| s.to_string()))
-            .collect()
+        (0..k).map(|i| base.get(i).map_or(format!("f{i}"), |s| s.to_string())).collect()
     };
     let mut floats = |k: usize, scale: f32| (0..k).map(|_| rng.f32() * scale).collect::<Vec<_>>();
     let node_features = floats(n * nf, 2.0);
@@ -83,10 +74,8 @@ pub(crate) fn sample_graph(
 
 /// The sorted names of the entries of `dir`.
 pub(crate) fn file_names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let mut v: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
 }

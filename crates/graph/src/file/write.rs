@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::format::{
-    ArrayEntry, CRC_LEN, Dtype, Element, FORMAT_VERSION, HeaderJson, MAGIC, PREFIX_LEN, align_up,
-    check_graph, data_start,
+    ArrayEntry, CRC_LEN, Dtype, Element, FORMAT_VERSION, HeaderJson, MAGIC, PREFIX_LEN, align_up, check_graph,
+    data_start,
 };
 use crate::error::{Error, Result};
 use crate::graph::Graph;
@@ -145,9 +145,7 @@ pub fn write_graph(path: &Path, g: &Graph) -> Result<u64> {
 
 /// Writes `bytes` to a temporary next to `path` and renames it over `path`.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::inconsistent(path, "not a file name"))?;
+    let name = path.file_name().ok_or_else(|| Error::inconsistent(path, "not a file name"))?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -224,10 +222,7 @@ mod tests {
         let err = write_graph(&path, &g).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, Error::Inconsistent { .. }), "{msg}");
-        assert!(
-            msg.contains("bad.graph") && msg.contains("`edge_features`"),
-            "{msg}"
-        );
+        assert!(msg.contains("bad.graph") && msg.contains("`edge_features`"), "{msg}");
         assert!(file_names(dir.path()).is_empty());
     }
 

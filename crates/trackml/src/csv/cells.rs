@@ -27,12 +27,7 @@ pub(crate) struct CellRow {
 impl CellRow {
     #[inline]
     fn parse(r: &Row<'_>, c: &[usize; 4]) -> Result<CellRow> {
-        Ok(CellRow {
-            hit_id: r.uint(c[0])?,
-            ch0: r.uint(c[1])?,
-            ch1: r.uint(c[2])?,
-            value: r.f32(c[3])?,
-        })
+        Ok(CellRow { hit_id: r.uint(c[0])?, ch0: r.uint(c[1])?, ch1: r.uint(c[2])?, value: r.f32(c[3])? })
     }
 
     fn write(&self, w: &mut CsvWriter) -> std::io::Result<()> {
@@ -68,11 +63,7 @@ pub(crate) fn parse_cells(t: &Table, hits: &Hits) -> Result<Cells> {
     while let Some(r) = rows.next()? {
         let row = CellRow::parse(&r, &c)?;
         if index.get(row.hit_id).is_none() {
-            return Err(Error::UnknownHit {
-                path: t.path().to_path_buf(),
-                line: r.line(),
-                hit_id: row.hit_id,
-            });
+            return Err(Error::UnknownHit { path: t.path().to_path_buf(), line: r.line(), hit_id: row.hit_id });
         }
         cells.hit_id.push(row.hit_id);
         cells.ch0.push(row.ch0);
@@ -90,20 +81,10 @@ pub fn write_cells(path: &Path, cells: &Cells) -> Result<u64> {
         path,
         "cells",
         n,
-        &[
-            ("ch0", cells.ch0.len()),
-            ("ch1", cells.ch1.len()),
-            ("value", cells.value.len()),
-        ],
+        &[("ch0", cells.ch0.len()), ("ch1", cells.ch1.len()), ("value", cells.value.len())],
     )?;
     write_rows(path, &COLUMNS, n, |w, i| {
-        CellRow {
-            hit_id: cells.hit_id[i],
-            ch0: cells.ch0[i],
-            ch1: cells.ch1[i],
-            value: cells.value[i],
-        }
-        .write(w)
+        CellRow { hit_id: cells.hit_id[i], ch0: cells.ch0[i], ch1: cells.ch1[i], value: cells.value[i] }.write(w)
     })
 }
 
@@ -128,24 +109,11 @@ mod tests {
     fn unknown_hit_and_header_only() {
         let ev = sample_event(3, 6);
         let dir = tempfile::tempdir().unwrap();
-        let path = write_text(
-            dir.path(),
-            "c.csv",
-            "value,hit_id,ch1,ch0\n0.1,3,5,6\n0.2,4,5,6\n",
-        );
+        let path = write_text(dir.path(), "c.csv", "value,hit_id,ch1,ch0\n0.1,3,5,6\n0.2,4,5,6\n");
         let e = read_cells(&path, &ev.hits).unwrap_err();
         assert_err(
             &e,
-            |e| {
-                matches!(
-                    e,
-                    Error::UnknownHit {
-                        line: 3,
-                        hit_id: 4,
-                        ..
-                    }
-                )
-            },
+            |e| matches!(e, Error::UnknownHit { line: 3, hit_id: 4, .. }),
             &["c.csv:3", "hit_id 4 is not in the hits file"],
         );
         let path = write_text(dir.path(), "h.csv", "hit_id,ch0,ch1,value\n");

@@ -55,10 +55,7 @@ impl ModuleRow {
         for (v, &col) in values.iter_mut().zip(&c[3..]) {
             *v = r.f64(col)?;
         }
-        Ok(ModuleRow {
-            ids: (r.uint(c[0])?, r.uint(c[1])?, r.uint(c[2])?),
-            values,
-        })
+        Ok(ModuleRow { ids: (r.uint(c[0])?, r.uint(c[1])?, r.uint(c[2])?), values })
     }
 
     fn into_module(self) -> Module {
@@ -82,18 +79,8 @@ impl ModuleRow {
         for (k, row) in m.rot.iter().enumerate() {
             values[3 + 3 * k..6 + 3 * k].copy_from_slice(row);
         }
-        values[12..].copy_from_slice(&[
-            m.thickness,
-            m.min_hu,
-            m.max_hu,
-            m.hv,
-            m.pitch_u,
-            m.pitch_v,
-        ]);
-        ModuleRow {
-            ids: (m.id.volume(), m.id.layer(), m.id.module()),
-            values,
-        }
+        values[12..].copy_from_slice(&[m.thickness, m.min_hu, m.max_hu, m.hv, m.pitch_u, m.pitch_v]);
+        ModuleRow { ids: (m.id.volume(), m.id.layer(), m.id.module()), values }
     }
 
     fn write(&self, w: &mut CsvWriter) -> std::io::Result<()> {
@@ -125,11 +112,7 @@ pub fn read_detectors(path: &Path) -> Result<Vec<Module>> {
         return Err(t.error(
             t.line_of_row(second),
             c[2],
-            format!(
-                "duplicate module ({}), first on line {}",
-                ids[second],
-                t.line_of_row(first)
-            ),
+            format!("duplicate module ({}), first on line {}", ids[second], t.line_of_row(first)),
         ));
     }
     Ok(modules)
@@ -138,9 +121,7 @@ pub fn read_detectors(path: &Path) -> Result<Vec<Module>> {
 /// Writes `modules` as a `detectors.csv` (gzip if `path` ends in `.gz`), atomically, with
 /// exact (shortest round-trip) `f64` values; returns its size in bytes.
 pub fn write_detectors(path: &Path, modules: &[Module]) -> Result<u64> {
-    write_rows(path, &COLUMNS, modules.len(), |w, i| {
-        ModuleRow::of(&modules[i]).write(w)
-    })
+    write_rows(path, &COLUMNS, modules.len(), |w, i| ModuleRow::of(&modules[i]).write(w))
 }
 
 impl Detector {
@@ -183,10 +164,7 @@ mod tests {
         assert_eq!(m.id, ModuleId::new(7, 2, 1));
         assert_eq!(m.center, [-65.7965, -5.9, -1502.5]);
         assert_eq!(m.rot, [[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]);
-        assert_eq!(
-            (m.thickness, m.min_hu, m.hv, m.pitch_v),
-            (0.15, 8.4, 36.0, 0.05625)
-        );
+        assert_eq!((m.thickness, m.min_hu, m.hv, m.pitch_v), (0.15, 8.4, 36.0, 0.05625));
 
         // Reordered columns give the same module.
         let mut order: Vec<usize> = (0..21).rev().collect();
@@ -194,11 +172,7 @@ mod tests {
         let fields: Vec<&str> = text.lines().nth(1).unwrap().split(',').skip(1).collect();
         let head: Vec<&str> = order.iter().map(|&i| COLUMNS[i]).collect();
         let row: Vec<&str> = order.iter().map(|&i| fields[i]).collect();
-        let path = write_text(
-            dir.path(),
-            "e.csv",
-            &format!("{}\n{}\n", head.join(","), row.join(",")),
-        );
+        let path = write_text(dir.path(), "e.csv", &format!("{}\n{}\n", head.join(","), row.join(",")));
         assert_eq!(&read_detectors(&path).unwrap()[0], m);
 
         // The same module twice.

@@ -24,12 +24,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// Every kind, in the order an event is read.
-    pub const ALL: [FileKind; 4] = [
-        FileKind::Hits,
-        FileKind::Truth,
-        FileKind::Particles,
-        FileKind::Cells,
-    ];
+    pub const ALL: [FileKind; 4] = [FileKind::Hits, FileKind::Truth, FileKind::Particles, FileKind::Cells];
 
     /// The name after the prefix's dash: `hits`, `truth`, `particles` or `cells`.
     pub fn name(self) -> &'static str {
@@ -63,11 +58,7 @@ impl EventFiles {
     /// The files of event `event_id` in `dir`, with the standard nine-digit prefix (the files
     /// need not exist yet).
     pub fn new(dir: impl Into<PathBuf>, event_id: u64) -> EventFiles {
-        EventFiles {
-            event_id,
-            dir: dir.into(),
-            prefix: event_prefix(event_id),
-        }
+        EventFiles { event_id, dir: dir.into(), prefix: event_prefix(event_id) }
     }
 
     /// The path of the `kind` file: the plain `.csv` if it exists, else the `.csv.gz`.
@@ -82,10 +73,7 @@ impl EventFiles {
         if gz.is_file() {
             return Ok(gz);
         }
-        Err(Error::MissingFile {
-            tried: format!("{}, {}", plain.display(), gz.display()),
-            path: plain,
-        })
+        Err(Error::MissingFile { tried: format!("{}, {}", plain.display(), gz.display()), path: plain })
     }
 
     /// True if the `kind` file exists, plain or gzip.
@@ -96,9 +84,7 @@ impl EventFiles {
 
 /// The event id of a hits file name (`event<digits>-hits.csv` or `.csv.gz`) and its prefix.
 fn parse_hits_name(name: &str) -> Option<(u64, &str)> {
-    let stem = name
-        .strip_suffix("-hits.csv")
-        .or_else(|| name.strip_suffix("-hits.csv.gz"))?;
+    let stem = name.strip_suffix("-hits.csv").or_else(|| name.strip_suffix("-hits.csv.gz"))?;
     let digits = stem.strip_prefix("event")?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -113,10 +99,9 @@ fn parse_hits_name(name: &str) -> Option<(u64, &str)> {
 /// [`Error::Io`] if it cannot be listed.
 pub fn discover_events(dir: &Path) -> Result<Vec<EventFiles>> {
     let entries = std::fs::read_dir(dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::MissingFile {
-            path: dir.to_path_buf(),
-            tried: format!("the directory {}", dir.display()),
-        },
+        std::io::ErrorKind::NotFound => {
+            Error::MissingFile { path: dir.to_path_buf(), tried: format!("the directory {}", dir.display()) }
+        }
         _ => Error::io(dir, e),
     })?;
     let mut events = Vec::new();
@@ -127,11 +112,7 @@ pub fn discover_events(dir: &Path) -> Result<Vec<EventFiles>> {
             continue;
         };
         if entry.path().is_file() {
-            events.push(EventFiles {
-                event_id,
-                dir: dir.to_path_buf(),
-                prefix: prefix.to_string(),
-            });
+            events.push(EventFiles { event_id, dir: dir.to_path_buf(), prefix: prefix.to_string() });
         }
     }
     if events.is_empty() {
@@ -154,22 +135,11 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(event_prefix(123), "event000000123");
-        assert_eq!(
-            FileKind::Truth.file_name("event000000001", true),
-            "event000000001-truth.csv.gz"
-        );
-        assert_eq!(
-            parse_hits_name("event000000123-hits.csv"),
-            Some((123, "event000000123"))
-        );
+        assert_eq!(FileKind::Truth.file_name("event000000001", true), "event000000001-truth.csv.gz");
+        assert_eq!(parse_hits_name("event000000123-hits.csv"), Some((123, "event000000123")));
         assert_eq!(parse_hits_name("event7-hits.csv.gz"), Some((7, "event7")));
-        for bad in [
-            "event-hits.csv",
-            "eventx1-hits.csv",
-            "event1-truth.csv",
-            "event1-hits.csv.bak",
-            "xevent1-hits.csv",
-        ] {
+        for bad in ["event-hits.csv", "eventx1-hits.csv", "event1-truth.csv", "event1-hits.csv.bak", "xevent1-hits.csv"]
+        {
             assert_eq!(parse_hits_name(bad), None, "{bad}");
         }
     }
@@ -197,26 +167,14 @@ mod tests {
         assert_eq!(ids, [2, 10]);
         let (e2, e10) = (&events[0], &events[1]);
         assert_eq!(e2.prefix, "event000000002");
-        assert_eq!(
-            e2.path(FileKind::Hits).unwrap(),
-            d.join("event000000002-hits.csv")
-        );
-        assert_eq!(
-            e2.path(FileKind::Cells).unwrap(),
-            d.join("event000000002-cells.csv.gz")
-        );
-        assert_eq!(
-            e10.path(FileKind::Hits).unwrap(),
-            d.join("event000000010-hits.csv.gz")
-        );
+        assert_eq!(e2.path(FileKind::Hits).unwrap(), d.join("event000000002-hits.csv"));
+        assert_eq!(e2.path(FileKind::Cells).unwrap(), d.join("event000000002-cells.csv.gz"));
+        assert_eq!(e10.path(FileKind::Hits).unwrap(), d.join("event000000010-hits.csv.gz"));
         assert!(e10.has(FileKind::Truth) && !e10.has(FileKind::Cells));
         assert_err(
             &e10.path(FileKind::Particles).unwrap_err(),
             |e| matches!(e, Error::MissingFile { .. }),
-            &[
-                "event000000010-particles.csv, ",
-                "event000000010-particles.csv.gz",
-            ],
+            &["event000000010-particles.csv, ", "event000000010-particles.csv.gz"],
         );
     }
 
@@ -225,11 +183,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write_text(dir.path(), "event1-truth.csv", "x\n");
         let e = discover_events(dir.path()).unwrap_err();
-        assert_err(
-            &e,
-            |e| matches!(e, Error::MissingFile { .. }),
-            &[&dir.path().display().to_string(), "hits.csv"],
-        );
+        assert_err(&e, |e| matches!(e, Error::MissingFile { .. }), &[&dir.path().display().to_string(), "hits.csv"]);
         let gone = dir.path().join("nope");
         let e = discover_events(&gone).unwrap_err();
         assert_err(&e, |e| matches!(e, Error::MissingFile { .. }), &["nope"]);

@@ -23,22 +23,14 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     /// Every file.
     fn default() -> Self {
-        ReadOptions {
-            truth: true,
-            particles: true,
-            cells: true,
-        }
+        ReadOptions { truth: true, particles: true, cells: true }
     }
 }
 
 impl ReadOptions {
     /// The hits alone.
     pub fn hits_only() -> Self {
-        ReadOptions {
-            truth: false,
-            particles: false,
-            cells: false,
-        }
+        ReadOptions { truth: false, particles: false, cells: false }
     }
 }
 
@@ -69,13 +61,7 @@ pub fn read_event_bytes(files: &EventFiles, opts: ReadOptions) -> Result<(Event,
         true => Some(cells::parse_cells(&open(FileKind::Cells)?, &hits)?),
         false => None,
     };
-    let event = Event {
-        event_id: files.event_id,
-        hits,
-        truth,
-        particles,
-        cells,
-    };
+    let event = Event { event_id: files.event_id, hits, truth, particles, cells };
     Ok((event, bytes))
 }
 
@@ -132,22 +118,12 @@ mod tests {
         let sa = write_event(dir.path(), &a, false).unwrap();
         let sb = write_event(dir.path(), &b, true).unwrap();
         assert_eq!((sa.files, sb.files), (4, 3));
-        let on_disk: u64 = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().metadata().unwrap().len())
-            .sum();
+        let on_disk: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
         assert_eq!(sa.bytes_written + sb.bytes_written, on_disk);
 
         let events = discover_events(dir.path()).unwrap();
         assert_eq!(events.len(), 2);
-        let (rb, nb) = read_event_bytes(
-            &events[0],
-            ReadOptions {
-                cells: false,
-                ..ReadOptions::default()
-            },
-        )
-        .unwrap();
+        let (rb, nb) = read_event_bytes(&events[0], ReadOptions { cells: false, ..ReadOptions::default() }).unwrap();
         assert_eq!(rb, b);
         assert!(nb > sb.bytes_written, "uncompressed bytes {nb}");
         let (ra, na) = read_event_bytes(&events[1], ReadOptions::default()).unwrap();
@@ -158,11 +134,7 @@ mod tests {
 
         // Asking for a file the event lacks.
         let e = read_event(&events[0], ReadOptions::default()).unwrap_err();
-        assert_err(
-            &e,
-            |e| matches!(e, Error::MissingFile { .. }),
-            &["event000000003-cells.csv.gz"],
-        );
+        assert_err(&e, |e| matches!(e, Error::MissingFile { .. }), &["event000000003-cells.csv.gz"]);
 
         // Rewriting gives the same bytes.
         let first = std::fs::read(dir.path().join("event000000003-truth.csv.gz")).unwrap();
@@ -183,10 +155,8 @@ mod tests {
             &["-truth.csv", "`weight` has 9 entries, expected 10"],
         );
         // The hits were written before the truth failed; the truth left nothing behind.
-        let names: Vec<String> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         assert_eq!(names, ["event000000000-hits.csv"]);
     }
 
@@ -198,10 +168,7 @@ mod tests {
     fn read_throughput() {
         let mut ev = sample_event(100_000, 10);
         ev.particles = None;
-        let opts = ReadOptions {
-            particles: false,
-            ..ReadOptions::default()
-        };
+        let opts = ReadOptions { particles: false, ..ReadOptions::default() };
         for gzip in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let t = std::time::Instant::now();

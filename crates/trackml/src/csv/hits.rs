@@ -10,15 +10,7 @@ use crate::event::Hits;
 use crate::ids::ModuleId;
 
 /// The columns of a hits file, in the order they are written.
-pub(crate) const COLUMNS: [&str; 7] = [
-    "hit_id",
-    "x",
-    "y",
-    "z",
-    "volume_id",
-    "layer_id",
-    "module_id",
-];
+pub(crate) const COLUMNS: [&str; 7] = ["hit_id", "x", "y", "z", "volume_id", "layer_id", "module_id"];
 
 /// One row of a hits file, as the columns give it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,11 +86,7 @@ pub(crate) fn parse_hits(t: &Table) -> Result<Hits> {
     let mut rows = t.rows(need);
     while let Some(r) = rows.next()? {
         let h = HitRow::parse(&r, &c)?;
-        hits.push(
-            h.hit_id,
-            h.pos,
-            ModuleId::new(h.volume_id, h.layer_id, h.module_id),
-        );
+        hits.push(h.hit_id, h.pos, ModuleId::new(h.volume_id, h.layer_id, h.module_id));
     }
     if hits.is_empty() {
         return Err(Error::Inconsistent {
@@ -124,12 +112,7 @@ pub fn write_hits(path: &Path, hits: &Hits) -> Result<u64> {
         path,
         "hits",
         n,
-        &[
-            ("x", hits.x.len()),
-            ("y", hits.y.len()),
-            ("z", hits.z.len()),
-            ("module", hits.module.len()),
-        ],
+        &[("x", hits.x.len()), ("y", hits.y.len()), ("z", hits.z.len()), ("module", hits.module.len())],
     )?;
     write_rows(path, &COLUMNS, n, |w, i| HitRow::of(hits, i).write(w))
 }
@@ -160,15 +143,9 @@ mod tests {
         let path = write_text(dir.path(), "h.csv", text);
         let hits = read_hits(&path).unwrap();
         assert_eq!(hits.hit_id, [1, 2]);
-        assert_eq!(
-            (hits.x[0], hits.y[0], hits.z[0]),
-            (-64.4099, -7.1637, -1502.5)
-        );
+        assert_eq!((hits.x[0], hits.y[0], hits.z[0]), (-64.4099, -7.1637, -1502.5));
         assert_eq!((hits.x[1], hits.y[1], hits.z[1]), (3.0, 2.0, 150.0));
-        assert_eq!(
-            hits.module,
-            [ModuleId::new(7, 2, 7), ModuleId::new(8, 4, 8)]
-        );
+        assert_eq!(hits.module, [ModuleId::new(7, 2, 7), ModuleId::new(8, 4, 8)]);
     }
 
     #[test]
@@ -180,69 +157,27 @@ mod tests {
             read_hits(&path).unwrap_err()
         };
         let e = case("abc.csv", "1,1,2,3,7,2,1\n2,abc,2,3,7,2,1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { line: 3, .. }),
-            &["abc.csv:3", "column `x`", "`abc`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { line: 3, .. }), &["abc.csv:3", "column `x`", "`abc`"]);
         let e = case("nan.csv", "1,1,2,NaN,7,2,1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { line: 2, .. }),
-            &["nan.csv:2", "column `z`", "finite"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { line: 2, .. }), &["nan.csv:2", "column `z`", "finite"]);
         let e = case("inf.csv", "1,1,2,-inf,7,2,1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["inf.csv:2", "column `z`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["inf.csv:2", "column `z`"]);
         let e = case("few.csv", "1,1,2,3,7\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["few.csv:2", "column `layer_id`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["few.csv:2", "column `layer_id`"]);
         let e = case("dup.csv", "5,1,2,3,7,2,1\n6,1,2,3,7,2,1\n\n5,1,2,3,7,2,1\n");
         assert_err(
             &e,
-            |e| {
-                matches!(
-                    e,
-                    Error::DuplicateHit {
-                        line: 5,
-                        first_line: 2,
-                        hit_id: 5,
-                        ..
-                    }
-                )
-            },
+            |e| matches!(e, Error::DuplicateHit { line: 5, first_line: 2, hit_id: 5, .. }),
             &["dup.csv:5", "duplicate hit_id 5", "first on line 2"],
         );
         let e = case("range.csv", "1,1,2,3,70000,2,1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["range.csv:2", "`volume_id`", "u16"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["range.csv:2", "`volume_id`", "u16"]);
         let e = case("neg.csv", "-1,1,2,3,7,2,1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["neg.csv:2", "`hit_id`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["neg.csv:2", "`hit_id`"]);
         let e = case("empty_event.csv", "\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Inconsistent { .. }),
-            &["empty_event.csv", "empty event"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Inconsistent { .. }), &["empty_event.csv", "empty event"]);
 
-        let path = write_text(
-            dir.path(),
-            "nocol.csv",
-            "hit_id,x,y,volume_id,layer_id,module_id\n1,2,3,4,5,6\n",
-        );
+        let path = write_text(dir.path(), "nocol.csv", "hit_id,x,y,volume_id,layer_id,module_id\n1,2,3,4,5,6\n");
         let e = read_hits(&path).unwrap_err();
         assert_err(
             &e,

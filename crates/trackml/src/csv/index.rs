@@ -19,14 +19,9 @@ pub(crate) enum HitIndex {
 impl HitIndex {
     /// Builds the index of `ids` (if an id repeats, one of its rows is returned).
     pub(crate) fn new(ids: &[u64]) -> HitIndex {
-        let contiguous = ids
-            .first()
-            .is_some_and(|&first| ids.iter().zip(first..).all(|(&id, want)| id == want));
+        let contiguous = ids.first().is_some_and(|&first| ids.iter().zip(first..).all(|(&id, want)| id == want));
         if contiguous || ids.is_empty() {
-            return HitIndex::Contiguous {
-                first: ids.first().copied().unwrap_or(0),
-                len: ids.len(),
-            };
+            return HitIndex::Contiguous { first: ids.first().copied().unwrap_or(0), len: ids.len() };
         }
         let mut pairs: Vec<(u64, u32)> = ids.iter().zip(0u32..).map(|(&id, i)| (id, i)).collect();
         pairs.sort_unstable();
@@ -41,10 +36,7 @@ impl HitIndex {
                 let i = id.wrapping_sub(*first);
                 (i < *len as u64).then_some(i as usize)
             }
-            HitIndex::Sorted(pairs) => pairs
-                .binary_search_by_key(&id, |p| p.0)
-                .ok()
-                .map(|k| pairs[k].1 as usize),
+            HitIndex::Sorted(pairs) => pairs.binary_search_by_key(&id, |p| p.0).ok().map(|k| pairs[k].1 as usize),
         }
     }
 }
@@ -73,10 +65,7 @@ mod tests {
     fn hit_index_both_paths() {
         let c = HitIndex::new(&[5, 6, 7]);
         assert!(matches!(c, HitIndex::Contiguous { first: 5, len: 3 }));
-        assert_eq!(
-            (c.get(5), c.get(7), c.get(8), c.get(4)),
-            (Some(0), Some(2), None, None)
-        );
+        assert_eq!((c.get(5), c.get(7), c.get(8), c.get(4)), (Some(0), Some(2), None, None));
         let s = HitIndex::new(&[30, 10, 20]);
         assert!(matches!(s, HitIndex::Sorted(_)));
         assert_eq!((s.get(10), s.get(30), s.get(15)), (Some(1), Some(0), None));

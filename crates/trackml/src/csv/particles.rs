@@ -11,34 +11,13 @@ use crate::event::Particles;
 use crate::ids::ParticleId;
 
 /// The required columns of a particles file, in the order they are written.
-pub(crate) const COLUMNS: [&str; 9] = [
-    "particle_id",
-    "vx",
-    "vy",
-    "vz",
-    "px",
-    "py",
-    "pz",
-    "q",
-    "nhits",
-];
+pub(crate) const COLUMNS: [&str; 9] = ["particle_id", "vx", "vy", "vz", "px", "py", "pz", "q", "nhits"];
 
 /// The optional PDG-code column.
 const PARTICLE_TYPE: &str = "particle_type";
 
 /// The columns written when the particles have a `particle_type`.
-const COLUMNS_WITH_TYPE: [&str; 10] = [
-    "particle_id",
-    PARTICLE_TYPE,
-    "vx",
-    "vy",
-    "vz",
-    "px",
-    "py",
-    "pz",
-    "q",
-    "nhits",
-];
+const COLUMNS_WITH_TYPE: [&str; 10] = ["particle_id", PARTICLE_TYPE, "vx", "vy", "vz", "px", "py", "pz", "q", "nhits"];
 
 /// One row of a particles file, as the columns give it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,10 +48,7 @@ impl ParticleRow {
             nhits: r.uint(c[8])?,
         };
         if row.particle_id == 0 {
-            return Err(r.error(
-                c[0],
-                "particle_id 0 is reserved for noise hits and cannot be a particle".into(),
-            ));
+            return Err(r.error(c[0], "particle_id 0 is reserved for noise hits and cannot be a particle".into()));
         }
         Ok(row)
     }
@@ -114,10 +90,7 @@ pub(crate) fn parse_particles(t: &Table) -> Result<Particles> {
     let c = t.require(COLUMNS)?;
     let type_col = t.find(PARTICLE_TYPE);
     let need = c.iter().chain(&type_col).max().unwrap() + 1;
-    let mut p = Particles {
-        particle_type: type_col.map(|_| Vec::new()),
-        ..Particles::default()
-    };
+    let mut p = Particles { particle_type: type_col.map(|_| Vec::new()), ..Particles::default() };
     let mut rows = t.rows(need);
     while let Some(r) = rows.next()? {
         let row = ParticleRow::parse(&r, &c, type_col)?;
@@ -163,11 +136,7 @@ pub fn write_particles(path: &Path, p: &Particles) -> Result<u64> {
         lens.push((PARTICLE_TYPE, t.len()));
     }
     check_lengths(path, "particles", n, &lens)?;
-    let columns: &'static [&'static str] = if p.particle_type.is_some() {
-        &COLUMNS_WITH_TYPE
-    } else {
-        &COLUMNS
-    };
+    let columns: &'static [&'static str] = if p.particle_type.is_some() { &COLUMNS_WITH_TYPE } else { &COLUMNS };
     write_rows(path, columns, n, |w, i| ParticleRow::of(p, i).write(w))
 }
 
@@ -181,17 +150,9 @@ mod tests {
         let ev = sample_event(500, 4);
         let with = ev.particles.clone().unwrap();
         assert!(with.particle_type.is_some() && with.len() > 10);
-        let without = Particles {
-            particle_type: None,
-            ..with.clone()
-        };
+        let without = Particles { particle_type: None, ..with.clone() };
         let dir = tempfile::tempdir().unwrap();
-        for (p, name) in [
-            (&with, "p.csv"),
-            (&with, "p.csv.gz"),
-            (&without, "q.csv"),
-            (&without, "q.csv.gz"),
-        ] {
+        for (p, name) in [(&with, "p.csv"), (&with, "p.csv.gz"), (&without, "q.csv"), (&without, "q.csv.gz")] {
             let path = dir.path().join(name);
             write_particles(&path, p).unwrap();
             assert_eq!(&read_particles(&path).unwrap(), p, "{name}");
@@ -203,11 +164,7 @@ mod tests {
     #[test]
     fn header_only_is_empty() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write_text(
-            dir.path(),
-            "p.csv",
-            "particle_id,vx,vy,vz,px,py,pz,q,nhits\r\n",
-        );
+        let path = write_text(dir.path(), "p.csv", "particle_id,vx,vy,vz,px,py,pz,q,nhits\r\n");
         let p = read_particles(&path).unwrap();
         assert!(p.is_empty() && p.particle_type.is_none());
     }
@@ -221,46 +178,17 @@ mod tests {
             read_particles(&path).unwrap_err()
         };
         let row = |id: u64| format!("{id},-211,0,0,1,0.5,0.1,2,-1,11\n");
-        let e = case(
-            "dup.csv",
-            &(row(4503668346847232) + &row(7) + &row(4503668346847232)),
-        );
+        let e = case("dup.csv", &(row(4503668346847232) + &row(7) + &row(4503668346847232)));
         assert_err(
             &e,
-            |e| {
-                matches!(
-                    e,
-                    Error::DuplicateParticle {
-                        line: 4,
-                        first_line: 2,
-                        particle_id: 4503668346847232,
-                        ..
-                    }
-                )
-            },
-            &[
-                "dup.csv:4",
-                "duplicate particle_id 4503668346847232",
-                "first on line 2",
-            ],
+            |e| matches!(e, Error::DuplicateParticle { line: 4, first_line: 2, particle_id: 4503668346847232, .. }),
+            &["dup.csv:4", "duplicate particle_id 4503668346847232", "first on line 2"],
         );
         let e = case("zero.csv", &(row(3) + &row(0)));
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { line: 3, .. }),
-            &["zero.csv:3", "column `particle_id`", "noise"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { line: 3, .. }), &["zero.csv:3", "column `particle_id`", "noise"]);
         let e = case("neg.csv", "-3,-211,0,0,1,0.5,0.1,2,-1,11\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["neg.csv:2", "column `particle_id`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["neg.csv:2", "column `particle_id`"]);
         let e = case("q.csv", "3,-211,0,0,1,0.5,0.1,2,-300,11\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["q.csv:2", "column `q`", "i8"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["q.csv:2", "column `q`", "i8"]);
     }
 }

@@ -21,10 +21,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// A missing file is [`Error::MissingFile`]; other failures are [`Error::Io`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let raw = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::MissingFile {
-            path: path.to_path_buf(),
-            tried: path.display().to_string(),
-        },
+        std::io::ErrorKind::NotFound => {
+            Error::MissingFile { path: path.to_path_buf(), tried: path.display().to_string() }
+        }
         _ => Error::io(path, e),
     })?;
     if !raw.starts_with(&GZIP_MAGIC) {
@@ -39,9 +38,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
         .unwrap_or(0)
         .min(raw.len().saturating_mul(64));
     let mut out = Vec::with_capacity(hint + 1);
-    flate2::bufread::MultiGzDecoder::new(&raw[..])
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
+    flate2::bufread::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
     Ok(out)
 }
 
@@ -64,11 +61,7 @@ impl Table {
 
     /// Parses the header of CSV `bytes` that came from `path`.
     pub(crate) fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Table> {
-        let mut pos = if bytes.starts_with(b"\xEF\xBB\xBF") {
-            3
-        } else {
-            0
-        };
+        let mut pos = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
         let mut line = 0u64;
         while pos < bytes.len() {
             line += 1;
@@ -83,10 +76,7 @@ impl Table {
                 .split(|&b| b == b',')
                 .map(|f| {
                     let f = f.trim_ascii();
-                    let f = f
-                        .strip_prefix(b"\"")
-                        .and_then(|f| f.strip_suffix(b"\""))
-                        .unwrap_or(f);
+                    let f = f.strip_prefix(b"\"").and_then(|f| f.strip_suffix(b"\"")).unwrap_or(f);
                     String::from_utf8_lossy(f).into_owned()
                 })
                 .collect();
@@ -99,9 +89,7 @@ impl Table {
                 bytes,
             });
         }
-        Err(Error::EmptyFile {
-            path: path.to_path_buf(),
-        })
+        Err(Error::EmptyFile { path: path.to_path_buf() })
     }
 
     /// The file this table was read from.
@@ -136,13 +124,7 @@ impl Table {
     /// Iterates the data rows, splitting each into at least `need` fields (the largest column
     /// index the caller reads, plus one).
     pub(crate) fn rows(&self, need: usize) -> Rows<'_> {
-        Rows {
-            table: self,
-            pos: self.data_start,
-            line: self.header_line,
-            need,
-            fields: Vec::with_capacity(need),
-        }
+        Rows { table: self, pos: self.data_start, line: self.header_line, need, fields: Vec::with_capacity(need) }
     }
 
     /// The 1-based line of data row `row` (0-based, blank lines not counted). Used only to
@@ -164,11 +146,7 @@ impl Table {
         Error::Parse {
             path: self.path.clone(),
             line,
-            column: self
-                .names
-                .get(col)
-                .cloned()
-                .unwrap_or_else(|| format!("#{} (beyond the header)", col + 1)),
+            column: self.names.get(col).cloned().unwrap_or_else(|| format!("#{} (beyond the header)", col + 1)),
             message,
         }
     }
@@ -253,10 +231,7 @@ impl<'t> Rows<'t> {
                     return Err(self.table.error(
                         self.line,
                         self.table.names.len(),
-                        format!(
-                            "row has {total} fields, the header has {}",
-                            self.table.names.len()
-                        ),
+                        format!("row has {total} fields, the header has {}", self.table.names.len()),
                     ));
                 }
             }
@@ -271,11 +246,7 @@ impl<'t> Rows<'t> {
                     ),
                 ));
             }
-            return Ok(Some(Row {
-                table: self.table,
-                line: self.line,
-                fields: &self.fields,
-            }));
+            return Ok(Some(Row { table: self.table, line: self.line, fields: &self.fields }));
         }
     }
 }
@@ -312,21 +283,9 @@ impl Row<'_> {
         let s = self.fields[col];
         let v = parse_u64(s)
             .or_else(|| parse_u64(s.trim_ascii()))
-            .ok_or_else(|| {
-                self.error(
-                    col,
-                    format!("expected a non-negative integer, got `{}`", quote(s)),
-                )
-            })?;
-        T::try_from(v).map_err(|_| {
-            self.error(
-                col,
-                format!(
-                    "value {v} is out of range for {}",
-                    std::any::type_name::<T>()
-                ),
-            )
-        })
+            .ok_or_else(|| self.error(col, format!("expected a non-negative integer, got `{}`", quote(s))))?;
+        T::try_from(v)
+            .map_err(|_| self.error(col, format!("value {v} is out of range for {}", std::any::type_name::<T>())))
     }
 
     /// Column `col` as a signed integer of type `T`.
@@ -336,15 +295,8 @@ impl Row<'_> {
         let v = parse_i64(s)
             .or_else(|| parse_i64(s.trim_ascii()))
             .ok_or_else(|| self.error(col, format!("expected an integer, got `{}`", quote(s))))?;
-        T::try_from(v).map_err(|_| {
-            self.error(
-                col,
-                format!(
-                    "value {v} is out of range for {}",
-                    std::any::type_name::<T>()
-                ),
-            )
-        })
+        T::try_from(v)
+            .map_err(|_| self.error(col, format!("value {v} is out of range for {}", std::any::type_name::<T>())))
     }
 
     /// Column `col` as a finite `f32` (correctly rounded from the decimal text).
@@ -354,11 +306,7 @@ impl Row<'_> {
         let v = fast_float2::parse::<f32, _>(s)
             .or_else(|_| fast_float2::parse::<f32, _>(s.trim_ascii()))
             .map_err(|_| self.error(col, format!("expected a number, got `{}`", quote(s))))?;
-        if v.is_finite() {
-            Ok(v)
-        } else {
-            Err(self.not_finite(col, s))
-        }
+        if v.is_finite() { Ok(v) } else { Err(self.not_finite(col, s)) }
     }
 
     /// Column `col` as a finite `f64`.
@@ -368,11 +316,7 @@ impl Row<'_> {
         let v = fast_float2::parse::<f64, _>(s)
             .or_else(|_| fast_float2::parse::<f64, _>(s.trim_ascii()))
             .map_err(|_| self.error(col, format!("expected a number, got `{}`", quote(s))))?;
-        if v.is_finite() {
-            Ok(v)
-        } else {
-            Err(self.not_finite(col, s))
-        }
+        if v.is_finite() { Ok(v) } else { Err(self.not_finite(col, s)) }
     }
 
     #[cold]
@@ -417,11 +361,7 @@ fn parse_i64(s: &[u8]) -> Option<i64> {
     match s.strip_prefix(b"-") {
         Some(digits) if !digits.starts_with(b"+") => {
             let v = parse_u64(digits)?;
-            if v <= i64::MAX as u64 + 1 {
-                Some((v as i64).wrapping_neg())
-            } else {
-                None
-            }
+            if v <= i64::MAX as u64 + 1 { Some((v as i64).wrapping_neg()) } else { None }
         }
         Some(_) => None,
         None => i64::try_from(parse_u64(s)?).ok(),
@@ -459,10 +399,7 @@ mod tests {
         let text = b"a,b\nccccccccccccccccc\n\n0123456789abcdef,\r\nlast";
         let mut pos = 0;
         while pos < text.len() {
-            let naive = text[pos..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(text.len(), |i| pos + i);
+            let naive = text[pos..].iter().position(|&b| b == b'\n').map_or(text.len(), |i| pos + i);
             assert_eq!(line_end(text, pos), naive);
             pos = naive + 1;
         }
@@ -475,15 +412,9 @@ mod tests {
         assert_eq!(t.header_line, 2);
         let mut rows = t.rows(2);
         let r = rows.next().unwrap().unwrap();
-        assert_eq!(
-            (r.line(), r.uint::<u8>(0).unwrap(), r.f32(1).unwrap()),
-            (4, 1, 2.5)
-        );
+        assert_eq!((r.line(), r.uint::<u8>(0).unwrap(), r.f32(1).unwrap()), (4, 1, 2.5));
         let r = rows.next().unwrap().unwrap();
-        assert_eq!(
-            (r.line(), r.int::<i8>(0).unwrap(), r.f64(1).unwrap()),
-            (6, 3, 4.0)
-        );
+        assert_eq!((r.line(), r.int::<i8>(0).unwrap(), r.f64(1).unwrap()), (6, 3, 4.0));
         assert!(rows.next().unwrap().is_none());
         assert_eq!(t.line_of_row(1), 6);
     }
@@ -494,30 +425,18 @@ mod tests {
         let mut rows = t.rows(2);
         let r = rows.next().unwrap().unwrap();
         let e = r.uint::<u8>(0).unwrap_err().to_string();
-        assert!(
-            e.contains("t.csv:2: column `a`") && e.contains("out of range"),
-            "{e}"
-        );
+        assert!(e.contains("t.csv:2: column `a`") && e.contains("out of range"), "{e}");
         let e = r.f32(1).unwrap_err().to_string();
-        assert!(
-            e.contains("t.csv:2: column `b`") && e.contains("finite"),
-            "{e}"
-        );
+        assert!(e.contains("t.csv:2: column `b`") && e.contains("finite"), "{e}");
         let e = rows.next().err().unwrap().to_string();
-        assert!(
-            e.contains("t.csv:3: column `b`") && e.contains("1 fields"),
-            "{e}"
-        );
+        assert!(e.contains("t.csv:3: column `b`") && e.contains("1 fields"), "{e}");
         // Longer rows than the header, whether or not the extra fields are read.
         for need in [1, 2] {
             let t = table("a,b\n1,2\n1,2,3\n").unwrap();
             let mut rows = t.rows(need);
             assert!(rows.next().unwrap().is_some());
             let e = rows.next().err().unwrap().to_string();
-            assert!(
-                e.contains("t.csv:3: column `#3 (beyond the header)`: row has 3 fields"),
-                "{e}"
-            );
+            assert!(e.contains("t.csv:3: column `#3 (beyond the header)`: row has 3 fields"), "{e}");
         }
         let e = table(" \r\n\n").err().unwrap();
         assert!(matches!(e, Error::EmptyFile { .. }), "{e}");

@@ -25,24 +25,13 @@ pub(crate) fn sample_event(n_hits: usize, seed: u64) -> Event {
     let mut rng = Rng::new(seed);
     let n_particles = n_hits / 10 + 1;
     let base = 4_503_668_346_847_232u64;
-    let mut particles = Particles {
-        particle_type: Some(Vec::new()),
-        ..Particles::default()
-    };
+    let mut particles = Particles { particle_type: Some(Vec::new()), ..Particles::default() };
     for k in 0..n_particles as u64 {
         particles.push(ParticleRecord {
             particle_id: ParticleId(base + 7 * k + 1),
             particle_type: [211, -211, 321, 2212, 11, -13][rng.below(6) as usize],
-            vertex: [
-                awkward(&mut rng, 0.1),
-                awkward(&mut rng, 0.1),
-                awkward(&mut rng, 100.0),
-            ],
-            momentum: [
-                awkward(&mut rng, 2.0),
-                awkward(&mut rng, 2.0),
-                awkward(&mut rng, 10.0),
-            ],
+            vertex: [awkward(&mut rng, 0.1), awkward(&mut rng, 0.1), awkward(&mut rng, 100.0)],
+            momentum: [awkward(&mut rng, 2.0), awkward(&mut rng, 2.0), awkward(&mut rng, 10.0)],
             q: if rng.bernoulli(0.5) { 1 } else { -1 },
             nhits: rng.below(20) as u32,
         });
@@ -56,30 +45,14 @@ pub(crate) fn sample_event(n_hits: usize, seed: u64) -> Event {
             2 * (1 + rng.below(7) as u16),
             1 + rng.below(3192) as u32,
         );
-        hits.push(
-            i + 1,
-            [
-                awkward(&mut rng, 1000.0),
-                awkward(&mut rng, 1000.0),
-                awkward(&mut rng, 3000.0),
-            ],
-            module,
-        );
+        hits.push(i + 1, [awkward(&mut rng, 1000.0), awkward(&mut rng, 1000.0), awkward(&mut rng, 3000.0)], module);
         let particle = if rng.bernoulli(0.15) {
             ParticleId::NOISE
         } else {
             particles.particle_id[rng.below(n_particles as u64) as usize]
         };
-        let pos = [
-            awkward(&mut rng, 1000.0),
-            awkward(&mut rng, 1000.0),
-            awkward(&mut rng, 3000.0),
-        ];
-        let mom = [
-            awkward(&mut rng, 2.0),
-            awkward(&mut rng, 2.0),
-            awkward(&mut rng, 10.0),
-        ];
+        let pos = [awkward(&mut rng, 1000.0), awkward(&mut rng, 1000.0), awkward(&mut rng, 3000.0)];
+        let mom = [awkward(&mut rng, 2.0), awkward(&mut rng, 2.0), awkward(&mut rng, 10.0)];
         truth.push(particle, pos, mom, rng.uniform() as f32 * 1e-5);
         for _ in 0..1 + rng.below(3) {
             cells.hit_id.push(i + 1);
@@ -88,13 +61,7 @@ pub(crate) fn sample_event(n_hits: usize, seed: u64) -> Event {
             cells.value.push(rng.uniform() as f32);
         }
     }
-    Event {
-        event_id: 0,
-        hits,
-        truth: Some(truth),
-        particles: Some(particles),
-        cells: Some(cells),
-    }
+    Event { event_id: 0, hits, truth: Some(truth), particles: Some(particles), cells: Some(cells) }
 }
 
 /// Writes `text` to `dir/name` and returns the path.

@@ -13,17 +13,7 @@ use crate::event::{Hits, Truth};
 use crate::ids::ParticleId;
 
 /// The columns of a truth file, in the order they are written.
-pub(crate) const COLUMNS: [&str; 9] = [
-    "hit_id",
-    "particle_id",
-    "tx",
-    "ty",
-    "tz",
-    "tpx",
-    "tpy",
-    "tpz",
-    "weight",
-];
+pub(crate) const COLUMNS: [&str; 9] = ["hit_id", "particle_id", "tx", "ty", "tz", "tpx", "tpy", "tpz", "weight"];
 
 /// One row of a truth file, as the columns give it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -129,10 +119,7 @@ pub(crate) fn parse_truth(t: &Table, hits: &Hits) -> Result<Truth> {
         let missing = filled_by.iter().filter(|&&l| l == 0).count();
         return Err(Error::Inconsistent {
             path: t.path().to_path_buf(),
-            message: format!(
-                "hit_id {} has no truth row ({missing} of {n} hits have none)",
-                hits.hit_id[i]
-            ),
+            message: format!("hit_id {} has no truth row ({missing} of {n} hits have none)", hits.hit_id[i]),
         });
     }
     Ok(truth)
@@ -157,9 +144,7 @@ pub fn write_truth(path: &Path, truth: &Truth, hits: &Hits) -> Result<u64> {
             ("weight", truth.weight.len()),
         ],
     )?;
-    write_rows(path, &COLUMNS, n, |w, i| {
-        TruthRow::of(truth, hits, i).write(w)
-    })
+    write_rows(path, &COLUMNS, n, |w, i| TruthRow::of(truth, hits, i).write(w))
 }
 
 #[cfg(test)]
@@ -195,10 +180,7 @@ mod tests {
              0.5,10,4503668346847232,1,2,3,4,5,6\n0,20,0,1,1,1,0,0,0\n",
         );
         let truth = read_truth(&path, &hits).unwrap();
-        assert_eq!(
-            truth.particle_id,
-            [ParticleId(0), ParticleId(4503668346847232)]
-        );
+        assert_eq!(truth.particle_id, [ParticleId(0), ParticleId(4503668346847232)]);
         assert_eq!((truth.weight[1], truth.tpz[1]), (0.5, 6.0));
         // Written back in hits order.
         let out = dir.path().join("t2.csv");
@@ -221,52 +203,21 @@ mod tests {
         let e = case("unknown.csv", &(row(1) + &row(99)));
         assert_err(
             &e,
-            |e| {
-                matches!(
-                    e,
-                    Error::UnknownHit {
-                        line: 3,
-                        hit_id: 99,
-                        ..
-                    }
-                )
-            },
+            |e| matches!(e, Error::UnknownHit { line: 3, hit_id: 99, .. }),
             &["unknown.csv:3", "hit_id 99 is not in the hits file"],
         );
         let e = case("missing.csv", &(row(3) + &row(1)));
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Inconsistent { .. }),
-            &["missing.csv", "hit_id 2 has no truth row"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Inconsistent { .. }), &["missing.csv", "hit_id 2 has no truth row"]);
         let e = case("dup.csv", &(row(2) + &row(1) + &row(2)));
         assert_err(
             &e,
-            |e| {
-                matches!(
-                    e,
-                    Error::DuplicateHit {
-                        line: 4,
-                        first_line: 2,
-                        hit_id: 2,
-                        ..
-                    }
-                )
-            },
+            |e| matches!(e, Error::DuplicateHit { line: 4, first_line: 2, hit_id: 2, .. }),
             &["dup.csv:4", "first on line 2"],
         );
         let e = case("neg.csv", "1,-5,1,2,3,4,5,6,0.1\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { line: 2, .. }),
-            &["neg.csv:2", "column `particle_id`", "`-5`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { line: 2, .. }), &["neg.csv:2", "column `particle_id`", "`-5`"]);
         let e = case("nan.csv", "1,5,1,2,3,4,5,6,nan\n");
-        assert_err(
-            &e,
-            |e| matches!(e, Error::Parse { .. }),
-            &["nan.csv:2", "column `weight`"],
-        );
+        assert_err(&e, |e| matches!(e, Error::Parse { .. }), &["nan.csv:2", "column `weight`"]);
         // Header only: allowed by the parser, but then every hit lacks truth.
         let e = case("header_only.csv", "");
         assert_err(

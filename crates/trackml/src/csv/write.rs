@@ -28,8 +28,7 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// True if `path` names a gzip file (`.gz` extension).
 pub(crate) fn is_gzip_path(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"))
 }
 
 enum Sink {
@@ -77,10 +76,9 @@ pub(crate) struct CsvWriter {
 impl CsvWriter {
     /// Starts writing `path` (gzip if it ends in `.gz`) with the header `columns`.
     pub(crate) fn create(path: &Path, columns: &'static [&'static str]) -> Result<CsvWriter> {
-        let name = path.file_name().ok_or_else(|| Error::Inconsistent {
-            path: path.to_path_buf(),
-            message: "not a file name".into(),
-        })?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::Inconsistent { path: path.to_path_buf(), message: "not a file name".into() })?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -96,9 +94,7 @@ impl CsvWriter {
             // Fast compression: event files are written in bulk and re-read many times, so
             // writing speed matters more than the last percent of size (on a TrackML-like
             // hits file, zlib level 1 vs the default 6: ~6x faster, ~12% larger).
-            Sink::Gzip(Box::new(
-                GzBuilder::new().mtime(0).write(file, Compression::fast()),
-            ))
+            Sink::Gzip(Box::new(GzBuilder::new().mtime(0).write(file, Compression::fast())))
         } else {
             Sink::Plain(file)
         };
@@ -133,10 +129,7 @@ impl CsvWriter {
 
     #[inline]
     fn raw(&mut self, b: &[u8]) -> io::Result<()> {
-        self.out
-            .as_mut()
-            .expect("writer used after finish")
-            .write_all(b)
+        self.out.as_mut().expect("writer used after finish").write_all(b)
     }
 
     #[inline]
@@ -203,11 +196,7 @@ impl CsvWriter {
     /// Ends the current row.
     #[inline]
     pub(crate) fn end_row(&mut self) -> io::Result<()> {
-        debug_assert_eq!(
-            self.field,
-            self.columns.len(),
-            "row with a wrong field count"
-        );
+        debug_assert_eq!(self.field, self.columns.len(), "row with a wrong field count");
         self.field = 0;
         self.rows += 1;
         self.raw(b"\n")
@@ -226,9 +215,7 @@ impl CsvWriter {
             });
         }
         let out = self.out.take().expect("finish called once");
-        let sink = out
-            .into_inner()
-            .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
+        let sink = out.into_inner().map_err(|e| Error::io(&self.tmp, e.into_error()))?;
         let file = match sink {
             Sink::Plain(f) => f,
             Sink::Gzip(g) => g.finish().map_err(|e| Error::io(&self.tmp, e))?,
@@ -282,12 +269,7 @@ pub(crate) fn write_rows(
 }
 
 /// Checks that every column of a struct-of-arrays has `len` entries.
-pub(crate) fn check_lengths(
-    path: &Path,
-    what: &str,
-    len: usize,
-    cols: &[(&str, usize)],
-) -> Result<()> {
+pub(crate) fn check_lengths(path: &Path, what: &str, len: usize, cols: &[(&str, usize)]) -> Result<()> {
     match cols.iter().find(|c| c.1 != len) {
         None => Ok(()),
         Some((name, n)) => Err(Error::Inconsistent {
@@ -324,18 +306,12 @@ mod tests {
             std::fs::read(path).unwrap()
         };
         let plain = write("x.csv");
-        assert_eq!(
-            std::str::from_utf8(&plain).unwrap(),
-            "a,b,c\n0,0.0,0.0\n-1,0.1,1e-300\n-2,0.2,2e-300\n"
-        );
+        assert_eq!(std::str::from_utf8(&plain).unwrap(), "a,b,c\n0,0.0,0.0\n-1,0.1,1e-300\n-2,0.2,2e-300\n");
         let gz1 = write("x.csv.gz");
         std::thread::sleep(std::time::Duration::from_millis(1100));
         let gz2 = write("y.csv.gz");
         assert_eq!(gz1, gz2, "gzip output depends on the time");
-        assert_eq!(
-            crate::csv::table::read_bytes(&dir.path().join("x.csv.gz")).unwrap(),
-            plain
-        );
+        assert_eq!(crate::csv::table::read_bytes(&dir.path().join("x.csv.gz")).unwrap(), plain);
 
         // A non-finite value: error, no file, no temporary.
         let path = dir.path().join("bad.csv");
@@ -346,10 +322,8 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("data row 2 column `b`"), "{e}");
-        let mut names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let mut names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         names.sort();
         assert_eq!(names, ["x.csv", "x.csv.gz", "y.csv.gz"]);
     }

@@ -88,21 +88,10 @@ impl Detector {
         let mut groups: Vec<(LayerId, Vec<u32>)> = Vec::new();
         for (i, m) in modules.iter().enumerate() {
             if !m.frame_is_orthonormal(1e-4) {
-                return Err(Error::Geometry(format!(
-                    "module {}: rotation is not orthonormal",
-                    m.id
-                )));
+                return Err(Error::Geometry(format!("module {}: rotation is not orthonormal", m.id)));
             }
-            if !(m.hv > 0.0
-                && m.max_hu > 0.0
-                && m.min_hu > 0.0
-                && m.pitch_u > 0.0
-                && m.pitch_v > 0.0)
-            {
-                return Err(Error::Geometry(format!(
-                    "module {}: non-positive size or pitch",
-                    m.id
-                )));
+            if !(m.hv > 0.0 && m.max_hu > 0.0 && m.min_hu > 0.0 && m.pitch_u > 0.0 && m.pitch_v > 0.0) {
+                return Err(Error::Geometry(format!("module {}: non-positive size or pitch", m.id)));
             }
             module_index.insert(m.id, i as u32);
             let lid = m.id.layer_id();
@@ -113,24 +102,13 @@ impl Detector {
             groups.last_mut().unwrap().1.push(i as u32);
             layer_of_module.push((groups.len() - 1) as u16);
         }
-        let layers = groups
-            .into_iter()
-            .map(|(id, idx)| build_layer(id, idx, &modules))
-            .collect();
-        Ok(Detector {
-            modules,
-            layers,
-            module_index,
-            layer_index,
-            layer_of_module,
-        })
+        let layers = groups.into_iter().map(|(id, idx)| build_layer(id, idx, &modules)).collect();
+        Ok(Detector { modules, layers, module_index, layer_index, layer_of_module })
     }
 
     /// The module with this id.
     pub fn module(&self, id: ModuleId) -> Option<&Module> {
-        self.module_index
-            .get(&id)
-            .map(|&i| &self.modules[i as usize])
+        self.module_index.get(&id).map(|&i| &self.modules[i as usize])
     }
 
     /// Index of the module with this id in [`Detector::modules`].
@@ -150,23 +128,13 @@ impl Detector {
 
     /// The number of modules in each layer, in layer order.
     pub fn modules_per_layer(&self) -> Vec<(LayerId, usize)> {
-        self.layers
-            .iter()
-            .map(|l| (l.id, l.modules.len()))
-            .collect()
+        self.layers.iter().map(|l| (l.id, l.modules.len())).collect()
     }
 }
 
 fn build_layer(id: LayerId, idx: Vec<u32>, modules: &[Module]) -> Layer {
-    let n_endcap = idx
-        .iter()
-        .filter(|&&i| modules[i as usize].normal()[2].abs() > 0.7)
-        .count();
-    let kind = if 2 * n_endcap > idx.len() {
-        LayerKind::Endcap
-    } else {
-        LayerKind::Barrel
-    };
+    let n_endcap = idx.iter().filter(|&&i| modules[i as usize].normal()[2].abs() > 0.7).count();
+    let kind = if 2 * n_endcap > idx.len() { LayerKind::Endcap } else { LayerKind::Barrel };
     let technology = modules[idx[0] as usize].technology();
     let (mut r_min, mut r_max, mut z_min, mut z_max) = (f64::MAX, 0.0f64, f64::MAX, f64::MIN);
     let (mut r_sum, mut z_sum) = (0.0, 0.0);
@@ -232,17 +200,5 @@ fn build_layer(id: LayerId, idx: Vec<u32>, modules: &[Module]) -> Layer {
     let n_x = (((x_max - x_min) / x_w) * 2.0).ceil().clamp(1.0, 4096.0) as usize;
     let grid = LayerGrid::build(n_phi, n_x, x_min, x_max, &footprints);
     let n = idx.len() as f64;
-    Layer {
-        id,
-        kind,
-        technology,
-        modules: idx,
-        r_min,
-        r_max,
-        z_min,
-        z_max,
-        r_mean: r_sum / n,
-        z_mean: z_sum / n,
-        grid,
-    }
+    Layer { id, kind, technology, modules: idx, r_min, r_max, z_min, z_max, r_mean: r_sum / n, z_mean: z_sum / n, grid }
 }

@@ -34,24 +34,11 @@ pub struct Footprint {
 
 impl LayerGrid {
     /// Builds a grid of `n_phi × n_x` bins over x ∈ [x_min, x_max] from module footprints.
-    pub fn build(
-        n_phi: usize,
-        n_x: usize,
-        x_min: f64,
-        x_max: f64,
-        footprints: &[Footprint],
-    ) -> Self {
+    pub fn build(n_phi: usize, n_x: usize, x_min: f64, x_max: f64, footprints: &[Footprint]) -> Self {
         let n_phi = n_phi.max(1);
         let n_x = n_x.max(1);
         let mut bins: Vec<Vec<u32>> = vec![Vec::new(); n_phi * n_x];
-        let mut grid = LayerGrid {
-            n_phi,
-            n_x,
-            x_min,
-            x_max,
-            offsets: Vec::new(),
-            items: Vec::new(),
-        };
+        let mut grid = LayerGrid { n_phi, n_x, x_min, x_max, offsets: Vec::new(), items: Vec::new() };
         for f in footprints {
             let (x0, x1) = (grid.x_bin(f.x_lo), grid.x_bin(f.x_hi));
             let half = f.phi_half.min(PI);
@@ -97,10 +84,6 @@ impl LayerGrid {
 
     /// The largest number of modules in one bin (for diagnostics).
     pub fn max_occupancy(&self) -> usize {
-        self.offsets
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .max()
-            .unwrap_or(0)
+        self.offsets.windows(2).map(|w| (w[1] - w[0]) as usize).max().unwrap_or(0)
     }
 }

@@ -89,26 +89,14 @@ impl Module {
     /// Global point → local (u, v, w) [mm].
     #[inline]
     pub fn to_local(&self, g: [f64; 3]) -> [f64; 3] {
-        let d = [
-            g[0] - self.center[0],
-            g[1] - self.center[1],
-            g[2] - self.center[2],
-        ];
-        [
-            dot(self.axis_u(), d),
-            dot(self.axis_v(), d),
-            dot(self.normal(), d),
-        ]
+        let d = [g[0] - self.center[0], g[1] - self.center[1], g[2] - self.center[2]];
+        [dot(self.axis_u(), d), dot(self.axis_v(), d), dot(self.normal(), d)]
     }
 
     /// Global direction → local components.
     #[inline]
     pub fn dir_to_local(&self, d: [f64; 3]) -> [f64; 3] {
-        [
-            dot(self.axis_u(), d),
-            dot(self.axis_v(), d),
-            dot(self.normal(), d),
-        ]
+        [dot(self.axis_u(), d), dot(self.axis_v(), d), dot(self.normal(), d)]
     }
 
     /// Local (u, v, w) → global point [mm].
@@ -125,11 +113,7 @@ impl Module {
     /// Signed distance of a global point from the mid-plane, along w [mm].
     #[inline]
     pub fn plane_distance(&self, g: [f64; 3]) -> f64 {
-        let d = [
-            g[0] - self.center[0],
-            g[1] - self.center[1],
-            g[2] - self.center[2],
-        ];
+        let d = [g[0] - self.center[0], g[1] - self.center[1], g[2] - self.center[2]];
         dot(self.normal(), d)
     }
 
@@ -150,9 +134,7 @@ impl Module {
 
     /// Number of cells along u (the grid spans the wider edge).
     pub fn cells_u(&self) -> u32 {
-        (2.0 * self.max_hu.max(self.min_hu) / self.pitch_u - 1e-9)
-            .ceil()
-            .max(1.0) as u32
+        (2.0 * self.max_hu.max(self.min_hu) / self.pitch_u - 1e-9).ceil().max(1.0) as u32
     }
     /// Number of cells along v.
     pub fn cells_v(&self) -> u32 {
@@ -162,22 +144,15 @@ impl Module {
     /// Cell indices (ch0, ch1) of local (u, v), clamped to the grid.
     pub fn cell_of(&self, u: f64, v: f64) -> (u32, u32) {
         let hu = self.max_hu.max(self.min_hu);
-        let c0 = ((u + hu) / self.pitch_u)
-            .floor()
-            .clamp(0.0, (self.cells_u() - 1) as f64);
-        let c1 = ((v + self.hv) / self.pitch_v)
-            .floor()
-            .clamp(0.0, (self.cells_v() - 1) as f64);
+        let c0 = ((u + hu) / self.pitch_u).floor().clamp(0.0, (self.cells_u() - 1) as f64);
+        let c1 = ((v + self.hv) / self.pitch_v).floor().clamp(0.0, (self.cells_v() - 1) as f64);
         (c0 as u32, c1 as u32)
     }
 
     /// Local (u, v) of the centre of cell (ch0, ch1) [mm].
     pub fn cell_center(&self, ch0: u32, ch1: u32) -> (f64, f64) {
         let hu = self.max_hu.max(self.min_hu);
-        (
-            -hu + (ch0 as f64 + 0.5) * self.pitch_u,
-            -self.hv + (ch1 as f64 + 0.5) * self.pitch_v,
-        )
+        (-hu + (ch0 as f64 + 0.5) * self.pitch_u, -self.hv + (ch1 as f64 + 0.5) * self.pitch_v)
     }
 
     /// The four corners of the active area on the mid-plane, in global coordinates.
@@ -198,11 +173,7 @@ impl Module {
     /// True if the frame is orthonormal and right-handed (u × v = w) to `tol`.
     pub fn frame_is_orthonormal(&self, tol: f64) -> bool {
         let (u, v, w) = (self.axis_u(), self.axis_v(), self.normal());
-        let cross = [
-            u[1] * v[2] - u[2] * v[1],
-            u[2] * v[0] - u[0] * v[2],
-            u[0] * v[1] - u[1] * v[0],
-        ];
+        let cross = [u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]];
         (dot(u, u) - 1.0).abs() < tol
             && (dot(v, v) - 1.0).abs() < tol
             && (dot(w, w) - 1.0).abs() < tol

@@ -25,21 +25,9 @@ struct Sensor {
     pitch_v: f64,
 }
 
-const PIXEL: Sensor = Sensor {
-    thickness: 0.15,
-    pitch_u: 0.05,
-    pitch_v: 0.05625,
-};
-const SHORT_STRIP: Sensor = Sensor {
-    thickness: 0.25,
-    pitch_u: 0.08,
-    pitch_v: 1.2,
-};
-const LONG_STRIP: Sensor = Sensor {
-    thickness: 0.35,
-    pitch_u: 0.12,
-    pitch_v: 10.4,
-};
+const PIXEL: Sensor = Sensor { thickness: 0.15, pitch_u: 0.05, pitch_v: 0.05625 };
+const SHORT_STRIP: Sensor = Sensor { thickness: 0.25, pitch_u: 0.08, pitch_v: 1.2 };
+const LONG_STRIP: Sensor = Sensor { thickness: 0.35, pitch_u: 0.12, pitch_v: 10.4 };
 
 /// One barrel layer: `n_phi` staves × `n_z` modules with centres from −z_max to +z_max.
 #[derive(Clone, Copy, Debug)]
@@ -89,12 +77,7 @@ fn barrel_specs() -> Vec<BarrelSpec> {
             sensor: PIXEL,
         });
     }
-    let ss = [
-        (2, 260.0, 40),
-        (4, 360.0, 56),
-        (6, 500.0, 78),
-        (8, 660.0, 102),
-    ];
+    let ss = [(2, 260.0, 40), (4, 360.0, 56), (6, 500.0, 78), (8, 660.0, 102)];
     for (layer, r, n_phi) in ss {
         v.push(BarrelSpec {
             volume: 13,
@@ -130,11 +113,7 @@ fn barrel_specs() -> Vec<BarrelSpec> {
 
 fn barrel_modules(s: &BarrelSpec, out: &mut Vec<Module>) {
     let mut id = 1u32;
-    let dz = if s.n_z > 1 {
-        2.0 * s.z_max / (s.n_z - 1) as f64
-    } else {
-        0.0
-    };
+    let dz = if s.n_z > 1 { 2.0 * s.z_max / (s.n_z - 1) as f64 } else { 0.0 };
     for iz in 0..s.n_z {
         let z = -s.z_max + iz as f64 * dz;
         for ip in 0..s.n_phi {
@@ -149,16 +128,8 @@ fn barrel_modules(s: &BarrelSpec, out: &mut Vec<Module>) {
             // w = cos t · r̂ + sin t · φ̂ ; v = ẑ ; u = v × w = cos t · φ̂ − sin t · r̂
             let rhat = [c, sn, 0.0];
             let phat = [-sn, c, 0.0];
-            let w = [
-                ct * rhat[0] + st * phat[0],
-                ct * rhat[1] + st * phat[1],
-                0.0,
-            ];
-            let u = [
-                ct * phat[0] - st * rhat[0],
-                ct * phat[1] - st * rhat[1],
-                0.0,
-            ];
+            let w = [ct * rhat[0] + st * phat[0], ct * rhat[1] + st * phat[1], 0.0];
+            let u = [ct * phat[0] - st * rhat[0], ct * phat[1] - st * rhat[1], 0.0];
             out.push(Module {
                 id: ModuleId::new(s.volume, s.layer, id),
                 center: [r * c, r * sn, z],
@@ -179,11 +150,7 @@ fn barrel_modules(s: &BarrelSpec, out: &mut Vec<Module>) {
 /// inner and outer radius with `overlap` (fractional) to spare.
 fn covering(ring: Ring, overlap: f64) -> Ring {
     let need = |r: f64| (1.0 + overlap) * std::f64::consts::PI * r / ring.n as f64;
-    Ring {
-        min_hu: ring.min_hu.max(need(ring.r - ring.hv)),
-        max_hu: ring.max_hu.max(need(ring.r + ring.hv)),
-        ..ring
-    }
+    Ring { min_hu: ring.min_hu.max(need(ring.r - ring.hv)), max_hu: ring.max_hu.max(need(ring.r + ring.hv)), ..ring }
 }
 
 /// Adds the disks of one end-cap volume; `z_abs` are the |z| of the disks, nearest first.
@@ -199,22 +166,13 @@ fn endcap_modules(
     let n = z_abs.len();
     for (k, &za) in z_abs.iter().enumerate() {
         // TrackML numbers layers along +z: in the −z end-cap the farthest disk is layer 2.
-        let layer = if sign < 0.0 {
-            2 * (n - k) as u16
-        } else {
-            2 * (k + 1) as u16
-        };
+        let layer = if sign < 0.0 { 2 * (n - k) as u16 } else { 2 * (k + 1) as u16 };
         let mut id = 1u32;
         for (ir, ring) in rings.iter().enumerate() {
             for ip in 0..ring.n {
-                let phi = (ip as f64 + 0.5 + 0.25 * ir as f64) * TAU / ring.n as f64
-                    - std::f64::consts::PI;
+                let phi = (ip as f64 + 0.5 + 0.25 * ir as f64) * TAU / ring.n as f64 - std::f64::consts::PI;
                 let (c, sn) = (phi.cos(), phi.sin());
-                let alt = if (ip as usize + ir).is_multiple_of(2) {
-                    -1.0
-                } else {
-                    1.0
-                };
+                let alt = if (ip as usize + ir).is_multiple_of(2) { -1.0 } else { 1.0 };
                 let z = sign * za + alt * dz;
                 // v = r̂, w = ẑ, u = v × w = −φ̂
                 let v = [c, sn, 0.0];
@@ -244,71 +202,20 @@ pub fn trackml_modules() -> Vec<Module> {
     }
     let pix_z = [600.0, 700.0, 820.0, 960.0, 1100.0, 1300.0, 1500.0];
     let pix_rings = [
-        Ring {
-            n: 40,
-            r: 66.0,
-            min_hu: 8.4,
-            max_hu: 8.4,
-            hv: 36.0,
-        },
-        Ring {
-            n: 68,
-            r: 140.0,
-            min_hu: 8.4,
-            max_hu: 8.4,
-            hv: 36.0,
-        },
+        Ring { n: 40, r: 66.0, min_hu: 8.4, max_hu: 8.4, hv: 36.0 },
+        Ring { n: 68, r: 140.0, min_hu: 8.4, max_hu: 8.4, hv: 36.0 },
     ];
     let strip_z = [1220.0, 1500.0, 1800.0, 2150.0, 2550.0, 2950.0];
     let ss_overlap = 2.0 * 16.4 * 54.0 / (TAU * (318.0 - 78.0)) - 1.0;
     let ss_rings = [
-        Ring {
-            n: 54,
-            r: 318.0,
-            min_hu: 16.4,
-            max_hu: 24.2,
-            hv: 78.0,
-        },
-        covering(
-            Ring {
-                n: 56,
-                r: 470.0,
-                min_hu: 16.4,
-                max_hu: 24.2,
-                hv: 78.0,
-            },
-            ss_overlap,
-        ),
-        covering(
-            Ring {
-                n: 60,
-                r: 622.0,
-                min_hu: 16.4,
-                max_hu: 24.2,
-                hv: 78.0,
-            },
-            ss_overlap,
-        ),
+        Ring { n: 54, r: 318.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 },
+        covering(Ring { n: 56, r: 470.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 }, ss_overlap),
+        covering(Ring { n: 60, r: 622.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 }, ss_overlap),
     ];
     let ls_overlap = 2.0 * 54.0 * 48.0 / (TAU * (828.0 - 78.0)) - 1.0;
     let ls_rings = [
-        Ring {
-            n: 48,
-            r: 828.0,
-            min_hu: 54.0,
-            max_hu: 64.2,
-            hv: 78.0,
-        },
-        covering(
-            Ring {
-                n: 50,
-                r: 942.0,
-                min_hu: 54.0,
-                max_hu: 64.2,
-                hv: 78.0,
-            },
-            ls_overlap,
-        ),
+        Ring { n: 48, r: 828.0, min_hu: 54.0, max_hu: 64.2, hv: 78.0 },
+        covering(Ring { n: 50, r: 942.0, min_hu: 54.0, max_hu: 64.2, hv: 78.0 }, ls_overlap),
     ];
     for (vol, sign) in [(7u16, -1.0), (9, 1.0)] {
         endcap_modules(vol, sign, &pix_z, &pix_rings, 2.5, PIXEL, &mut out);
@@ -340,11 +247,7 @@ mod tests {
         let d = Detector::trackml();
         assert_eq!(d.modules.len(), 18_728);
         assert_eq!(d.layers.len(), 48);
-        let count = |v: u16, l: u16| {
-            d.layers[d.layer_index(LayerId::new(v, l)).unwrap()]
-                .modules
-                .len()
-        };
+        let count = |v: u16, l: u16| d.layers[d.layer_index(LayerId::new(v, l)).unwrap()].modules.len();
         for (l, n) in [(2, 224), (4, 448), (6, 728), (8, 1092)] {
             assert_eq!(count(8, l), n);
         }
@@ -359,12 +262,8 @@ mod tests {
             assert_eq!((count(12, l), count(14, l)), (170, 170));
             assert_eq!((count(16, l), count(18, l)), (98, 98));
         }
-        let vols: std::collections::BTreeSet<u16> =
-            d.layers.iter().map(|l| l.id.volume()).collect();
-        assert_eq!(
-            vols.into_iter().collect::<Vec<_>>(),
-            vec![7, 8, 9, 12, 13, 14, 16, 17, 18]
-        );
+        let vols: std::collections::BTreeSet<u16> = d.layers.iter().map(|l| l.id.volume()).collect();
+        assert_eq!(vols.into_iter().collect::<Vec<_>>(), vec![7, 8, 9, 12, 13, 14, 16, 17, 18]);
     }
 
     #[test]
@@ -406,11 +305,7 @@ mod tests {
             let hu = m.half_width_at(v);
             let g = m.to_global([rng.range(-hu, hu), v, rng.range(-0.5, 0.5) * m.thickness]);
             let layer = &d.layers[d.layer_of(mi)];
-            assert!(
-                layer.candidates(g[0], g[1], g[2]).contains(&(mi as u32)),
-                "module {:?} not found at {g:?}",
-                m.id
-            );
+            assert!(layer.candidates(g[0], g[1], g[2]).contains(&(mi as u32)), "module {:?} not found at {g:?}", m.id);
         }
         for l in &d.layers {
             assert!(l.candidates(l.r_mean.max(1.0), 0.0, l.z_mean).len() < 16);

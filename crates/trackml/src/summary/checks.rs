@@ -43,22 +43,14 @@ impl ConsistencyChecks {
     }
 
     /// Records a check that passes while at most `allowed` of the items fail.
-    fn record_tolerant(
-        &mut self,
-        name: &str,
-        checked: u64,
-        failed: u64,
-        detail: String,
-        allowed: f64,
-    ) {
+    fn record_tolerant(&mut self, name: &str, checked: u64, failed: u64, detail: String, allowed: f64) {
         let ok = |c: u64, f: u64| f as f64 <= allowed * c as f64;
         match self.results.iter_mut().find(|r| r.name == name) {
             Some(r) => {
                 r.checked += checked;
                 r.failed += failed;
                 r.passed = ok(r.checked, r.failed);
-                if r.detail.is_empty() || (failed > 0 && r.failed == failed) || name == HELIX_CHECK
-                {
+                if r.detail.is_empty() || (failed > 0 && r.failed == failed) || name == HELIX_CHECK {
                     r.detail = detail;
                 }
             }
@@ -86,12 +78,7 @@ impl ConsistencyChecks {
                 bad_ids += 1;
             }
         }
-        self.record(
-            "particle_ids_unique_nonzero",
-            parts.len() as u64,
-            bad_ids,
-            String::new(),
-        );
+        self.record("particle_ids_unique_nonzero", parts.len() as u64, bad_ids, String::new());
         let mut counts = vec![0u32; parts.len()];
         let mut unknown = 0;
         let mut first_unknown = String::new();
@@ -104,23 +91,13 @@ impl ConsistencyChecks {
                 None => {
                     unknown += 1;
                     if first_unknown.is_empty() {
-                        first_unknown = format!(
-                            "event {}: truth particle_id {} not in particles",
-                            ev.event_id, p.0
-                        );
+                        first_unknown = format!("event {}: truth particle_id {} not in particles", ev.event_id, p.0);
                     }
                 }
             }
         }
-        self.record(
-            "truth_particles_known",
-            truth.len() as u64,
-            unknown,
-            first_unknown,
-        );
-        let mismatched = (0..parts.len())
-            .filter(|&i| parts.nhits[i] != counts[i])
-            .count() as u64;
+        self.record("truth_particles_known", truth.len() as u64, unknown, first_unknown);
+        let mismatched = (0..parts.len()).filter(|&i| parts.nhits[i] != counts[i]).count() as u64;
         let detail = (0..parts.len())
             .find(|&i| parts.nhits[i] != counts[i])
             .map(|i| {
@@ -133,9 +110,8 @@ impl ConsistencyChecks {
         self.record("nhits_match_truth", parts.len() as u64, mismatched, detail);
         // Weights: zero for noise, sum to one.
         let sum: f64 = truth.weight.iter().map(|&w| w as f64).sum();
-        let noise_weighted = (0..truth.len())
-            .filter(|&i| truth.particle_id[i].is_noise() && truth.weight[i] != 0.0)
-            .count() as u64;
+        let noise_weighted =
+            (0..truth.len()).filter(|&i| truth.particle_id[i].is_noise() && truth.weight[i] != 0.0).count() as u64;
         self.record(
             "weights_sum_to_one_zero_for_noise",
             1,
@@ -170,20 +146,14 @@ impl ConsistencyChecks {
             if l[2].abs() > 0.5 * m.thickness + POS_TOL {
                 off_plane += 1;
                 if d_plane.is_empty() {
-                    d_plane = format!(
-                        "hit {}: truth {:.4} mm from the plane of {}",
-                        hits.hit_id[i], l[2], m.id
-                    );
+                    d_plane = format!("hit {}: truth {:.4} mm from the plane of {}", hits.hit_id[i], l[2], m.id);
                 }
             }
             // Noise has no true crossing: its "truth" is the measured cell centre.
             if !truth.particle_id[i].is_noise() && !m.contains(l[0], l[1], POS_TOL) {
                 outside += 1;
                 if d_out.is_empty() {
-                    d_out = format!(
-                        "hit {}: truth at u={:.3} v={:.3} outside {}",
-                        hits.hit_id[i], l[0], l[1], m.id
-                    );
+                    d_out = format!("hit {}: truth at u={:.3} v={:.3} outside {}", hits.hit_id[i], l[0], l[1], m.id);
                 }
             }
         }
@@ -203,19 +173,11 @@ impl ConsistencyChecks {
         let hits = &ev.hits;
         let truth = ev.truth.as_ref().expect("checked by caller");
         let parts = ev.particles.as_ref().expect("checked by caller");
-        let vertex: HashMap<u64, usize> = parts
-            .particle_id
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.0, i))
-            .collect();
+        let vertex: HashMap<u64, usize> = parts.particle_id.iter().enumerate().map(|(i, p)| (p.0, i)).collect();
         let mut by_particle: HashMap<u64, Vec<usize>> = HashMap::new();
         for i in 0..hits.len() {
             if !truth.particle_id[i].is_noise() {
-                by_particle
-                    .entry(truth.particle_id[i].0)
-                    .or_default()
-                    .push(i);
+                by_particle.entry(truth.particle_id[i].0).or_default().push(i);
             }
         }
         let (mut checked, mut failed) = (0u64, 0u64);
@@ -231,17 +193,9 @@ impl ConsistencyChecks {
             if q == 0.0 {
                 continue;
             }
-            let v = [
-                parts.vx[pi] as f64,
-                parts.vy[pi] as f64,
-                parts.vz[pi] as f64,
-            ];
+            let v = [parts.vx[pi] as f64, parts.vy[pi] as f64, parts.vz[pi] as f64];
             let dist = |i: usize| {
-                let d = [
-                    truth.tx[i] as f64 - v[0],
-                    truth.ty[i] as f64 - v[1],
-                    truth.tz[i] as f64 - v[2],
-                ];
+                let d = [truth.tx[i] as f64 - v[0], truth.ty[i] as f64 - v[1], truth.tz[i] as f64 - v[2]];
                 d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
             };
             idx.sort_by(|&a, &b| dist(a).total_cmp(&dist(b)));
@@ -251,10 +205,7 @@ impl ConsistencyChecks {
                 if za.abs() > 450.0 || zb.abs() > 450.0 {
                     continue;
                 }
-                let chord = [
-                    truth.tx[b] as f64 - truth.tx[a] as f64,
-                    truth.ty[b] as f64 - truth.ty[a] as f64,
-                ];
+                let chord = [truth.tx[b] as f64 - truth.tx[a] as f64, truth.ty[b] as f64 - truth.ty[a] as f64];
                 let c = chord[0].hypot(chord[1]);
                 let (px, py) = (truth.tpx[b] as f64, truth.tpy[b] as f64);
                 let pt = px.hypot(py);
@@ -284,12 +235,7 @@ impl ConsistencyChecks {
         self.helix_deviations = devs;
         sorted.sort_by(|a, b| a.total_cmp(b));
         let med = sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN);
-        let total_failed = failed
-            + self
-                .results
-                .iter()
-                .find(|r| r.name == HELIX_CHECK)
-                .map_or(0, |r| r.failed);
+        let total_failed = failed + self.results.iter().find(|r| r.name == HELIX_CHECK).map_or(0, |r| r.failed);
         // A module crossed without a hit (the 1% inefficiency) scatters the particle between
         // two recorded hits, so a small fraction of pairs may legitimately deviate.
         self.record_tolerant(

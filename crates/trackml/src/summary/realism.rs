@@ -87,21 +87,16 @@ pub struct RealismAccumulator {
 
 /// The group name of a module for cell and residual statistics.
 fn group(det: Option<&Detector>, volume: u16, layer: u16) -> String {
-    let (tech, kind) =
-        match det.and_then(|d| d.layer_index(crate::ids::LayerId::new(volume, layer))) {
-            Some(li) => {
-                let l = &det.unwrap().layers[li];
-                (l.technology, l.kind)
-            }
-            None => (
-                Technology::of(volume, 0.0),
-                if matches!(volume, 8 | 13 | 17) {
-                    LayerKind::Barrel
-                } else {
-                    LayerKind::Endcap
-                },
-            ),
-        };
+    let (tech, kind) = match det.and_then(|d| d.layer_index(crate::ids::LayerId::new(volume, layer))) {
+        Some(li) => {
+            let l = &det.unwrap().layers[li];
+            (l.technology, l.kind)
+        }
+        None => (
+            Technology::of(volume, 0.0),
+            if matches!(volume, 8 | 13 | 17) { LayerKind::Barrel } else { LayerKind::Endcap },
+        ),
+    };
     let t = match tech {
         Technology::Pixel => "pixel",
         Technology::ShortStrip => "short_strip",
@@ -145,11 +140,7 @@ fn median(v: &mut [f64]) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
+    if n % 2 == 1 { v[n / 2] } else { 0.5 * (v[n / 2 - 1] + v[n / 2]) }
 }
 
 impl RealismAccumulator {
@@ -175,18 +166,13 @@ impl RealismAccumulator {
             }
             *per_particle.entry(pid.0).or_default() += 1;
             let m = hits.module[i];
-            *per_layer
-                .entry((pid.0, ((m.volume() as u32) << 16) | m.layer() as u32))
-                .or_default() += 1;
+            *per_layer.entry((pid.0, ((m.volume() as u32) << 16) | m.layer() as u32)).or_default() += 1;
         }
         self.layer_pairs += per_layer.len() as u64;
         self.layer_pairs_multi += per_layer.values().filter(|&&c| c > 1).count() as u64;
         self.particles += parts.len() as u64;
         for i in 0..parts.len() {
-            let n = per_particle
-                .get(&parts.particle_id[i].0)
-                .copied()
-                .unwrap_or(0);
+            let n = per_particle.get(&parts.particle_id[i].0).copied().unwrap_or(0);
             if n == 0 {
                 continue;
             }
@@ -200,10 +186,7 @@ impl RealismAccumulator {
                 self.secondaries += 1;
             }
             self.abs_vz.push((parts.vz[i] as f64).abs());
-            let name = parts
-                .particle_type
-                .as_ref()
-                .map_or("other", |t| species_name(t[i]));
+            let name = parts.particle_type.as_ref().map_or("other", |t| species_name(t[i]));
             *self.species.entry(name.to_string()).or_default() += 1;
         }
         // Residuals of particle hits.
@@ -217,23 +200,14 @@ impl RealismAccumulator {
             let (tx, ty, tz) = (truth.tx[i] as f64, truth.ty[i] as f64, truth.tz[i] as f64);
             let rt = tx.hypot(ty);
             let drphi = rt * wrap_phi(y.atan2(x) - ty.atan2(tx));
-            let second = if g.ends_with("barrel") {
-                z - tz
-            } else {
-                x.hypot(y) - rt
-            };
+            let second = if g.ends_with("barrel") { z - tz } else { x.hypot(y) - rt };
             let e = self.residuals.entry(g).or_default();
             e.0.push(drphi as f32);
             e.1.push(second as f32);
         }
         // Cells per particle hit.
         if let Some(cells) = &ev.cells {
-            let index: HashMap<u64, usize> = hits
-                .hit_id
-                .iter()
-                .enumerate()
-                .map(|(i, &h)| (h, i))
-                .collect();
+            let index: HashMap<u64, usize> = hits.hit_id.iter().enumerate().map(|(i, &h)| (h, i)).collect();
             let mut count = vec![0u32; hits.len()];
             for h in &cells.hit_id {
                 if let Some(&i) = index.get(h) {
@@ -245,10 +219,7 @@ impl RealismAccumulator {
                     continue;
                 }
                 let m = hits.module[i];
-                let e = self
-                    .cells
-                    .entry(group(det, m.volume(), m.layer()))
-                    .or_default();
+                let e = self.cells.entry(group(det, m.volume(), m.layer())).or_default();
                 e.0 += n as u64;
                 e.1 += 1;
             }
@@ -259,11 +230,7 @@ impl RealismAccumulator {
     pub fn finish(&self) -> RealismStats {
         let n_ev = self.events.max(1) as f64;
         let frac = |a: u64, b: u64| {
-            if b == 0 {
-                f64::NAN
-            } else {
-                a as f64 / b as f64
-            }
+            if b == 0 { f64::NAN } else { a as f64 / b as f64 }
         };
         let np = self.pts.len();
         let mut pts = self.pts.clone();
@@ -275,42 +242,21 @@ impl RealismAccumulator {
             particles_per_event: self.particles as f64 / n_ev,
             particles_with_hits_per_event: np as f64 / n_ev,
             noise_fraction: frac(self.noise, self.hits),
-            hits_per_volume: self
-                .per_volume
-                .iter()
-                .map(|(&v, &c)| (v, frac(c, self.hits)))
-                .collect(),
+            hits_per_volume: self.per_volume.iter().map(|(&v, &c)| (v, frac(c, self.hits))).collect(),
             median_pt_gev: median(&mut pts),
-            fraction_pt_above_1gev: frac(
-                self.pts.iter().filter(|&&p| p > 1.0).count() as u64,
-                np as u64,
-            ),
-            fraction_pt_above_0p5gev: frac(
-                self.pts.iter().filter(|&&p| p > 0.5).count() as u64,
-                np as u64,
-            ),
-            mean_hits_per_particle: frac(
-                self.hits_per_particle.iter().map(|&n| n as u64).sum(),
-                np as u64,
-            ),
+            fraction_pt_above_1gev: frac(self.pts.iter().filter(|&&p| p > 1.0).count() as u64, np as u64),
+            fraction_pt_above_0p5gev: frac(self.pts.iter().filter(|&&p| p > 0.5).count() as u64, np as u64),
+            mean_hits_per_particle: frac(self.hits_per_particle.iter().map(|&n| n as u64).sum(), np as u64),
             mean_hits_per_particle_pt1_eta2p5: frac(
                 self.hits_hipt.iter().map(|&n| n as u64).sum(),
                 self.hits_hipt.len() as u64,
             ),
             median_hits_per_particle_pt1_eta2p5: median(&mut hipt),
             multi_hit_layer_fraction: frac(self.layer_pairs_multi, self.layer_pairs),
-            cells_per_hit: self
-                .cells
-                .iter()
-                .map(|(k, &(c, n))| (k.clone(), frac(c, n)))
-                .collect(),
+            cells_per_hit: self.cells.iter().map(|(k, &(c, n))| (k.clone(), frac(c, n))).collect(),
             secondary_fraction: frac(self.secondaries, np as u64),
             median_abs_vz_mm: median(&mut vz),
-            species: self
-                .species
-                .iter()
-                .map(|(k, &c)| (k.clone(), frac(c, np as u64)))
-                .collect(),
+            species: self.species.iter().map(|(k, &c)| (k.clone(), frac(c, np as u64))).collect(),
             residuals: self
                 .residuals
                 .iter()

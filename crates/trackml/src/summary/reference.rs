@@ -38,46 +38,22 @@ pub struct ReferenceRow {
     pub agrees: bool,
 }
 
-fn row(
-    key: &str,
-    label: &str,
-    value: f64,
-    low: f64,
-    high: f64,
-    tolerance: Tolerance,
-) -> ReferenceRow {
+fn row(key: &str, label: &str, value: f64, low: f64, high: f64, tolerance: Tolerance) -> ReferenceRow {
     let agrees = match tolerance {
         Tolerance::Fraction => value >= low - 0.03 && value <= high + 0.03,
         Tolerance::Relative => value >= low * 0.85 && value <= high * 1.15,
         Tolerance::AtMost => value <= high,
     };
-    ReferenceRow {
-        key: key.into(),
-        label: label.into(),
-        value,
-        real_low: low,
-        real_high: high,
-        tolerance,
-        agrees,
-    }
+    ReferenceRow { key: key.into(), label: label.into(), value, real_low: low, real_high: high, tolerance, agrees }
 }
 
 /// Compares statistics with the real TrackML values of MISSION.md.
 pub fn compare_with_trackml(s: &RealismStats) -> Vec<ReferenceRow> {
     use Tolerance::*;
-    let get = |m: &std::collections::BTreeMap<String, f64>, k: &str| {
-        m.get(k).copied().unwrap_or(f64::NAN)
-    };
+    let get = |m: &std::collections::BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(f64::NAN);
     let vol = |v: u16| s.hits_per_volume.get(&v).copied().unwrap_or(0.0);
     let res = |g: &str| s.residuals.get(g).cloned().unwrap_or_default();
-    let mut rows = vec![row(
-        "noise_fraction",
-        "noise hits / all hits",
-        s.noise_fraction,
-        0.15,
-        0.15,
-        Fraction,
-    )];
+    let mut rows = vec![row("noise_fraction", "noise hits / all hits", s.noise_fraction, 0.15, 0.15, Fraction)];
     let real_vol = [
         (7, 0.132),
         (8, 0.242),
@@ -100,22 +76,8 @@ pub fn compare_with_trackml(s: &RealismStats) -> Vec<ReferenceRow> {
         ));
     }
     rows.extend([
-        row(
-            "median_pt_gev",
-            "median particle pT [GeV]",
-            s.median_pt_gev,
-            0.43,
-            0.43,
-            Relative,
-        ),
-        row(
-            "fraction_pt_above_1gev",
-            "particles with pT > 1 GeV",
-            s.fraction_pt_above_1gev,
-            0.12,
-            0.12,
-            Fraction,
-        ),
+        row("median_pt_gev", "median particle pT [GeV]", s.median_pt_gev, 0.43, 0.43, Relative),
+        row("fraction_pt_above_1gev", "particles with pT > 1 GeV", s.fraction_pt_above_1gev, 0.12, 0.12, Fraction),
         row(
             "fraction_pt_above_0p5gev",
             "particles with pT > 0.5 GeV",
@@ -124,14 +86,7 @@ pub fn compare_with_trackml(s: &RealismStats) -> Vec<ReferenceRow> {
             0.40,
             Fraction,
         ),
-        row(
-            "mean_hits_per_particle",
-            "mean hits per particle",
-            s.mean_hits_per_particle,
-            10.0,
-            10.0,
-            Relative,
-        ),
+        row("mean_hits_per_particle", "mean hits per particle", s.mean_hits_per_particle, 10.0, 10.0, Relative),
         row(
             "mean_hits_per_particle_pt1_eta2p5",
             "mean hits per particle, pT > 1 GeV, |eta| < 2.5",
@@ -204,46 +159,11 @@ pub fn compare_with_trackml(s: &RealismStats) -> Vec<ReferenceRow> {
             3.0,
             Relative,
         ),
-        row(
-            "secondary_fraction",
-            "particles produced at r > 1 mm",
-            s.secondary_fraction,
-            0.28,
-            0.28,
-            Fraction,
-        ),
-        row(
-            "median_abs_vz_mm",
-            "median |vz| of particles [mm]",
-            s.median_abs_vz_mm,
-            47.0,
-            47.0,
-            Relative,
-        ),
-        row(
-            "species_pion",
-            "pi+- among particles",
-            get(&s.species, "pion"),
-            0.78,
-            0.78,
-            Fraction,
-        ),
-        row(
-            "species_proton",
-            "protons among particles",
-            get(&s.species, "proton"),
-            0.14,
-            0.14,
-            Fraction,
-        ),
-        row(
-            "species_kaon",
-            "K+- among particles",
-            get(&s.species, "kaon"),
-            0.07,
-            0.07,
-            Fraction,
-        ),
+        row("secondary_fraction", "particles produced at r > 1 mm", s.secondary_fraction, 0.28, 0.28, Fraction),
+        row("median_abs_vz_mm", "median |vz| of particles [mm]", s.median_abs_vz_mm, 47.0, 47.0, Relative),
+        row("species_pion", "pi+- among particles", get(&s.species, "pion"), 0.78, 0.78, Fraction),
+        row("species_proton", "protons among particles", get(&s.species, "proton"), 0.14, 0.14, Fraction),
+        row("species_kaon", "K+- among particles", get(&s.species, "kaon"), 0.07, 0.07, Fraction),
         row(
             "species_electron_muon",
             "electrons + muons among particles",

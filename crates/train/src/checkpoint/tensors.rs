@@ -19,10 +19,7 @@ use crate::error::{Error, Result};
 pub fn save_weights(path: &Path, params: &ParamStore<f32>) -> Result<()> {
     check_store(path, params)?;
     let bytes = encode_weights(path, params)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     write_synced(&tmp, &bytes)?;
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
@@ -71,9 +68,7 @@ pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Fsyncs a directory, so that renames and new entries in it are durable.
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     #[cfg(unix)]
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))?;
+    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
@@ -85,22 +80,12 @@ fn le_bytes(xs: &[f32]) -> Vec<u8> {
 }
 
 /// Serialises named F32 tensors with metadata; `path` is only for the error.
-fn encode(
-    path: &Path,
-    tensors: Vec<(String, Vec<usize>, Vec<u8>)>,
-    meta: HashMap<String, String>,
-) -> Result<Vec<u8>> {
-    let wrap = |e| Error::Safetensors {
-        path: path.to_owned(),
-        source: e,
-    };
+fn encode(path: &Path, tensors: Vec<(String, Vec<usize>, Vec<u8>)>, meta: HashMap<String, String>) -> Result<Vec<u8>> {
+    let wrap = |e| Error::Safetensors { path: path.to_owned(), source: e };
     let views = tensors
         .iter()
         .map(|(name, shape, bytes)| {
-            Ok((
-                name.as_str(),
-                TensorView::new(Dtype::F32, shape.clone(), bytes).map_err(wrap)?,
-            ))
+            Ok((name.as_str(), TensorView::new(Dtype::F32, shape.clone(), bytes).map_err(wrap)?))
         })
         .collect::<Result<Vec<_>>>()?;
     safetensors::serialize(views, Some(meta)).map_err(wrap)
@@ -108,30 +93,13 @@ fn encode(
 
 /// The bytes of `model.safetensors` for `params`.
 pub(super) fn encode_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<u8>> {
-    let tensors = params
-        .specs
-        .iter()
-        .map(|s| {
-            (
-                s.name.clone(),
-                s.shape.clone(),
-                le_bytes(&params.data[s.range()]),
-            )
-        })
-        .collect();
-    encode(
-        path,
-        tensors,
-        HashMap::from([("format".to_owned(), "pt".to_owned())]),
-    )
+    let tensors =
+        params.specs.iter().map(|s| (s.name.clone(), s.shape.clone(), le_bytes(&params.data[s.range()]))).collect();
+    encode(path, tensors, HashMap::from([("format".to_owned(), "pt".to_owned())]))
 }
 
 /// The bytes of `optimizer.safetensors` for `opt` in the layout of `params`.
-pub(super) fn encode_optimizer(
-    path: &Path,
-    params: &ParamStore<f32>,
-    opt: &AdamWState,
-) -> Result<Vec<u8>> {
+pub(super) fn encode_optimizer(path: &Path, params: &ParamStore<f32>, opt: &AdamWState) -> Result<Vec<u8>> {
     let mut parts: Vec<(&str, &[f32])> = vec![("m", &opt.m), ("v", &opt.v)];
     if let Some(vm) = &opt.v_max {
         parts.push(("v_max", vm));
@@ -139,19 +107,14 @@ pub(super) fn encode_optimizer(
     let tensors = parts
         .iter()
         .flat_map(|&(prefix, buf)| {
-            params.specs.iter().map(move |s| {
-                (
-                    format!("{prefix}.{}", s.name),
-                    s.shape.clone(),
-                    le_bytes(&buf[s.range()]),
-                )
-            })
+            params
+                .specs
+                .iter()
+                .map(move |s| (format!("{prefix}.{}", s.name), s.shape.clone(), le_bytes(&buf[s.range()])))
         })
         .collect();
-    let meta = HashMap::from([
-        ("format".to_owned(), "trackgnn-adamw".to_owned()),
-        ("step".to_owned(), opt.step.to_string()),
-    ]);
+    let meta =
+        HashMap::from([("format".to_owned(), "trackgnn-adamw".to_owned()), ("step".to_owned(), opt.step.to_string())]);
     encode(path, tensors, meta)
 }
 
@@ -162,10 +125,7 @@ fn read_file(path: &Path) -> Result<Vec<u8>> {
 
 /// Parses the bytes of safetensors file `path`.
 fn parse<'a>(path: &Path, bytes: &'a [u8]) -> Result<SafeTensors<'a>> {
-    SafeTensors::deserialize(bytes).map_err(|e| Error::Safetensors {
-        path: path.to_owned(),
-        source: e,
-    })
+    SafeTensors::deserialize(bytes).map_err(|e| Error::Safetensors { path: path.to_owned(), source: e })
 }
 
 /// Errors on a tensor of `st` whose name is not in `expected` (the first in name order).
@@ -173,27 +133,15 @@ fn check_no_extra(path: &Path, st: &SafeTensors<'_>, expected: &HashSet<String>)
     let mut names = st.names();
     names.sort_unstable();
     match names.into_iter().find(|n| !expected.contains(*n)) {
-        Some(n) => Err(Error::UnexpectedTensor {
-            path: path.to_owned(),
-            name: n.to_owned(),
-        }),
+        Some(n) => Err(Error::UnexpectedTensor { path: path.to_owned(), name: n.to_owned() }),
         None => Ok(()),
     }
 }
 
 /// Copies tensor `name` of `st` into `out[spec.range()]`, checking its dtype and shape.
-fn read_into(
-    path: &Path,
-    st: &SafeTensors<'_>,
-    name: String,
-    spec: &ParamSpec,
-    out: &mut [f32],
-) -> Result<()> {
+fn read_into(path: &Path, st: &SafeTensors<'_>, name: String, spec: &ParamSpec, out: &mut [f32]) -> Result<()> {
     let Ok(t) = st.tensor(&name) else {
-        return Err(Error::MissingTensor {
-            path: path.to_owned(),
-            name,
-        });
+        return Err(Error::MissingTensor { path: path.to_owned(), name });
     };
     if t.dtype() != Dtype::F32 {
         return Err(Error::WrongDtype {
@@ -222,11 +170,7 @@ fn read_into(
 pub(super) fn read_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<f32>> {
     let bytes = read_file(path)?;
     let st = parse(path, &bytes)?;
-    check_no_extra(
-        path,
-        &st,
-        &params.specs.iter().map(|s| s.name.clone()).collect(),
-    )?;
+    check_no_extra(path, &st, &params.specs.iter().map(|s| s.name.clone()).collect())?;
     let mut out = vec![0.0; params.len()];
     for s in &params.specs {
         read_into(path, &st, s.name.clone(), s, &mut out)?;
@@ -238,32 +182,18 @@ pub(super) fn read_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<
 pub(super) fn read_optimizer(path: &Path, params: &ParamStore<f32>) -> Result<AdamWState> {
     let bytes = read_file(path)?;
     let st = parse(path, &bytes)?;
-    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| Error::Safetensors {
-        path: path.to_owned(),
-        source: e,
-    })?;
+    let (_, meta) =
+        SafeTensors::read_metadata(&bytes).map_err(|e| Error::Safetensors { path: path.to_owned(), source: e })?;
     let step = meta.metadata().as_ref().and_then(|m| m.get("step"));
-    let step = step
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| Error::Corrupt {
-            path: path.to_owned(),
-            message: format!("metadata `step` is missing or not an integer ({step:?})"),
-        })?;
+    let step = step.and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| Error::Corrupt {
+        path: path.to_owned(),
+        message: format!("metadata `step` is missing or not an integer ({step:?})"),
+    })?;
     // AMSGrad state is all or nothing; the first parameter decides, and a partial set is
     // reported as a missing tensor below.
-    let amsgrad = params
-        .specs
-        .first()
-        .is_some_and(|s| st.tensor(&format!("v_max.{}", s.name)).is_ok());
-    let prefixes: &[&str] = if amsgrad {
-        &["m", "v", "v_max"]
-    } else {
-        &["m", "v"]
-    };
-    let expected = prefixes
-        .iter()
-        .flat_map(|p| params.specs.iter().map(move |s| format!("{p}.{}", s.name)))
-        .collect();
+    let amsgrad = params.specs.first().is_some_and(|s| st.tensor(&format!("v_max.{}", s.name)).is_ok());
+    let prefixes: &[&str] = if amsgrad { &["m", "v", "v_max"] } else { &["m", "v"] };
+    let expected = prefixes.iter().flat_map(|p| params.specs.iter().map(move |s| format!("{p}.{}", s.name))).collect();
     check_no_extra(path, &st, &expected)?;
     let mut bufs = Vec::new();
     for p in prefixes {
@@ -300,15 +230,9 @@ mod tests {
         let w = &header["node_encoder.0.weight"];
         assert_eq!(w["dtype"], "F32");
         assert_eq!(w["shape"], json!([3, 2]));
-        let (a, b) = (
-            w["data_offsets"][0].as_u64().unwrap() as usize,
-            w["data_offsets"][1].as_u64().unwrap() as usize,
-        );
+        let (a, b) = (w["data_offsets"][0].as_u64().unwrap() as usize, w["data_offsets"][1].as_u64().unwrap() as usize);
         let data = &bytes[8 + n + a..8 + n + b];
-        let first: Vec<f32> = data
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let first: Vec<f32> = data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(first, p.value(0));
         let mut q = blank(&p);
         load_weights(&path, &mut q).unwrap();
@@ -326,28 +250,19 @@ mod tests {
         other.add("node_encoder.0.bias", &[3]);
         other.add("edge_classifier.2.weight", &[1, 3]);
         let e = load_weights(&path, &mut other).unwrap_err();
-        assert!(
-            matches!(&e, Error::ShapeMismatch { name, .. } if name == "node_encoder.0.weight"),
-            "{e}"
-        );
+        assert!(matches!(&e, Error::ShapeMismatch { name, .. } if name == "node_encoder.0.weight"), "{e}");
         assert!(e.to_string().contains("w.safetensors"), "{e}");
         assert!(other.data.iter().all(|&x| x == 0.0), "untouched on error");
 
         let mut more = store();
         more.add("edge_classifier.4.bias", &[1]);
         let e = load_weights(&path, &mut more).unwrap_err();
-        assert!(
-            matches!(&e, Error::MissingTensor { name, .. } if name == "edge_classifier.4.bias"),
-            "{e}"
-        );
+        assert!(matches!(&e, Error::MissingTensor { name, .. } if name == "edge_classifier.4.bias"), "{e}");
 
         let mut fewer = ParamStore::<f32>::default();
         fewer.add("node_encoder.0.weight", &[3, 2]);
         let e = load_weights(&path, &mut fewer).unwrap_err();
-        assert!(
-            matches!(&e, Error::UnexpectedTensor { name, .. } if name == "edge_classifier.2.weight"),
-            "{e}"
-        );
+        assert!(matches!(&e, Error::UnexpectedTensor { name, .. } if name == "edge_classifier.2.weight"), "{e}");
     }
 
     #[test]
@@ -360,10 +275,7 @@ mod tests {
         let mut p = ParamStore::<f32>::default();
         p.add("b", &[1]);
         let e = load_weights(&path, &mut p).unwrap_err();
-        assert!(
-            matches!(&e, Error::WrongDtype { found, .. } if found == "F64"),
-            "{e}"
-        );
+        assert!(matches!(&e, Error::WrongDtype { found, .. } if found == "F64"), "{e}");
     }
 
     #[test]
@@ -377,21 +289,10 @@ mod tests {
         let tensors = p
             .specs
             .iter()
-            .flat_map(|s| {
-                ["m.", "v."].map(|pre| {
-                    (
-                        format!("{pre}{}", s.name),
-                        s.shape.clone(),
-                        vec![0u8; 4 * s.len()],
-                    )
-                })
-            })
+            .flat_map(|s| ["m.", "v."].map(|pre| (format!("{pre}{}", s.name), s.shape.clone(), vec![0u8; 4 * s.len()])))
             .collect();
         fs::write(&path, encode(&path, tensors, HashMap::new()).unwrap()).unwrap();
         let e = load_checkpoint(&dir, &mut blank(&p)).unwrap_err();
-        assert!(
-            matches!(e, Error::Corrupt { .. }) && e.to_string().contains("step"),
-            "{e}"
-        );
+        assert!(matches!(e, Error::Corrupt { .. }) && e.to_string().contains("step"), "{e}");
     }
 }

@@ -27,8 +27,5 @@ pub fn opt_state(n: usize, amsgrad: bool) -> AdamWState {
 
 /// Same specs, zero values.
 pub fn blank(p: &ParamStore<f32>) -> ParamStore<f32> {
-    ParamStore {
-        data: vec![0.0; p.len()],
-        ..p.clone()
-    }
+    ParamStore { data: vec![0.0; p.len()], ..p.clone() }
 }

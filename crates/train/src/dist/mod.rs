@@ -5,8 +5,16 @@
 //! default build's implementation (size 1, every operation a no-op); the MPI implementation
 //! lives behind the `mpi` cargo feature.
 
+#[cfg(not(feature = "mpi"))]
+mod disabled;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod single;
 
+#[cfg(feature = "mpi")]
+pub use self::mpi::{MAX_CHUNK, MpiComm};
+#[cfg(not(feature = "mpi"))]
+pub use disabled::{MAX_CHUNK, MpiComm};
 pub use single::SingleProcess;
 
 /// Collective operations between the ranks of one training job.

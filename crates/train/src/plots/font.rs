@@ -19,24 +19,18 @@ pub fn font_available() -> bool {
 fn register_system_font() -> bool {
     // plotters keeps `&'static` font bytes, so the registered file is leaked (once per
     // process); a file that is not a font is leaked too, hence the cap on attempts.
-    font_candidates()
-        .into_iter()
-        .take(8)
-        .any(|path| match fs::read(&path) {
-            Ok(bytes) => {
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok()
-            }
-            Err(_) => false,
-        })
+    font_candidates().into_iter().take(8).any(|path| match fs::read(&path) {
+        Ok(bytes) => {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            plotters::style::register_font(FAMILY, FontStyle::Normal, bytes).is_ok()
+        }
+        Err(_) => false,
+    })
 }
 
 /// Font files to try, best first.
 fn font_candidates() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::env::var_os("TRACKGNN_FONT")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
+    let mut out: Vec<PathBuf> = std::env::var_os("TRACKGNN_FONT").map(PathBuf::from).into_iter().collect();
     for p in [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
         "/usr/share/fonts/TTF/DejaVuSans.ttf",
@@ -51,15 +45,8 @@ fn font_candidates() -> Vec<PathBuf> {
     }
     // Regular sans faces first, then the rest, each in path order.
     let plain = |p: &PathBuf| {
-        let n = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        n.contains("sans")
-            && !["bold", "italic", "oblique", "mono", "condensed", "light"]
-                .iter()
-                .any(|w| n.contains(w))
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+        n.contains("sans") && !["bold", "italic", "oblique", "mono", "condensed", "light"].iter().any(|w| n.contains(w))
     };
     found.sort_by_key(|p| (!plain(p), p.clone()));
     out.extend(found);
@@ -90,12 +77,8 @@ mod tests {
     fn candidates_exist_and_regular_sans_faces_come_first() {
         let c = font_candidates();
         assert!(c.iter().all(|p| p.is_file()));
-        let plain = c
-            .iter()
-            .position(|p| p.to_string_lossy().contains("DejaVuSans.ttf"));
-        let bold = c
-            .iter()
-            .position(|p| p.to_string_lossy().contains("DejaVuSans-Bold.ttf"));
+        let plain = c.iter().position(|p| p.to_string_lossy().contains("DejaVuSans.ttf"));
+        let bold = c.iter().position(|p| p.to_string_lossy().contains("DejaVuSans-Bold.ttf"));
         if let (Some(a), Some(b)) = (plain, bold) {
             assert!(a < b, "{c:?}");
         }
