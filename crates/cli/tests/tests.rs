@@ -5,4 +5,7 @@ mod util;
 mod geometry;
 mod graphs;
 mod inspect;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod simulate;
+mod training;
