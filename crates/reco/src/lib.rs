@@ -1,0 +1,2 @@
+//! Track building and track metrics (work in progress).
+#![deny(missing_docs)]
