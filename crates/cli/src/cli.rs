@@ -356,6 +356,43 @@ pub enum BenchCommand {
     Io(BenchIoArgs),
     /// The training step of BENCH_SPEC.md (and the default model, and the unfused forward).
     Engine(BenchEngineArgs),
+    /// Memory and step time against graph size, with and without activation checkpointing.
+    Memory(BenchMemoryArgs),
+}
+
+/// `trackgnn bench memory`.
+#[derive(Debug, Args)]
+pub struct BenchMemoryArgs {
+    /// Graph sizes in edges, comma separated.
+    #[arg(long, default_value = "100000,400000,1000000,1600000")]
+    pub edges: String,
+    /// Hidden width.
+    #[arg(long, default_value_t = 128)]
+    pub hidden: usize,
+    /// Message-passing iterations.
+    #[arg(long, default_value_t = 8)]
+    pub iters: usize,
+    /// Checkpointing modes, comma separated (none, per-iteration, every:K).
+    #[arg(long, default_value = "none,per-iteration,every:4")]
+    pub modes: String,
+    /// Edges per node of the synthetic graphs (full TrackML events: about 15).
+    #[arg(long, default_value_t = 15.0)]
+    pub edges_per_node: f64,
+    /// Timed steps per row (after one warm-up step).
+    #[arg(long, default_value_t = 2)]
+    pub steps: usize,
+    /// Threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Directory for the memory-vs-size plot.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Run one row `MODE@EDGES` in this process (used internally).
+    #[arg(long, hide = true)]
+    pub only: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A configuration of `bench engine`.

@@ -11,6 +11,10 @@ mod util;
 
 use std::process::ExitCode;
 
+/// Heap allocations are counted, so memory figures are measured, not estimated.
+#[global_allocator]
+static ALLOC: trackgnn_engine::alloc::CountingAlloc = trackgnn_engine::alloc::CountingAlloc;
+
 use clap::Parser;
 
 fn main() -> ExitCode {

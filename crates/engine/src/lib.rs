@@ -1,6 +1,8 @@
 //! The fused CPU InteractionGNN engine (work in progress).
 #![deny(missing_docs)]
 
+pub mod alloc;
+pub mod checkpointing;
 pub mod config;
 pub mod graph_input;
 pub mod loss;
@@ -14,6 +16,7 @@ pub mod params;
 pub mod real;
 pub mod simd;
 
+pub use checkpointing::Checkpointing;
 pub use config::{ModelConfig, Norm};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};

@@ -108,6 +108,116 @@ pub enum DInput<'a, T> {
     },
 }
 
+/// The gradient with respect to an MLP's output.
+pub enum DOut<'a, T> {
+    /// Read from this buffer (rows × dout).
+    Given(&'a [T]),
+    /// Read from `buf` (rows × dout), which also receives the gradient of the split input's rest
+    /// block (same width): each tile's rows are read first, then the rest gradient is added
+    /// (`keep`: a residual connection passes the output gradient through) or replaces them.
+    /// Saves one E × H buffer in the edge networks' backward.
+    SharedWithRest {
+        /// The shared buffer.
+        buf: &'a mut [T],
+        /// Keep the output gradient and add to it.
+        keep: bool,
+    },
+}
+
+/// Where the backward finds each tile's activations.
+#[derive(Clone, Copy)]
+pub enum Acts<'a, T> {
+    /// In the cache the forward filled.
+    Cached(&'a MlpCache<T>),
+    /// Nowhere: the backward re-runs each tile's forward (activation checkpointing). `rows` is
+    /// the number of rows the forward ran on.
+    Recompute {
+        /// Rows.
+        rows: usize,
+    },
+}
+
+/// Tile-sized buffers of one worker: activations of every layer, scratch, output.
+struct TileScratch<T> {
+    pre: Vec<Vec<T>>,
+    rstd: Vec<Vec<T>>,
+    a: Vec<T>,
+    y: Vec<T>,
+    out: Vec<T>,
+}
+
+impl<T: Real> TileScratch<T> {
+    fn new(layers: &[Layer], width: usize) -> Self {
+        TileScratch {
+            pre: layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
+            rstd: layers.iter().map(|_| vec![T::ZERO; TILE]).collect(),
+            a: vec![T::ZERO; TILE * width],
+            y: vec![T::ZERO; TILE * width],
+            out: Vec::new(),
+        }
+    }
+
+    /// Runs the forward of rows r0..r0+tr into these buffers.
+    fn forward<M: ?Sized + TileForward<T>>(
+        &mut self,
+        mlp: &M,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        r0: usize,
+        tr: usize,
+        dout: usize,
+    ) {
+        let TileScratch { pre, rstd, a, y, out } = self;
+        let layers = mlp.layers();
+        let mut pv: Vec<&mut [T]> = pre.iter_mut().zip(layers).map(|(p, l)| &mut p[..tr * l.dout]).collect();
+        let mut rv: Vec<&mut [T]> = rstd
+            .iter_mut()
+            .zip(layers)
+            .map(|(r, l)| if l.norm.is_some() { &mut r[..tr] } else { &mut r[..0] })
+            .collect();
+        out.resize(tr * dout, T::ZERO);
+        mlp.tile(ps, input, r0, tr, &mut pv, &mut rv, &mut out[..tr * dout], a, y);
+    }
+}
+
+/// The tile forward, as a trait so [`TileScratch`] can call it without borrowing conflicts.
+trait TileForward<T> {
+    fn layers(&self) -> &[Layer];
+    #[allow(clippy::too_many_arguments)]
+    fn tile(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        r0: usize,
+        tr: usize,
+        pre: &mut [&mut [T]],
+        rstd: &mut [&mut [T]],
+        out: &mut [T],
+        a: &mut [T],
+        y: &mut [T],
+    );
+}
+
+impl<T: Real> TileForward<T> for Mlp {
+    fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+    fn tile(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        r0: usize,
+        tr: usize,
+        pre: &mut [&mut [T]],
+        rstd: &mut [&mut [T]],
+        out: &mut [T],
+        a: &mut [T],
+        y: &mut [T],
+    ) {
+        self.forward_tile(ps, input, r0, tr, pre, rstd, out, a, y);
+    }
+}
+
 /// What the forward keeps for the backward.
 #[derive(Clone, Debug, Default)]
 pub struct MlpCache<T> {
@@ -210,28 +320,56 @@ impl Mlp {
         // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
         // allocator would map and unmap them every time.
         let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
-        tiles.into_par_iter().for_each_init(scratch, |(a, y), mut t| {
-            for (l, layer) in self.layers.iter().enumerate() {
-                let z = &mut *t.pre[l];
-                let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
-                if l == 0 {
-                    first_layer(input, w, layer, t.r0, t.rows, z);
-                } else {
-                    matmul(
-                        z,
-                        layer.dout,
-                        MatRef::row_major(&a[..t.rows * layer.din], t.rows, layer.din),
-                        w.t(),
-                        Accum::Replace,
-                    );
-                }
-                add_bias(z, ps.value(layer.b));
-                let last = l + 1 == n_layers;
-                let ys = &mut y[..t.rows * layer.dout];
-                self.post(ps, layer, z, t.rstd[l], ys);
-                let dst = if last { &mut *t.out } else { &mut a[..t.rows * layer.dout] };
-                act::forward(layer.act, ys, dst);
+        tiles.into_par_iter().for_each_init(scratch, |(a, y), t| {
+            let TileView { r0, rows, mut pre, mut rstd, out } = t;
+            self.forward_tile(ps, input, r0, rows, &mut pre, &mut rstd, out, a, y);
+        });
+    }
+
+    /// The forward of rows r0..r0+tr: fills per-layer `pre` (x̂ or z) and `rstd` (tile rows
+    /// each) and the output; `a`, `y` are scratch of TILE × the widest layer.
+    #[allow(clippy::too_many_arguments)]
+    fn forward_tile<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        r0: usize,
+        tr: usize,
+        pre: &mut [&mut [T]],
+        rstd: &mut [&mut [T]],
+        out: &mut [T],
+        a: &mut [T],
+        y: &mut [T],
+    ) {
+        let n_layers = self.layers.len();
+        for (l, layer) in self.layers.iter().enumerate() {
+            let z = &mut *pre[l];
+            let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+            if l == 0 {
+                first_layer(input, w, layer, r0, tr, z);
+            } else {
+                let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
+                matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
             }
+            add_bias(z, ps.value(layer.b));
+            let ys = &mut y[..tr * layer.dout];
+            self.post(ps, layer, z, rstd[l], ys);
+            let dst = if l + 1 == n_layers { &mut *out } else { &mut a[..tr * layer.dout] };
+            act::forward(layer.act, ys, dst);
+        }
+    }
+
+    /// Forward over `rows` rows keeping nothing for the backward (activation checkpointing:
+    /// [`Acts::Recompute`] rebuilds each tile's activations inside the backward).
+    pub fn forward_nocache<T: Real>(&self, ps: &ParamStore<T>, input: Input<'_, T>, rows: usize, out: &mut [T]) {
+        let dout = self.dout();
+        assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
+        let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        let scratch = || TileScratch::new(&self.layers, width);
+        out.par_chunks_mut(TILE * dout).enumerate().for_each_init(scratch, |s, (t, o)| {
+            let tr = o.len() / dout;
+            s.forward(self, ps, input, t * TILE, tr, dout);
+            o.copy_from_slice(&s.out[..tr * dout]);
         });
     }
 
@@ -252,14 +390,28 @@ impl Mlp {
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
-        cache: &MlpCache<T>,
-        dout: &[T],
+        source: Acts<'_, T>,
+        dout: DOut<'_, T>,
         grad: &mut [T],
         dinput: DInput<'_, T>,
     ) {
-        let rows = cache.rows;
+        let rows = match source {
+            Acts::Cached(c) => c.rows,
+            Acts::Recompute { rows } => rows,
+        };
         let n_layers = self.layers.len();
-        assert_eq!(dout.len(), rows * self.dout(), "mlp backward: dout shape");
+        let d_out = self.dout();
+        let (dout_given, mut io_chunks, keep) = match dout {
+            DOut::Given(g) => {
+                assert_eq!(g.len(), rows * d_out, "mlp backward: dout shape");
+                (Some(g), Vec::new(), true)
+            }
+            DOut::SharedWithRest { buf, keep } => {
+                assert_eq!(buf.len(), rows * d_out, "mlp backward: dout shape");
+                let chunk = chunk_rows(rows);
+                (None, buf.chunks_mut(chunk * d_out).map(Some).collect::<Vec<_>>(), keep)
+            }
+        };
         let chunk = chunk_rows(rows);
         let n_chunks = rows.div_ceil(chunk);
         let plen = self.range.len();
@@ -290,10 +442,11 @@ impl Mlp {
                 }
             }
         }
-        let work: Vec<_> = (0..n_chunks).zip(dense_chunks).zip(dz1_chunks).zip(drest_chunks).collect();
+        io_chunks.resize_with(n_chunks, || None);
+        let work: Vec<_> = (0..n_chunks).zip(dense_chunks).zip(dz1_chunks).zip(drest_chunks).zip(io_chunks).collect();
         let partials: Vec<Vec<T>> = work
             .into_par_iter()
-            .map(|(((c, mut dx_c), mut dz1_c), mut drest_c)| {
+            .map(|((((c, mut dx_c), mut dz1_c), mut drest_c), mut io_c)| {
                 let mut g_local = vec![T::ZERO; plen];
                 let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
                 let r_begin = c * chunk;
@@ -302,27 +455,61 @@ impl Mlp {
                 let mut ys: Vec<Vec<T>> = self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
                 let mut g = vec![T::ZERO; TILE * width];
                 let mut g_prev = vec![T::ZERO; TILE * width];
+                let recompute = matches!(source, Acts::Recompute { .. });
+                let mut local = if recompute { Some(TileScratch::new(&self.layers, width)) } else { None };
                 let mut r0 = r_begin;
                 while r0 < r_end {
                     let tr = TILE.min(r_end - r0);
+                    // With checkpointing, the tile's forward runs again here, while it is hot.
+                    if let Some(s) = local.as_mut() {
+                        s.forward(self, ps, input, r0, tr, self.dout());
+                    }
+                    // x̂ (or z) and rstd of layer l for this tile.
+                    let pre_of = |l: usize| -> &[T] {
+                        let d = self.layers[l].dout;
+                        match (source, local.as_ref()) {
+                            (Acts::Cached(c), _) => &c.pre[l][r0 * d..(r0 + tr) * d],
+                            (_, Some(s)) => &s.pre[l][..tr * d],
+                            _ => unreachable!("recompute has scratch"),
+                        }
+                    };
+                    let rstd_of = |l: usize| -> &[T] {
+                        match (source, local.as_ref()) {
+                            (Acts::Cached(c), _) => &c.rstd[l][r0..r0 + tr],
+                            (_, Some(s)) => &s.rstd[l][..tr],
+                            _ => unreachable!("recompute has scratch"),
+                        }
+                    };
                     // Recompute y_l (norm outputs) once, and the activations a_l (inputs of
                     // layer l + 1).
                     for (l, layer) in self.layers.iter().enumerate() {
                         let d = layer.dout;
-                        self.recompute_y(ps, layer, cache, l, r0, tr, &mut ys[l][..tr * d]);
+                        self.recompute_y(ps, layer, pre_of(l), &mut ys[l][..tr * d]);
                         if l + 1 < n_layers {
                             act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
                         }
                     }
                     let d_last = self.dout();
-                    g[..tr * d_last].copy_from_slice(&dout[r0 * d_last..(r0 + tr) * d_last]);
+                    let lr0 = r0 - r_begin;
+                    match (dout_given, io_c.as_deref_mut()) {
+                        (Some(dg), _) => g[..tr * d_last].copy_from_slice(&dg[r0 * d_last..(r0 + tr) * d_last]),
+                        (None, Some(io)) => {
+                            // The tile's output gradient is read before its rows receive the
+                            // rest gradient (added to it with a residual, replacing it without).
+                            let rows_io = &mut io[lr0 * d_last..(lr0 + tr) * d_last];
+                            g[..tr * d_last].copy_from_slice(rows_io);
+                            if !keep {
+                                rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+                            }
+                        }
+                        _ => unreachable!("every chunk has its output gradient"),
+                    }
                     for l in (0..n_layers).rev() {
                         let layer = &self.layers[l];
                         let d = layer.dout;
                         act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
                         if let Some((gi, bi)) = layer.norm {
-                            let xhat = &cache.pre[l][r0 * d..(r0 + tr) * d];
-                            let rstd = &cache.rstd[l][r0..r0 + tr];
+                            let (xhat, rstd) = (pre_of(l), rstd_of(l));
                             let gamma = gi.map(|i| ps.value(i));
                             match (gi, bi) {
                                 (Some(gi), Some(bi)) => {
@@ -367,7 +554,7 @@ impl Mlp {
                                 if let Some((rx, rd)) = rest {
                                     let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
                                     matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
-                                    if let Some(dr) = drest_c.as_deref_mut() {
+                                    if let Some(dr) = drest_c.as_deref_mut().or(io_c.as_deref_mut()) {
                                         let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
                                         matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
                                     }
@@ -387,18 +574,8 @@ impl Mlp {
 
     /// y_l (the norm's output, or z) of rows r0..r0+tr, from the cache.
     #[allow(clippy::too_many_arguments)]
-    fn recompute_y<T: Real>(
-        &self,
-        ps: &ParamStore<T>,
-        layer: &Layer,
-        cache: &MlpCache<T>,
-        l: usize,
-        r0: usize,
-        tr: usize,
-        y: &mut [T],
-    ) {
+    fn recompute_y<T: Real>(&self, ps: &ParamStore<T>, layer: &Layer, pre: &[T], y: &mut [T]) {
         let d = layer.dout;
-        let pre = &cache.pre[l][r0 * d..(r0 + tr) * d];
         match layer.norm {
             Some((g, b)) => layer_norm::affine(pre, d, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y),
             None => y.copy_from_slice(pre),

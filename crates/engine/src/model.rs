@@ -3,9 +3,10 @@
 use rayon::prelude::*;
 use trackgnn_trackml::rng::Rng;
 
+use crate::checkpointing::Checkpointing;
 use crate::config::{ModelConfig, Norm};
 use crate::graph_input::GraphInput;
-use crate::mlp::{DInput, Input, LayerStyle, Mlp, MlpCache};
+use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache};
 use crate::ops::Activation;
 use crate::ops::aggregate::{self, AggCache};
 use crate::params::ParamStore;
@@ -22,6 +23,8 @@ pub struct InteractionGnn<T> {
     pub node_dim: usize,
     /// Edge feature width (0: none).
     pub edge_dim: usize,
+    /// Which activations the forward keeps (a memory/time choice, not part of the model).
+    pub checkpointing: Checkpointing,
     node_encoder: Mlp,
     edge_encoder: Mlp,
     edge_networks: Vec<Mlp>,
@@ -58,6 +61,8 @@ pub struct ForwardCache<T> {
     pub scratch_b: Vec<T>,
     /// Gradient buffers of the backward, reused.
     pub workspace: Workspace<T>,
+    /// Scratch of the checkpointed path, reused.
+    pub iter_scratch: IterScratch<T>,
 }
 
 /// Gradient buffers of the backward (reused between steps; not activations).
@@ -69,10 +74,8 @@ pub struct Workspace<T> {
     pub dh: Vec<T>,
     /// dL/dh of the previous iteration (N × H).
     pub dh_prev: Vec<T>,
-    /// dL/de of the current iteration (E × H).
+    /// dL/de of the current iteration (E × H), updated in place to the previous one.
     pub de: Vec<T>,
-    /// dL/de of the previous iteration (E × H).
-    pub de_prev: Vec<T>,
     /// dL/d(node-network input) (N × (1 + 2K)·H).
     pub dnode_in: Vec<T>,
 }
@@ -80,7 +83,7 @@ pub struct Workspace<T> {
 impl<T> Workspace<T> {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.dz1.len() + self.dh.len() + self.dh_prev.len() + self.de.len() + self.de_prev.len() + self.dnode_in.len())
+        (self.dz1.len() + self.dh.len() + self.dh_prev.len() + self.de.len() + self.dnode_in.len())
             * std::mem::size_of::<T>()
     }
 }
@@ -160,6 +163,7 @@ impl<T: Real> InteractionGnn<T> {
             }
         });
         let mut model = InteractionGnn {
+            checkpointing: Checkpointing::None,
             cfg,
             params: ps,
             node_dim,
@@ -226,6 +230,7 @@ impl<T: Real> InteractionGnn<T> {
             edge_networks: self.edge_networks.clone(),
             node_networks: self.node_networks.clone(),
             classifier: self.classifier.clone(),
+            checkpointing: self.checkpointing,
         }
     }
 
@@ -236,6 +241,9 @@ impl<T: Real> InteractionGnn<T> {
     /// If the graph's feature widths differ from the model's.
     #[track_caller]
     pub fn forward(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
+        if self.checkpointing != Checkpointing::None {
+            return self.forward_checkpointed(g, cache);
+        }
         assert_eq!(g.node_dim, self.node_dim, "node feature width");
         assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
@@ -356,6 +364,9 @@ impl<T: Real> InteractionGnn<T> {
     /// Backward from dL/dlogits; accumulates into `self.params.grad`. The gradient buffers live
     /// in the cache's workspace and are reused from call to call.
     pub fn backward(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
+        if self.checkpointing != Checkpointing::None {
+            return self.backward_checkpointed(g, cache, dlogits);
+        }
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
         let iters = self.cfg.iterations;
         let k = self.cfg.aggregation.len();
@@ -369,10 +380,8 @@ impl<T: Real> InteractionGnn<T> {
             v.clear();
             v.resize(n * h, T::ZERO);
         }
-        for v in [&mut ws.de, &mut ws.de_prev] {
-            v.clear();
-            v.resize(e * h, T::ZERO);
-        }
+        ws.de.clear();
+        ws.de.resize(e * h, T::ZERO);
         let (src, dst) = (&g.src[..], &g.dst[..]);
         let split = |rest| Input::Split { a: &[], b: &[], src, dst, h_dim: h, rest };
         // Classifier: inputs h_L (split) and e_L.
@@ -380,7 +389,7 @@ impl<T: Real> InteractionGnn<T> {
         let d1 = self.classifier.layers[0].dout;
         let input = split(Some((&cache.e[iters][..], h)));
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
-        self.classifier.backward(ps, input, &cache.classifier, dlogits, &mut grad, din);
+        self.classifier.backward(ps, input, Acts::Cached(&cache.classifier), DOut::Given(dlogits), &mut grad, din);
         let (o, i) = (&g.out_edges, &g.in_edges);
         let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
@@ -390,7 +399,7 @@ impl<T: Real> InteractionGnn<T> {
             ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
             let input = Input::Dense { x: &cache.node_in[it], dim: ld };
             let din = DInput::Dense(&mut ws.dnode_in);
-            node_net.backward(ps, input, &cache.node_net[it], &ws.dh, &mut grad, din);
+            node_net.backward(ps, input, Acts::Cached(&cache.node_net[it]), DOut::Given(&ws.dh), &mut grad, din);
             set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
             add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
             // Aggregations of e_{it+1}.
@@ -401,25 +410,298 @@ impl<T: Real> InteractionGnn<T> {
             aggregate::backward(e1, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
             aggregate::backward(e1, h, o, src, aggs, dn, ld, (1 + k) * h, agg_out, &mut ws.de);
             // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); ws.de holds dL/de_{it+1}.
-            set_or_zero(&mut ws.de_prev, &ws.de, self.cfg.residual);
+            // ws.de: dL/de_{it+1} in, dL/de_it out (one buffer, see DOut::SharedWithRest).
             let input = split(Some((&cache.e[it][..], h)));
-            let din = DInput::Split { dz1: &mut ws.dz1, drest: Some(&mut ws.de_prev) };
-            edge_net.backward(ps, input, &cache.edge_net[it], &ws.de, &mut grad, din);
+            let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+            let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
+            edge_net.backward(ps, input, Acts::Cached(&cache.edge_net[it]), dout, &mut grad, din);
             let hi = &cache.h[it];
             edge_net.split_backward_nodes(ps, &ws.dz1, hi, h, o, i, &mut grad, &mut ws.dh_prev);
             std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
-            std::mem::swap(&mut ws.de, &mut ws.de_prev);
         }
         // Edge encoder: inputs h_0 (split) and the edge features; ws.de holds dL/de_0.
         let input = split((g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-        self.edge_encoder.backward(ps, input, &cache.edge_encoder, &ws.de, &mut grad, din);
+        self.edge_encoder.backward(ps, input, Acts::Cached(&cache.edge_encoder), DOut::Given(&ws.de), &mut grad, din);
         let h0 = &cache.h[0];
         self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
-        self.node_encoder.backward(ps, input, &cache.node_encoder, &ws.dh, &mut grad, DInput::None);
+        self.node_encoder.backward(
+            ps,
+            input,
+            Acts::Cached(&cache.node_encoder),
+            DOut::Given(&ws.dh),
+            &mut grad,
+            DInput::None,
+        );
         self.params.grad = grad;
         cache.workspace = ws;
+    }
+}
+
+impl<T: Real> InteractionGnn<T> {
+    /// The states kept with checkpointing segment K: h_k, e_k for k = 0, K, 2K, … and the last.
+    fn stored(&self, k: usize) -> bool {
+        let seg = self.checkpointing.segment();
+        k.is_multiple_of(seg) || k == self.cfg.iterations
+    }
+
+    /// One message-passing iteration without caches: (h_prev, e_prev) → (h_next, e_next), with
+    /// `node_in`, `agg` and `a`, `b` as scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn iteration_nocache(
+        &self,
+        g: &GraphInput<T>,
+        it: usize,
+        h_prev: &[T],
+        e_prev: &[T],
+        h_next: &mut [T],
+        e_next: &mut [T],
+        scratch: &mut IterScratch<T>,
+    ) {
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let (edge_net, node_net) = self.nets(it);
+        let ps = &self.params;
+        let k = self.cfg.aggregation.len();
+        let ld = (1 + 2 * k) * h;
+        edge_net.split_precompute(ps, h_prev, h, &mut scratch.a, &mut scratch.b);
+        let input =
+            Input::Split { a: &scratch.a, b: &scratch.b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((e_prev, h)) };
+        edge_net.forward_nocache(ps, input, e, e_next);
+        if self.cfg.residual {
+            add_into(e_next, e_prev);
+        }
+        self.node_input(g, h_prev, e_next, scratch);
+        let input = Input::Dense { x: &scratch.node_in, dim: ld };
+        node_net.forward_nocache(ps, input, n, h_next);
+        if self.cfg.residual {
+            add_into(h_next, h_prev);
+        }
+    }
+
+    /// scratch.node_in = cat(h, aggregations of e over incoming, over outgoing edges).
+    fn node_input(&self, g: &GraphInput<T>, h_prev: &[T], e_next: &[T], scratch: &mut IterScratch<T>) {
+        let (n, h) = (g.num_nodes, self.cfg.hidden);
+        let aggs = &self.cfg.aggregation;
+        let k = aggs.len();
+        let ld = (1 + 2 * k) * h;
+        scratch.node_in.resize(n * ld, T::ZERO);
+        copy_columns(h_prev, h, &mut scratch.node_in, ld, 0);
+        aggregate::forward(e_next, h, &g.in_edges, aggs, &mut scratch.node_in, ld, h, &mut scratch.agg_in);
+        aggregate::forward(e_next, h, &g.out_edges, aggs, &mut scratch.node_in, ld, (1 + k) * h, &mut scratch.agg_out);
+    }
+
+    /// Forward with activation checkpointing: keeps h_k, e_k at the stored boundaries only.
+    fn forward_checkpointed(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
+        assert_eq!(g.node_dim, self.node_dim, "node feature width");
+        assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let ps = &self.params;
+        // Drop what a previous uncheckpointed forward kept.
+        cache.node_in.clear();
+        cache.agg.clear();
+        cache.edge_net.clear();
+        cache.node_net.clear();
+        cache.edge_encoder = MlpCache::default();
+        cache.classifier = MlpCache::default();
+        cache.h.resize_with(iters + 1, Vec::new);
+        cache.e.resize_with(iters + 1, Vec::new);
+        for k in 0..=iters {
+            let (hn, en) = if self.stored(k) { (n * h, e * h) } else { (0, 0) };
+            cache.h[k].resize(hn, T::ZERO);
+            cache.h[k].shrink_to_fit();
+            cache.e[k].resize(en, T::ZERO);
+            cache.e[k].shrink_to_fit();
+        }
+        let mut sc = std::mem::take(&mut cache.iter_scratch);
+        let x = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
+        self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut sc.a, &mut sc.b);
+        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
+        let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
+        self.edge_encoder.forward_nocache(ps, input, e, &mut cache.e[0]);
+        // States go straight into the cache when kept, else into two rolling buffers.
+        let mut roll: [(Vec<T>, Vec<T>); 2] = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        let mut src_slot: Option<usize> = None; // None: the state is in the cache at index `it`
+        for it in 0..iters {
+            let keep = self.stored(it + 1);
+            let dst_slot = match src_slot {
+                Some(r) => 1 - r,
+                None => 0,
+            };
+            if !keep {
+                roll[dst_slot].0.resize(n * h, T::ZERO);
+                roll[dst_slot].1.resize(e * h, T::ZERO);
+            }
+            // Borrow the source and the destination from disjoint places.
+            let (h_done, h_todo) = cache.h.split_at_mut(it + 1);
+            let (e_done, e_todo) = cache.e.split_at_mut(it + 1);
+            let (roll_a, roll_b) = roll.split_at_mut(1);
+            let (src_roll, dst_roll) =
+                if dst_slot == 0 { (&roll_b[0], &mut roll_a[0]) } else { (&roll_a[0], &mut roll_b[0]) };
+            let (hp, ep): (&[T], &[T]) = match src_slot {
+                None => (&h_done[it], &e_done[it]),
+                Some(_) => (&src_roll.0, &src_roll.1),
+            };
+            let (hn, en): (&mut [T], &mut [T]) =
+                if keep { (&mut h_todo[0], &mut e_todo[0]) } else { (&mut dst_roll.0, &mut dst_roll.1) };
+            self.iteration_nocache(g, it, hp, ep, hn, en, &mut sc);
+            src_slot = if keep { None } else { Some(dst_slot) };
+        }
+        drop(roll);
+        self.classifier.split_precompute(ps, &cache.h[iters], h, &mut sc.a, &mut sc.b);
+        cache.logits.resize(e, T::ZERO);
+        let rest = Some((&cache.e[iters][..], h));
+        let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
+        self.classifier.forward_nocache(ps, input, e, &mut cache.logits);
+        cache.iter_scratch = sc;
+    }
+
+    /// Backward with activation checkpointing (see [`crate::checkpointing`]).
+    fn backward_checkpointed(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let k = self.cfg.aggregation.len();
+        let ld = (1 + 2 * k) * h;
+        let seg = self.checkpointing.segment();
+        let mut grad = std::mem::take(&mut self.params.grad);
+        let mut ws = std::mem::take(&mut cache.workspace);
+        let mut sc = std::mem::take(&mut cache.iter_scratch);
+        let ps = &self.params;
+        ws.dz1.resize(e * h, T::ZERO);
+        ws.dnode_in.resize(n * ld, T::ZERO);
+        for v in [&mut ws.dh, &mut ws.dh_prev] {
+            v.clear();
+            v.resize(n * h, T::ZERO);
+        }
+        ws.de.clear();
+        ws.de.resize(e * h, T::ZERO);
+        let (src, dst) = (&g.src[..], &g.dst[..]);
+        let (o, i) = (&g.out_edges, &g.in_edges);
+        // Classifier, recomputed tile by tile.
+        let d1 = self.classifier.layers[0].dout;
+        self.classifier.split_precompute(ps, &cache.h[iters], h, &mut sc.a, &mut sc.b);
+        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((&cache.e[iters][..], h)) };
+        let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
+        self.classifier.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(dlogits), &mut grad, din);
+        let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.
+        let mut end = iters;
+        while end > 0 {
+            let b = (end - 1) / seg * seg;
+            let mut seg_h: Vec<Vec<T>> = Vec::new();
+            let mut seg_e: Vec<Vec<T>> = Vec::new();
+            for it in b..end - 1 {
+                let (hp, ep) =
+                    if it == b { (&cache.h[b], &cache.e[b]) } else { (&seg_h[it - b - 1], &seg_e[it - b - 1]) };
+                let (mut hn, mut en) = (vec![T::ZERO; n * h], vec![T::ZERO; e * h]);
+                self.iteration_nocache(g, it, hp, ep, &mut hn, &mut en, &mut sc);
+                seg_h.push(hn);
+                seg_e.push(en);
+            }
+            for it in (b..end).rev() {
+                let (edge_net, node_net) = self.nets(it);
+                let state = |j: usize| -> (&[T], &[T]) {
+                    if j == b || self.stored(j) {
+                        (&cache.h[j], &cache.e[j])
+                    } else {
+                        (&seg_h[j - b - 1], &seg_e[j - b - 1])
+                    }
+                };
+                let (h_it, e_it) = state(it);
+                let (_, e_next) = state(it + 1);
+                // Node network: its input rebuilt, its activations recomputed per tile.
+                self.node_input(g, h_it, e_next, &mut sc);
+                ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
+                let input = Input::Dense { x: &sc.node_in, dim: ld };
+                let din = DInput::Dense(&mut ws.dnode_in);
+                node_net.backward(ps, input, Acts::Recompute { rows: n }, DOut::Given(&ws.dh), &mut grad, din);
+                set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
+                add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
+                let aggs = &self.cfg.aggregation;
+                let dn = &ws.dnode_in;
+                aggregate::backward(e_next, h, i, dst, aggs, dn, ld, h, &sc.agg_in, &mut ws.de);
+                aggregate::backward(e_next, h, o, src, aggs, dn, ld, (1 + k) * h, &sc.agg_out, &mut ws.de);
+                edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
+                let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
+                let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+                let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
+                edge_net.backward(ps, input, Acts::Recompute { rows: e }, dout, &mut grad, din);
+                edge_net.split_backward_nodes(ps, &ws.dz1, h_it, h, o, i, &mut grad, &mut ws.dh_prev);
+                std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+            }
+            sc.peak_segment_bytes = sc.peak_segment_bytes.max(
+                (seg_h.iter().map(Vec::capacity).sum::<usize>() + seg_e.iter().map(Vec::capacity).sum::<usize>())
+                    * std::mem::size_of::<T>(),
+            );
+            end = b;
+        }
+        // Encoders.
+        self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut sc.a, &mut sc.b);
+        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
+        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
+        let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+        self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
+        let h0 = &cache.h[0];
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        let input = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.backward(
+            ps,
+            input,
+            Acts::Cached(&cache.node_encoder),
+            DOut::Given(&ws.dh),
+            &mut grad,
+            DInput::None,
+        );
+        self.params.grad = grad;
+        cache.workspace = ws;
+        cache.iter_scratch = sc;
+    }
+}
+
+/// Scratch of one message-passing iteration (checkpointed path).
+#[derive(Clone, Debug, Default)]
+pub struct IterScratch<T> {
+    /// h·W_aᵀ of a split Linear.
+    pub a: Vec<T>,
+    /// h·W_bᵀ of a split Linear.
+    pub b: Vec<T>,
+    /// The node-network input.
+    pub node_in: Vec<T>,
+    /// Aggregation cache, incoming edges.
+    pub agg_in: AggCache<T>,
+    /// Aggregation cache, outgoing edges.
+    pub agg_out: AggCache<T>,
+    /// Largest recomputed segment held by a backward, bytes.
+    pub peak_segment_bytes: usize,
+}
+
+impl<T> IterScratch<T> {
+    /// Bytes held (capacities).
+    pub fn bytes(&self) -> usize {
+        let s = std::mem::size_of::<T>();
+        (self.a.capacity() + self.b.capacity() + self.node_in.capacity()) * s
+            + [&self.agg_in, &self.agg_out]
+                .iter()
+                .map(|c| (c.mean.capacity() + c.std.capacity()) * s + c.argmax.capacity() * 4)
+                .sum::<usize>()
+    }
+}
+
+impl<T: Real> InteractionGnn<T> {
+    /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,
+    /// scratch, the largest recomputed segment, parameters and gradients — summed from the
+    /// buffers' capacities (what was allocated), not from shapes.
+    pub fn engine_bytes(&self, cache: &ForwardCache<T>) -> usize {
+        let s = std::mem::size_of::<T>();
+        cache.bytes()
+            + cache.workspace.bytes()
+            + cache.iter_scratch.bytes()
+            + cache.iter_scratch.peak_segment_bytes
+            + (cache.scratch_a.capacity() + cache.scratch_b.capacity()) * s
+            + (self.params.data.capacity() + self.params.grad.capacity()) * s
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod bench_engine;
 mod bench_io;
+mod bench_memory;
 mod build_graphs;
 mod geometry;
 mod inspect;
@@ -29,5 +30,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(a) => train::eval(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
+        Command::Bench(BenchCommand::Memory(a)) => bench_memory::run(a),
     }
 }
