@@ -1,2 +1,66 @@
-//! Track building and track metrics (work in progress).
+//! Track reconstruction from scored graphs, and how good the tracks are.
+//!
+//! The last stage of the pipeline: the GNN gives every edge of an event's graph a score;
+//! this crate turns the scores into track candidates and measures them against the truth.
+//!
+//! - [`tracks`]: [`TrackBuilder`] (configured by [`TrackBuilderConfig`]) cuts the edges at a
+//!   score threshold and groups the nodes by [`connected_components`] or by a
+//!   [`walkthrough()`] that resolves branchings. Output: a track id per node, [`NO_TRACK`]
+//!   for nodes in no track.
+//! - [`metrics`]: [`evaluate`] computes [`TrackMetrics`] for one event: double-majority
+//!   efficiency (target and all particles, and against pT and η), fake and duplicate rates,
+//!   the TrackML score ([`trackml_score`]); metrics of several events [`merge`](TrackMetrics::merge).
+//! - [`submission`]: TrackML submission files ([`write_submission`], [`read_submission`]) and
+//!   the mapping from graph nodes to event hits ([`event_track_ids`], [`singleton_track_ids`]).
+//! - [`plots`]: efficiency against pT and η as PNG and SVG.
+//!
+//! ```
+//! use trackgnn_reco::{
+//!     evaluate, EventTruth, Method, MetricsConfig, ParticleKinematics, ScoredEdges, TrackBuilder,
+//!     TrackBuilderConfig,
+//! };
+//! use trackgnn_trackml::ParticleId;
+//!
+//! // Two 3-hit tracks (nodes 0-1-2 and 3-4-5) and a fake edge 1→4 scored 0.6.
+//! let (src, dst) = ([0, 1, 3, 4, 1], [1, 2, 4, 5, 4]);
+//! let scores = [0.9, 0.9, 0.95, 0.9, 0.6];
+//! let edges = ScoredEdges::new(6, &src, &dst, &scores);
+//! let cc = TrackBuilder::new(TrackBuilderConfig::default())?.build(&edges)?;
+//! assert_eq!(cc, [1, 1, 1, 1, 1, 1]); // merged by the fake edge
+//! let walk = TrackBuilderConfig { method: Method::Walkthrough, ..Default::default() };
+//! let tracks = TrackBuilder::new(walk)?.build(&edges)?;
+//! assert_eq!(tracks, [1, 1, 1, 2, 2, 2]);
+//!
+//! let particle_id: Vec<ParticleId> = [7, 7, 7, 8, 8, 8].map(ParticleId).to_vec();
+//! let mut kinematics = ParticleKinematics::new();
+//! kinematics.insert(ParticleId(7), 2.5, 0.4); // pT [GeV], η
+//! kinematics.insert(ParticleId(8), 0.7, -1.1);
+//! let truth = EventTruth { particle_id: &particle_id, weight: &[1.0 / 6.0; 6], kinematics: &kinematics };
+//! let m = evaluate(&truth, &tracks, &MetricsConfig::default())?;
+//! assert_eq!((m.efficiency, m.efficiency_all, m.fake_rate), (1.0, 1.0, 0.0));
+//! assert!((m.trackml_score - 1.0).abs() < 1e-6);
+//! # Ok::<(), trackgnn_reco::Error>(())
+//! ```
+//!
+//! Not for: scoring the edges (the GNN is `trackgnn-engine`, training `trackgnn-train`), the
+//! edge-level metrics of item 7 of the mission (efficiency/purity of edges, in
+//! `trackgnn-train`), or track fitting (no helix parameters are estimated).
 #![deny(missing_docs)]
+
+pub mod error;
+pub mod metrics;
+pub mod plots;
+pub mod submission;
+pub mod tracks;
+
+pub use error::{Error, Result};
+pub use metrics::{
+    EfficiencyBin, EventTruth, MetricsConfig, ParticleKinematics, TrackMetrics, evaluate, evaluate_event, trackml_score,
+};
+pub use plots::{plot_efficiency, plot_track_efficiency};
+pub use submission::{
+    Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
+};
+pub use tracks::{
+    Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, connected_components, num_tracks, walkthrough,
+};

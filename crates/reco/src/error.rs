@@ -1,0 +1,119 @@
+//! The error type of the reco crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong building tracks, scoring them, and reading or writing
+/// submissions and plots.
+///
+/// Variants carry what is needed to act on them: the file and line, the edge and node, the
+/// hit id, the config field.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system refused an operation on a file or directory.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of a CSV file could not be parsed.
+    #[error("{}:{line}: column `{column}`: {message}", path.display())]
+    Parse {
+        /// The file concerned.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: u64,
+        /// The column name (from the header), or `header` for a bad header line.
+        column: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A configuration value is out of its valid range.
+    #[error("invalid config: `{field}` {message}")]
+    Config {
+        /// The config field concerned.
+        field: &'static str,
+        /// What is wrong, with the value found.
+        message: String,
+    },
+    /// An edge refers to a node that does not exist.
+    #[error("edge {edge} refers to node {node}, but the graph has {num_nodes} nodes")]
+    NodeOutOfRange {
+        /// Index of the edge.
+        edge: usize,
+        /// The node index found.
+        node: u32,
+        /// The number of nodes.
+        num_nodes: usize,
+    },
+    /// A hit appears more than once where every hit must appear exactly once.
+    #[error("{context}: hit {hit_id} appears more than once")]
+    DuplicateHit {
+        /// The hit_id.
+        hit_id: u64,
+        /// Where: `file:line`, or the function concerned.
+        context: String,
+    },
+    /// A hit of the event has no track id in the submission.
+    #[error("{context}: hit {hit_id} of the event is missing")]
+    MissingHit {
+        /// The hit_id.
+        hit_id: u64,
+        /// Where: the submission's event and file, or the function concerned.
+        context: String,
+    },
+    /// A hit id that is not a hit of the event.
+    #[error("{context}: hit {hit_id} is not a hit of the event")]
+    UnknownHit {
+        /// The hit_id.
+        hit_id: u64,
+        /// Where: the submission's event and file, or the function concerned.
+        context: String,
+    },
+    /// The event lacks a part the operation needs (truth or particles).
+    #[error("event {event_id} has no {part}")]
+    MissingPart {
+        /// The event concerned.
+        event_id: u64,
+        /// `truth` or `particles`.
+        part: &'static str,
+    },
+    /// Two [`TrackMetrics`](crate::TrackMetrics) with different bins cannot be merged.
+    #[error("cannot merge track metrics: the `{histogram}` bins differ")]
+    BinMismatch {
+        /// The histogram whose edges differ.
+        histogram: &'static str,
+    },
+    /// More tracks than a `u32` track id can number.
+    #[error("too many track ids for u32: {needed}")]
+    TooManyTracks {
+        /// The number of ids needed.
+        needed: u64,
+    },
+    /// A plot could not be drawn or written.
+    #[error("{}: cannot draw plot: {message}", path.display())]
+    Plot {
+        /// The file concerned.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), source }
+    }
+
+    /// An [`Error::Config`] for `field`.
+    pub(crate) fn config(field: &'static str, message: impl Into<String>) -> Error {
+        Error::Config { field, message: message.into() }
+    }
+}
+
+/// The result type of the reco crate.
+pub type Result<T> = std::result::Result<T, Error>;

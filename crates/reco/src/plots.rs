@@ -1,0 +1,383 @@
+//! Efficiency plots as PNG and SVG: efficiency against pT and η with binomial error bars.
+//!
+//! Each call writes `<stem>.png` and `<stem>.svg`, each through a temporary sibling file and a
+//! rename, so a reader never sees half a plot. A bin is drawn as a point at its centre (the
+//! geometric centre on a log axis) with a horizontal bar over the bin's width and a vertical
+//! bar of ± one binomial standard deviation `sqrt(ε (1 − ε) / n)` (clipped to [0, 1]; zero at
+//! ε = 0 or 1, where a Clopper–Pearson interval would not be). Bins without particles are
+//! not drawn.
+//!
+//! # Fonts
+//! Text needs a TrueType font found at run time (see `font_available`); without one, plots
+//! are drawn without any text (no title, axis labels, ticks or legend) rather than failing.
+
+use std::fs;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::metrics::{EfficiencyBin, TrackMetrics};
+
+mod font;
+
+use font::FAMILY;
+pub use font::font_available;
+
+/// Image size in pixels (PNG) or user units (SVG).
+const SIZE: (u32, u32) = (960, 640);
+
+/// Series colours: the first ones of matplotlib's `tab10`.
+const COLORS: [RGBColor; 4] =
+    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+
+/// Distinguishes temporaries of several plots of the same name in one process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// One drawn bin: x centre, x range, efficiency, error bar range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Point {
+    x: f64,
+    x_lo: f64,
+    x_hi: f64,
+    y: f64,
+    y_lo: f64,
+    y_hi: f64,
+}
+
+/// The drawable points of a histogram.
+fn points(bins: &[EfficiencyBin], log_x: bool) -> Vec<Point> {
+    bins.iter()
+        .filter(|b| b.2 > 0)
+        .map(|&(lo, hi, n, k)| {
+            let y = k as f64 / n as f64;
+            let err = (y * (1.0 - y) / n as f64).sqrt();
+            let x = if log_x { (lo * hi).sqrt() } else { 0.5 * (lo + hi) };
+            Point { x, x_lo: lo, x_hi: hi, y, y_lo: (y - err).max(0.0), y_hi: (y + err).min(1.0) }
+        })
+        .collect()
+}
+
+/// Plots efficiency histograms (e.g. [`TrackMetrics::efficiency_vs_pt`]), one series per
+/// `(name, bins)`, on a log x axis if `log_x` (which needs all bin edges > 0; otherwise the
+/// axis is linear). Writes `<path_stem>.png` and `<path_stem>.svg`.
+pub fn plot_efficiency(
+    path_stem: &Path,
+    title: &str,
+    x_label: &str,
+    series: &[(&str, &[EfficiencyBin])],
+    log_x: bool,
+) -> Result<()> {
+    let all = || series.iter().flat_map(|(_, b)| b.iter());
+    let log_x = log_x && all().all(|b| b.0 > 0.0);
+    let lo = all().map(|b| b.0).fold(f64::INFINITY, f64::min);
+    let hi = all().map(|b| b.1).fold(f64::NEG_INFINITY, f64::max);
+    let x = match (lo < hi, log_x) {
+        (true, _) => lo..hi,
+        (false, true) => 0.1..100.0,
+        (false, false) => 0.0..1.0,
+    };
+    let fig = Figure {
+        title,
+        x_label,
+        series: series.iter().map(|(name, bins)| (*name, points(bins, log_x))).collect(),
+        x,
+        log_x,
+    };
+    write_figure(path_stem, &fig, font_available())
+}
+
+/// Writes the two plots of a run's track metrics into `dir`: `efficiency_vs_pt` (target and
+/// all reconstructable particles, log pT) and `efficiency_vs_eta`, each as PNG and SVG.
+/// Returns the four paths.
+pub fn plot_track_efficiency(dir: &Path, metrics: &TrackMetrics) -> Result<Vec<PathBuf>> {
+    let pt = dir.join("efficiency_vs_pt");
+    plot_efficiency(
+        &pt,
+        "Track efficiency vs pT",
+        "pT [GeV]",
+        &[
+            ("target (double majority)", &metrics.efficiency_vs_pt),
+            ("all reconstructable", &metrics.efficiency_all_vs_pt),
+        ],
+        true,
+    )?;
+    let eta = dir.join("efficiency_vs_eta");
+    plot_efficiency(
+        &eta,
+        "Track efficiency vs η",
+        "η",
+        &[
+            ("target (double majority)", &metrics.efficiency_vs_eta),
+            ("all reconstructable", &metrics.efficiency_all_vs_eta),
+        ],
+        false,
+    )?;
+    Ok(vec![with_ext(&pt, "png"), with_ext(&pt, "svg"), with_ext(&eta, "png"), with_ext(&eta, "svg")])
+}
+
+/// What to draw.
+struct Figure<'a> {
+    title: &'a str,
+    x_label: &'a str,
+    series: Vec<(&'a str, Vec<Point>)>,
+    x: Range<f64>,
+    log_x: bool,
+}
+
+/// `<stem>.<ext>`, keeping any dots already in the stem.
+fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    let mut s = stem.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
+fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
+    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{n}.{ext}", std::process::id()))
+}
+
+/// Writes both files of a figure; with `text` off, draws no text at all. If drawing with
+/// text fails (e.g. a font without the needed glyphs), draws again without.
+fn write_figure(stem: &Path, fig: &Figure<'_>, text: bool) -> Result<()> {
+    let png = with_ext(stem, "png");
+    let tmp = temp_sibling(&png, "png");
+    let drawn = render_png(&tmp, fig, text).or_else(|e| if text { render_png(&tmp, fig, false) } else { Err(e) });
+    finish(drawn, &tmp, &png)?;
+
+    let svg_path = with_ext(stem, "svg");
+    let tmp = temp_sibling(&svg_path, "svg");
+    let svg = render_svg(fig, text).or_else(|e| if text { render_svg(fig, false) } else { Err(e) });
+    let written = svg.and_then(|s| fs::write(&tmp, s).map_err(|e| e.to_string()));
+    finish(written, &tmp, &svg_path)
+}
+
+/// Renames `tmp` to `path` after a successful render; removes it after a failed one.
+fn finish(drawn: std::result::Result<(), String>, tmp: &Path, path: &Path) -> Result<()> {
+    match drawn {
+        Ok(()) => fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
+        Err(message) => {
+            let _ = fs::remove_file(tmp);
+            Err(Error::Plot { path: path.to_owned(), message })
+        }
+    }
+}
+
+fn render_png(path: &Path, fig: &Figure<'_>, text: bool) -> std::result::Result<(), String> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    draw(&root, fig, text)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+fn render_svg(fig: &Figure<'_>, text: bool) -> std::result::Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        draw(&root, fig, text)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// Draws the figure on any backend, on a linear or a log x axis.
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    fig: &Figure<'_>,
+    text: bool,
+) -> std::result::Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    root.fill(&WHITE).map_err(err)?;
+    let mut b = ChartBuilder::on(root);
+    b.margin(20);
+    if text {
+        b.caption(fig.title, (FAMILY, 24)).x_label_area_size(50).y_label_area_size(80);
+    }
+    let y = 0.0..1.05;
+    if fig.log_x {
+        let chart = b.build_cartesian_2d(fig.x.clone().log_scale(), y).map_err(err)?;
+        fill(chart, fig, text)
+    } else {
+        let chart = b.build_cartesian_2d(fig.x.clone(), y).map_err(err)?;
+        fill(chart, fig, text)
+    }
+}
+
+/// Draws mesh, error bars, points and legend into a built chart.
+fn fill<'a, DB, X>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+    fig: &Figure<'_>,
+    text: bool,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(BLACK.mix(0.05));
+    if text {
+        mesh.x_desc(fig.x_label)
+            .y_desc("efficiency")
+            .label_style((FAMILY, 16))
+            .axis_desc_style((FAMILY, 18))
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick);
+    }
+    mesh.draw().map_err(err)?;
+    // The ideal: efficiency 1.
+    chart.draw_series(LineSeries::new([(fig.x.start, 1.0), (fig.x.end, 1.0)], BLACK.mix(0.25))).map_err(err)?;
+    for (i, (name, pts)) in fig.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let style = color.stroke_width(2);
+        chart
+            .draw_series(LineSeries::new(std::iter::empty(), style))
+            .map_err(err)?
+            .label(*name)
+            .legend(move |(x, y)| marker((x + 12, y), i, color));
+        let bars = pts.iter().flat_map(|p| {
+            [
+                PathElement::new(vec![(p.x_lo, p.y), (p.x_hi, p.y)], style),
+                PathElement::new(vec![(p.x, p.y_lo), (p.x, p.y_hi)], style),
+            ]
+        });
+        chart.draw_series(bars).map_err(err)?;
+        chart.draw_series(pts.iter().map(|p| marker((p.x, p.y), i, color))).map_err(err)?;
+    }
+    if text && !fig.series.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .label_font((FAMILY, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// A point marker: filled dots for the first series, rings for the others, so that
+/// coinciding points of two series both stay visible.
+fn marker<C>(at: C, series: usize, color: RGBColor) -> Circle<C, i32> {
+    if series == 0 { Circle::new(at, 4, color.filled()) } else { Circle::new(at, 6, color.stroke_width(2)) }
+}
+
+/// A tick label: integers without a fraction, plain decimals in 1e-3 … 1e5, else scientific.
+fn tick(v: &f64) -> String {
+    let a = v.abs();
+    if *v == v.round() && a < 1e5 {
+        format!("{v:.0}")
+    } else if (1e-3..1e5).contains(&a) {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{linear_edges, log_edges};
+
+    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+    fn check_files(stem: &Path) -> String {
+        let png = fs::read(with_ext(stem, "png")).unwrap();
+        assert!(png.len() > 1000 && png.starts_with(PNG_MAGIC), "{}: not a PNG", stem.display());
+        let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("</svg>"), "{}: not an SVG", stem.display());
+        svg
+    }
+
+    fn no_temporaries(dir: &Path) {
+        let names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+
+    fn metrics() -> TrackMetrics {
+        let bins = |edges: &[f64]| -> Vec<EfficiencyBin> {
+            edges.windows(2).enumerate().map(|(i, w)| (w[0], w[1], 10 + i as u64, 8 + (i as u64 % 3))).collect()
+        };
+        TrackMetrics {
+            n_events: 1,
+            efficiency_vs_pt: bins(&log_edges(1.0, 100.0, 10)),
+            efficiency_all_vs_pt: bins(&log_edges(0.1, 100.0, 15)),
+            efficiency_vs_eta: bins(&linear_edges(-4.0, 4.0, 16)),
+            efficiency_all_vs_eta: bins(&linear_edges(-4.0, 4.0, 16)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn track_efficiency_plots_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = plot_track_efficiency(dir.path(), &metrics()).unwrap();
+        assert_eq!(paths.len(), 4);
+        for stem in ["efficiency_vs_pt", "efficiency_vs_eta"] {
+            let svg = check_files(&dir.path().join(stem));
+            if font_available() {
+                assert!(svg.contains("<text") && svg.contains("all reconstructable"), "labels and legend drawn");
+            }
+        }
+        assert!(paths.iter().all(|p| p.is_file()));
+        no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn without_a_font_or_data_plots_are_still_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = metrics();
+        for (name, log) in [("log", true), ("lin", false)] {
+            let stem = dir.path().join(name);
+            let fig = Figure {
+                title: "t",
+                x_label: "x",
+                series: vec![("a", points(&m.efficiency_vs_pt, log))],
+                x: 1.0..100.0,
+                log_x: log,
+            };
+            write_figure(&stem, &fig, false).unwrap();
+            assert!(!check_files(&stem).contains("<text"), "no text without a font");
+        }
+        plot_efficiency(&dir.path().join("empty"), "nothing", "x", &[], true).unwrap();
+        check_files(&dir.path().join("empty"));
+        let zeros = [(0.0, 1.0, 0, 0), (1.0, 2.0, 0, 0)];
+        plot_efficiency(&dir.path().join("zeros"), "no particles", "pT", &[("a", &zeros[..])], true).unwrap();
+        check_files(&dir.path().join("zeros"));
+        no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn points_sit_at_bin_centres_with_binomial_errors() {
+        let bins = [(1.0, 100.0, 4, 2), (-1.0, 1.0, 10, 10), (0.0, 1.0, 0, 0)];
+        let p = points(&bins, true);
+        assert_eq!(p.len(), 2, "empty bins are skipped");
+        assert!((p[0].x - 10.0).abs() < 1e-12 && p[0].y == 0.5);
+        assert!((p[0].y_hi - 0.75).abs() < 1e-12 && (p[0].y_lo - 0.25).abs() < 1e-12, "sqrt(0.25/4) = 0.25");
+        assert_eq!((p[1].y, p[1].y_lo, p[1].y_hi), (1.0, 1.0, 1.0));
+        assert_eq!(points(&bins[1..2], false)[0].x, 0.0);
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = plot_track_efficiency(&dir.path().join("no/such"), &metrics()).unwrap_err();
+        assert!(e.to_string().contains("efficiency_vs_pt.png"), "{e}");
+    }
+
+    #[test]
+    fn tick_labels() {
+        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.5, 1e6].iter().map(tick).collect();
+        assert_eq!(t, ["0", "2", "-3", "0.25", "0.5", "1.0e6"]);
+    }
+}

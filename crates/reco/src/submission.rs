@@ -1,0 +1,350 @@
+//! TrackML submission files: `event_id,hit_id,track_id`, one row per hit.
+//!
+//! # Track ids in a submission
+//! Track building gives [`NO_TRACK`] (0) to nodes in no track, and hits that never made it
+//! into the graph (removed by cuts) have no node at all. The official scorer treats every
+//! distinct track_id, 0 included, as one track, so writing 0 for all those hits would make
+//! them one big (and useless) track. trackgnn therefore writes each such hit with a track
+//! id of its own:
+//!
+//! 1. [`event_track_ids`]: graph-node track ids → one id per event hit, [`NO_TRACK`] for
+//!    hits not in the graph;
+//! 2. [`singleton_track_ids`]: every [`NO_TRACK`] → a fresh id above the largest track id;
+//! 3. [`write_submission`].
+//!
+//! A submission written this way scores the same under the official scorer and under
+//! [`evaluate`](crate::evaluate) (which reads [`NO_TRACK`] as "a track of its own"), and
+//! reading it back ([`read_submission`], [`Submission::track_ids_for`]) gives metrics equal
+//! to those of the in-memory ids (singletons are never candidates unless `min_track_hits`
+//! is 1).
+//!
+//! Files are plain CSV (no gzip), written atomically: to a temporary sibling
+//! `.{name}.tmp-{pid}-{n}`, renamed into place once complete. The reader finds columns by
+//! header name, accepts CRLF, blank lines, a UTF-8 BOM and several events in one file (the
+//! Kaggle layout), and rejects a hit listed twice in one event. Track ids must fit a `u32`.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+use crate::tracks::NO_TRACK;
+
+/// The header of a submission file.
+pub const SUBMISSION_COLUMNS: [&str; 3] = ["event_id", "hit_id", "track_id"];
+
+/// Distinguishes temporaries of several writers of the same file in one process.
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The file name trackgnn uses for an event's submission: `event000001000-submission.csv`.
+pub fn submission_file_name(event_id: u64) -> String {
+    format!("event{event_id:09}-submission.csv")
+}
+
+/// One track id per hit of the event: the track id of the graph node holding the hit,
+/// [`NO_TRACK`] for hits that are not nodes of the graph.
+///
+/// A node hit id that is not a hit of the event is an [`Error::UnknownHit`]; a hit id that
+/// appears twice among the event's hits or the nodes is an [`Error::DuplicateHit`].
+///
+/// # Panics
+/// If `node_hit_ids` and `node_track_ids` differ in length.
+#[track_caller]
+pub fn event_track_ids(event_hit_ids: &[u64], node_hit_ids: &[u64], node_track_ids: &[u32]) -> Result<Vec<u32>> {
+    assert_eq!(node_hit_ids.len(), node_track_ids.len(), "one track id per node");
+    let index = hit_index(event_hit_ids, "event_track_ids (event hits)")?;
+    let mut out = vec![NO_TRACK; event_hit_ids.len()];
+    let mut seen = vec![false; event_hit_ids.len()];
+    for (&hit_id, &track) in node_hit_ids.iter().zip(node_track_ids) {
+        let context = || "event_track_ids (graph nodes)".to_owned();
+        let &i = index.get(&hit_id).ok_or_else(|| Error::UnknownHit { hit_id, context: context() })?;
+        if std::mem::replace(&mut seen[i], true) {
+            return Err(Error::DuplicateHit { hit_id, context: context() });
+        }
+        out[i] = track;
+    }
+    Ok(out)
+}
+
+/// The same ids with every [`NO_TRACK`] replaced by a fresh id: `max + 1`, `max + 2`, … in
+/// hit order, where `max` is the largest id given. An [`Error::TooManyTracks`] if the ids
+/// would not fit a `u32`.
+pub fn singleton_track_ids(track_ids: &[u32]) -> Result<Vec<u32>> {
+    let max = track_ids.iter().copied().max().unwrap_or(NO_TRACK);
+    let unassigned = track_ids.iter().filter(|&&t| t == NO_TRACK).count() as u64;
+    let needed = u64::from(max) + unassigned;
+    if needed > u64::from(u32::MAX) {
+        return Err(Error::TooManyTracks { needed });
+    }
+    let mut next = max;
+    Ok(track_ids
+        .iter()
+        .map(|&t| {
+            if t == NO_TRACK {
+                next += 1;
+                next
+            } else {
+                t
+            }
+        })
+        .collect())
+}
+
+/// Position of every hit id; a repeated id is an [`Error::DuplicateHit`].
+fn hit_index(hit_ids: &[u64], context: &str) -> Result<HashMap<u64, usize>> {
+    let mut index = HashMap::with_capacity(hit_ids.len());
+    for (i, &hit_id) in hit_ids.iter().enumerate() {
+        if index.insert(hit_id, i).is_some() {
+            return Err(Error::DuplicateHit { hit_id, context: context.to_owned() });
+        }
+    }
+    Ok(index)
+}
+
+/// Writes an event's submission: one `event_id,hit_id,track_id` row per hit, in the order
+/// given. Every hit of the event must be listed once; a hit id given twice is an
+/// [`Error::DuplicateHit`] and nothing is written. Ids are written as given (see the
+/// [module docs](self) for [`NO_TRACK`]).
+///
+/// # Panics
+/// If `hit_ids` and `track_ids` differ in length.
+#[track_caller]
+pub fn write_submission(path: &Path, event_id: u64, hit_ids: &[u64], track_ids: &[u32]) -> Result<()> {
+    assert_eq!(hit_ids.len(), track_ids.len(), "one track id per hit");
+    hit_index(hit_ids, &format!("write_submission {}", path.display()))?;
+    let name = path.file_name().ok_or_else(|| Error::io(path, std::io::Error::other("not a file name")))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        writeln!(w, "{}", SUBMISSION_COLUMNS.join(","))?;
+        for (&h, &t) in hit_ids.iter().zip(track_ids) {
+            writeln!(w, "{event_id},{h},{t}")?;
+        }
+        // No fsync, as in the TrackML CSV writer: the rename guards against a killed process.
+        w.into_inner().map_err(|e| e.into_error())?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, e));
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// The rows of one event of a submission file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Submission {
+    /// The event.
+    pub event_id: u64,
+    /// The hits, in file order.
+    pub hit_id: Vec<u64>,
+    /// The track id of each hit.
+    pub track_id: Vec<u32>,
+    /// The file it was read from, for error messages (empty if built in memory).
+    pub path: PathBuf,
+}
+
+impl Submission {
+    /// One track id per hit of the event, in the order of `event_hit_ids`. Every hit of the
+    /// event must be in the submission ([`Error::MissingHit`]) and the submission must hold
+    /// no other hit ([`Error::UnknownHit`]) and no hit twice ([`Error::DuplicateHit`]).
+    ///
+    /// # Panics
+    /// If `hit_id` and `track_id` differ in length.
+    #[track_caller]
+    pub fn track_ids_for(&self, event_hit_ids: &[u64]) -> Result<Vec<u32>> {
+        assert_eq!(self.hit_id.len(), self.track_id.len(), "one track id per hit");
+        let context = format!("submission of event {} ({})", self.event_id, self.path.display());
+        let index = hit_index(&self.hit_id, &context)?;
+        let event = hit_index(event_hit_ids, "track_ids_for (event hits)")?;
+        let mut out = Vec::with_capacity(event_hit_ids.len());
+        for &hit_id in event_hit_ids {
+            let &i = index.get(&hit_id).ok_or_else(|| Error::MissingHit { hit_id, context: context.clone() })?;
+            out.push(self.track_id[i]);
+        }
+        // Every event hit is in the submission; anything more is a hit from elsewhere.
+        if let Some(&hit_id) = self.hit_id.iter().find(|h| !event.contains_key(h)) {
+            return Err(Error::UnknownHit { hit_id, context });
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a submission file: one [`Submission`] per event, in order of first appearance.
+/// Errors name the file, the line and the column.
+pub fn read_submission(path: &Path) -> Result<Vec<Submission>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| Error::Parse {
+        path: path.to_owned(),
+        line: 0,
+        column: "header".into(),
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let parse_err = |line: usize, column: &str, message: String| Error::Parse {
+        path: path.to_owned(),
+        line: line as u64 + 1,
+        column: column.to_owned(),
+        message,
+    };
+
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((header_line, header)) = lines.next() else {
+        return Err(parse_err(0, "header", "empty file".into()));
+    };
+    let names: Vec<&str> = header.split(',').map(|c| c.trim().trim_matches('"')).collect();
+    let mut col = [0usize; 3];
+    for (k, want) in SUBMISSION_COLUMNS.iter().enumerate() {
+        col[k] = names
+            .iter()
+            .position(|n| n == want)
+            .ok_or_else(|| parse_err(header_line, "header", format!("no `{want}` column (found {names:?})")))?;
+    }
+
+    let mut out: Vec<Submission> = Vec::new();
+    let mut event_index: HashMap<u64, usize> = HashMap::new();
+    let mut seen: Vec<HashSet<u64>> = Vec::new();
+    for (n, line) in lines {
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != names.len() {
+            return Err(parse_err(n, "row", format!("{} fields, the header has {}", fields.len(), names.len())));
+        }
+        let num = |k: usize| -> Result<u64> {
+            fields[col[k]].parse::<u64>().map_err(|e| {
+                parse_err(n, SUBMISSION_COLUMNS[k], format!("`{}` is not an unsigned integer: {e}", fields[col[k]]))
+            })
+        };
+        let (event_id, hit_id, track) = (num(0)?, num(1)?, num(2)?);
+        let track =
+            u32::try_from(track).map_err(|_| parse_err(n, "track_id", format!("{track} does not fit a u32")))?;
+        let e = *event_index.entry(event_id).or_insert_with(|| {
+            out.push(Submission { event_id, path: path.to_owned(), ..Default::default() });
+            seen.push(HashSet::new());
+            out.len() - 1
+        });
+        if !seen[e].insert(hit_id) {
+            return Err(Error::DuplicateHit { hit_id, context: format!("{}:{}", path.display(), n + 1) });
+        }
+        out[e].hit_id.push(hit_id);
+        out[e].track_id.push(track);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_temporaries(dir: &Path) {
+        let names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+
+    #[test]
+    fn write_then_read_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(submission_file_name(1000));
+        assert!(path.ends_with("event000001000-submission.csv"));
+        let hits = [5u64, 1, 3, 2, 4, 1 << 40];
+        let tracks = [1u32, 1, 2, 2, 7, u32::MAX];
+        write_submission(&path, 1000, &hits, &tracks).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("event_id,hit_id,track_id\n1000,5,1\n"), "{text}");
+        let subs = read_submission(&path).unwrap();
+        assert_eq!(subs.len(), 1);
+        assert_eq!((subs[0].event_id, &subs[0].hit_id[..], &subs[0].track_id[..]), (1000, &hits[..], &tracks[..]));
+        // Aligned to the event's own hit order.
+        let event_hits = [1u64, 2, 3, 4, 5, 1 << 40];
+        assert_eq!(subs[0].track_ids_for(&event_hits).unwrap(), [1, 2, 2, 7, 1, u32::MAX]);
+        // Overwriting replaces the file whole.
+        write_submission(&path, 1000, &hits[..2], &tracks[..2]).unwrap();
+        assert_eq!(read_submission(&path).unwrap()[0].hit_id, [5, 1]);
+        no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn a_missing_or_duplicated_hit_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csv");
+        let e = write_submission(&path, 1, &[1, 2, 1], &[1, 1, 1]).unwrap_err();
+        assert!(matches!(e, Error::DuplicateHit { hit_id: 1, .. }), "{e}");
+        assert!(!path.exists(), "nothing written");
+
+        write_submission(&path, 1, &[1, 2, 3], &[1, 1, 1]).unwrap();
+        let sub = &read_submission(&path).unwrap()[0];
+        let e = sub.track_ids_for(&[1, 2, 3, 4]).unwrap_err();
+        assert!(matches!(e, Error::MissingHit { hit_id: 4, .. }), "{e}");
+        assert!(e.to_string().contains("s.csv"), "{e}");
+        let e = sub.track_ids_for(&[1, 2]).unwrap_err();
+        assert!(matches!(e, Error::UnknownHit { hit_id: 3, .. }), "{e}");
+        let e = sub.track_ids_for(&[1, 2, 3, 3]).unwrap_err();
+        assert!(matches!(e, Error::DuplicateHit { hit_id: 3, .. }), "{e}");
+
+        std::fs::write(&path, "event_id,hit_id,track_id\n1,1,1\n1,2,1\n2,1,5\n1,2,3\n").unwrap();
+        let e = read_submission(&path).unwrap_err();
+        assert!(matches!(e, Error::DuplicateHit { hit_id: 2, .. }), "{e}");
+        assert!(e.to_string().contains("s.csv:5"), "{e}");
+    }
+
+    #[test]
+    fn reader_finds_columns_by_name_and_splits_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kaggle.csv");
+        std::fs::write(&path, "\u{feff}hit_id, track_id ,event_id\r\n1,10,3\r\n\r\n2,11,3\r\n1,12,4").unwrap();
+        let subs = read_submission(&path).unwrap();
+        assert_eq!(subs.len(), 2);
+        assert_eq!((subs[0].event_id, &subs[0].hit_id[..], &subs[0].track_id[..]), (3, &[1, 2][..], &[10, 11][..]));
+        assert_eq!((subs[1].event_id, &subs[1].hit_id[..], &subs[1].track_id[..]), (4, &[1][..], &[12][..]));
+    }
+
+    #[test]
+    fn parse_errors_name_file_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.csv");
+        let cases = [
+            ("event_id,hit_id\n1,2\n", "bad.csv:1: column `header`"),
+            ("event_id,hit_id,track_id\n1,2,x\n", "bad.csv:2: column `track_id`"),
+            ("event_id,hit_id,track_id\n1,2,3\n1,-5,3\n", "bad.csv:3: column `hit_id`"),
+            ("event_id,hit_id,track_id\n1,2,4294967296\n", "bad.csv:2: column `track_id`"),
+            ("event_id,hit_id,track_id\n1,2\n", "bad.csv:2: column `row`"),
+            ("", "bad.csv:1: column `header`"),
+        ];
+        for (text, want) in cases {
+            std::fs::write(&path, text).unwrap();
+            let e = read_submission(&path).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let e = read_submission(&dir.path().join("none.csv")).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }));
+    }
+
+    #[test]
+    fn graph_ids_map_to_event_hits_and_unassigned_get_singletons() {
+        let event_hits = [10u64, 11, 12, 13, 14, 15];
+        // The graph holds hits 12, 10, 14, 15 (11 and 13 were cut).
+        let ids = event_track_ids(&event_hits, &[12, 10, 14, 15], &[1, 1, 0, 2]).unwrap();
+        assert_eq!(ids, [1, NO_TRACK, 1, NO_TRACK, NO_TRACK, 2]);
+        assert_eq!(singleton_track_ids(&ids).unwrap(), [1, 3, 1, 4, 5, 2]);
+        assert_eq!(singleton_track_ids(&[0, 0]).unwrap(), [1, 2]);
+        assert_eq!(singleton_track_ids(&[]).unwrap(), Vec::<u32>::new());
+        assert!(matches!(singleton_track_ids(&[u32::MAX, 0]), Err(Error::TooManyTracks { .. })));
+
+        let e = event_track_ids(&event_hits, &[12, 99], &[1, 1]).unwrap_err();
+        assert!(matches!(e, Error::UnknownHit { hit_id: 99, .. }), "{e}");
+        let e = event_track_ids(&event_hits, &[12, 12], &[1, 1]).unwrap_err();
+        assert!(matches!(e, Error::DuplicateHit { hit_id: 12, .. }), "{e}");
+        let e = event_track_ids(&[1, 1], &[], &[]).unwrap_err();
+        assert!(matches!(e, Error::DuplicateHit { hit_id: 1, .. }), "{e}");
+    }
+}

@@ -1,0 +1,310 @@
+//! Track building: from a graph with one score per edge to a track id per node.
+//!
+//! Edges with `score ≥ score_cut` are kept; then one of two methods groups the nodes:
+//!
+//! - [`Method::Cc`] ([`connected_components`]): every connected component of the kept edges
+//!   (direction ignored) is one track. Fast and the field's baseline (Exa.TrkX), but two
+//!   tracks joined by a single surviving fake edge become one candidate.
+//! - [`Method::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
+//!   outgoing edge from each start node (acorn's "CC & walk"), which separates tracks that a
+//!   fake edge joins at a branching.
+//!
+//! # Output convention
+//! The result has one `u32` per node. Tracks of at least `min_hits` nodes are numbered
+//! `1, 2, …` in the order of their smallest node index (so the numbering does not depend on
+//! the method's internal order or on the order of the edges); every other node (isolated, or
+//! in a group smaller than `min_hits`) gets [`NO_TRACK`] = 0. Before writing a TrackML
+//! submission, [`singleton_track_ids`](crate::submission::singleton_track_ids) gives each of
+//! those hits a track id of its own.
+//!
+//! Both methods are deterministic: the result depends only on the set of (edge, score)
+//! pairs, the node radii and `config`, not on the order in which edges are listed.
+
+mod components;
+mod walkthrough;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_graph::Graph;
+
+use crate::error::{Error, Result};
+
+pub use components::connected_components;
+pub use walkthrough::walkthrough;
+
+/// The track id of nodes that are in no track of at least `min_hits` nodes.
+pub const NO_TRACK: u32 = 0;
+
+/// How nodes are grouped into tracks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Connected components of the kept edges (the reference method).
+    #[default]
+    Cc,
+    /// Walk-through along the best-scoring outgoing edges.
+    Walkthrough,
+}
+
+/// Settings of track building. `Default` gives the reference values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrackBuilderConfig {
+    /// The grouping method. Default: [`Method::Cc`].
+    pub method: Method,
+    /// Edges with score ≥ this cut are kept, in [0, 1]. Default 0.5 (the field's edge
+    /// threshold). NaN scores are never kept.
+    pub score_cut: f64,
+    /// Smallest number of nodes a track may have, ≥ 1; smaller groups get [`NO_TRACK`].
+    /// Default 3.
+    pub min_hits: usize,
+    /// Walk-through only: at a node with several unvisited outgoing kept edges, every edge
+    /// with score ≥ `branch_cut` is explored as a branch and the longest resulting path wins;
+    /// below it only the best edge is followed. `None` never branches. Must be ≥
+    /// `score_cut`. Default `Some(0.8)`.
+    pub branch_cut: Option<f64>,
+    /// Walk-through only: at most this many paths are explored from one start node, ≥ 1
+    /// (bounds the work on dense graphs; once reached, only the best edge is followed).
+    /// Default 64.
+    pub max_paths: usize,
+}
+
+impl Default for TrackBuilderConfig {
+    fn default() -> Self {
+        TrackBuilderConfig { method: Method::Cc, score_cut: 0.5, min_hits: 3, branch_cut: Some(0.8), max_paths: 64 }
+    }
+}
+
+impl TrackBuilderConfig {
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<()> {
+        if !(0.0..=1.0).contains(&self.score_cut) {
+            return Err(Error::config("score_cut", format!("must be in [0, 1], got {}", self.score_cut)));
+        }
+        if self.min_hits == 0 {
+            return Err(Error::config("min_hits", "must be at least 1, got 0"));
+        }
+        if let Some(b) = self.branch_cut
+            && !(b >= self.score_cut && b <= 1.0)
+        {
+            return Err(Error::config(
+                "branch_cut",
+                format!("must be in [score_cut = {}, 1], got {b}", self.score_cut),
+            ));
+        }
+        if self.max_paths == 0 {
+            return Err(Error::config("max_paths", "must be at least 1, got 0"));
+        }
+        Ok(())
+    }
+}
+
+/// The input of track building: a directed graph with one score per edge.
+///
+/// Edge `e` goes from node `src[e]` to node `dst[e]` (inner hit to outer hit in trackgnn's
+/// graphs) and has score `scores[e]`, a probability in [0, 1].
+#[derive(Clone, Copy, Debug)]
+pub struct ScoredEdges<'a> {
+    /// The number of nodes.
+    pub num_nodes: usize,
+    /// Source node of each edge.
+    pub src: &'a [u32],
+    /// Destination node of each edge.
+    pub dst: &'a [u32],
+    /// Score of each edge.
+    pub scores: &'a [f32],
+    /// Optional radius r [mm] of each node: the walk-through starts from inner nodes first.
+    /// Without it, node index order is used.
+    pub r: Option<&'a [f32]>,
+}
+
+impl<'a> ScoredEdges<'a> {
+    /// Edges without node radii.
+    ///
+    /// # Panics
+    /// If `src`, `dst` and `scores` differ in length.
+    #[track_caller]
+    pub fn new(num_nodes: usize, src: &'a [u32], dst: &'a [u32], scores: &'a [f32]) -> Self {
+        let e = ScoredEdges { num_nodes, src, dst, scores, r: None };
+        e.assert_shapes();
+        e
+    }
+
+    /// The same edges with node radii.
+    ///
+    /// # Panics
+    /// If `r.len() != num_nodes`.
+    #[track_caller]
+    pub fn with_r(self, r: &'a [f32]) -> Self {
+        let e = ScoredEdges { r: Some(r), ..self };
+        e.assert_shapes();
+        e
+    }
+
+    /// The edges of `graph` with `scores` (one per edge, e.g. the GNN's sigmoid outputs) and
+    /// the graph's node radii.
+    ///
+    /// # Panics
+    /// If `scores.len() != graph.num_edges()` or the graph's arrays are inconsistent.
+    #[track_caller]
+    pub fn from_graph(graph: &'a Graph, scores: &'a [f32]) -> Self {
+        let e = ScoredEdges::new(graph.num_nodes(), &graph.src, &graph.dst, scores);
+        if graph.r.len() == graph.num_nodes() { e.with_r(&graph.r) } else { e }
+    }
+
+    /// The number of edges.
+    pub fn num_edges(&self) -> usize {
+        self.src.len()
+    }
+
+    #[track_caller]
+    pub(crate) fn assert_shapes(&self) {
+        assert_eq!(self.src.len(), self.dst.len(), "src and dst differ in length");
+        assert_eq!(self.src.len(), self.scores.len(), "one score per edge");
+        if let Some(r) = self.r {
+            assert_eq!(r.len(), self.num_nodes, "one r per node");
+        }
+    }
+
+    /// Checks that every edge's nodes exist.
+    pub(crate) fn check_nodes(&self) -> Result<()> {
+        let n = self.num_nodes;
+        for (edge, (&s, &d)) in self.src.iter().zip(self.dst).enumerate() {
+            for node in [s, d] {
+                if node as usize >= n {
+                    return Err(Error::NodeOutOfRange { edge, node, num_nodes: n });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The kept edges (score ≥ `cut`, self-loops dropped) as `(src, dst, score)`.
+    pub(crate) fn kept(&self, cut: f64) -> impl Iterator<Item = (u32, u32, f32)> + '_ {
+        self.src
+            .iter()
+            .zip(self.dst)
+            .zip(self.scores)
+            .filter(move |((s, d), sc)| s != d && f64::from(**sc) >= cut)
+            .map(|((&s, &d), &sc)| (s, d, sc))
+    }
+}
+
+/// Builds tracks with a validated [`TrackBuilderConfig`].
+#[derive(Clone, Debug)]
+pub struct TrackBuilder {
+    config: TrackBuilderConfig,
+}
+
+impl TrackBuilder {
+    /// A builder; a config value out of range is an [`Error::Config`].
+    pub fn new(config: TrackBuilderConfig) -> Result<TrackBuilder> {
+        config.validate()?;
+        Ok(TrackBuilder { config })
+    }
+
+    /// The config.
+    pub fn config(&self) -> &TrackBuilderConfig {
+        &self.config
+    }
+
+    /// One track id per node (see the [module docs](self) for the convention). An edge with
+    /// a node index ≥ `num_nodes` is an [`Error::NodeOutOfRange`].
+    ///
+    /// # Panics
+    /// If the slices of `edges` differ in length.
+    #[track_caller]
+    pub fn build(&self, edges: &ScoredEdges<'_>) -> Result<Vec<u32>> {
+        match self.config.method {
+            Method::Cc => connected_components(edges, &self.config),
+            Method::Walkthrough => walkthrough(edges, &self.config),
+        }
+    }
+}
+
+/// The number of tracks in a result of track building (its largest id).
+pub fn num_tracks(track_ids: &[u32]) -> u32 {
+    track_ids.iter().copied().max().unwrap_or(NO_TRACK)
+}
+
+/// Turns per-node group labels into track ids: groups for which `keep(label)` holds are
+/// numbered 1, 2, … in the order of their smallest node; other nodes get [`NO_TRACK`].
+/// `label[i] == u32::MAX` marks a node in no group.
+pub(crate) fn number_tracks(labels: &[u32], keep: impl Fn(u32) -> bool) -> Vec<u32> {
+    let mut id_of = vec![NO_TRACK; labels.len()];
+    let mut next = 0u32;
+    labels
+        .iter()
+        .map(|&l| {
+            if l == u32::MAX || !keep(l) {
+                return NO_TRACK;
+            }
+            let id = &mut id_of[l as usize];
+            if *id == NO_TRACK {
+                next += 1;
+                *id = next;
+            }
+            *id
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_is_valid_and_bad_values_are_typed_errors() {
+        TrackBuilderConfig::default().validate().unwrap();
+        let bad = [
+            TrackBuilderConfig { score_cut: 1.5, ..Default::default() },
+            TrackBuilderConfig { score_cut: f64::NAN, ..Default::default() },
+            TrackBuilderConfig { min_hits: 0, ..Default::default() },
+            TrackBuilderConfig { branch_cut: Some(0.3), ..Default::default() },
+            TrackBuilderConfig { max_paths: 0, ..Default::default() },
+        ];
+        let fields: Vec<&str> = bad
+            .into_iter()
+            .map(|c| match TrackBuilder::new(c) {
+                Err(Error::Config { field, .. }) => field,
+                other => panic!("expected a config error, got {other:?}"),
+            })
+            .collect();
+        assert_eq!(fields, ["score_cut", "score_cut", "min_hits", "branch_cut", "max_paths"]);
+    }
+
+    #[test]
+    fn config_reads_from_json_with_defaults() {
+        let c: TrackBuilderConfig = serde_json::from_str(r#"{"method": "walkthrough", "score_cut": 0.7}"#).unwrap();
+        assert_eq!(c.method, Method::Walkthrough);
+        assert_eq!(c.score_cut, 0.7);
+        assert_eq!(c.min_hits, 3);
+        assert!(serde_json::from_str::<TrackBuilderConfig>(r#"{"cut": 0.7}"#).is_err());
+    }
+
+    #[test]
+    fn numbering_follows_the_smallest_node() {
+        // Groups 7 (nodes 1, 3), 2 (nodes 0, 4), 5 (node 2, dropped), node 5 in none.
+        let ids = number_tracks(&[2, 7, 5, 7, 2, u32::MAX, 0, 0, 0, 0], |l| l != 5);
+        assert_eq!(ids, [1, 2, 0, 2, 1, 0, 3, 3, 3, 3]);
+        assert_eq!(num_tracks(&ids), 3);
+        assert_eq!(num_tracks(&[]), NO_TRACK);
+    }
+
+    #[test]
+    fn bad_node_index_is_an_error() {
+        let e = ScoredEdges::new(3, &[0, 1], &[1, 3], &[0.9, 0.9]);
+        for method in [Method::Cc, Method::Walkthrough] {
+            let b = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
+            match b.build(&e) {
+                Err(Error::NodeOutOfRange { edge: 1, node: 3, num_nodes: 3 }) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "one score per edge")]
+    fn score_count_mismatch_panics() {
+        ScoredEdges::new(3, &[0, 1], &[1, 2], &[0.9]);
+    }
+}

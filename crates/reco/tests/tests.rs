@@ -1,0 +1,3 @@
+//! Integration tests of trackgnn-reco, built as one binary.
+
+mod pipeline;
