@@ -16,6 +16,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The whole pipeline on a small generated data set in a few minutes (start here).
+    Demo(DemoArgs),
     /// Generate TrackML-format events with the Monte Carlo generator.
     Simulate(SimulateArgs),
     /// Write the detector geometry as detectors.csv.
@@ -31,6 +33,8 @@ pub enum Command {
     Train(TrainArgs),
     /// Evaluate a run on graphs: the edge metrics of the reference table.
     Eval(EvalArgs),
+    /// Build track candidates with a trained run: TrackML submissions, track metrics, plots.
+    Reconstruct(ReconstructArgs),
     /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.
     ExportParity(ExportParityArgs),
     /// Benchmarks that print figures.
@@ -44,6 +48,17 @@ pub struct DetectorArg {
     /// A detectors.csv to use instead of the built-in TrackML geometry.
     #[arg(long, value_name = "FILE")]
     pub detector: Option<PathBuf>,
+}
+
+/// `trackgnn demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory for everything the demo makes.
+    #[arg(long, value_name = "DIR", default_value = "trackgnn-demo")]
+    pub out: PathBuf,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
 }
 
 /// `trackgnn simulate`.
@@ -318,6 +333,49 @@ pub struct EvalArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Track building method.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum TrackMethodArg {
+    /// Connected components of the edges above the cut.
+    Cc,
+    /// Walk along the best-scoring edges, resolving branchings.
+    Walkthrough,
+}
+
+/// `trackgnn reconstruct`.
+#[derive(Debug, Args)]
+pub struct ReconstructArgs {
+    /// A training run directory (its recipe, config and weights).
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Directory of events (hits; truth files are used only to score the tracks afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// Output directory for the submission files and plots.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Edge score cut.
+    #[arg(long, default_value_t = 0.5)]
+    pub score_cut: f64,
+    /// Track building method.
+    #[arg(long, value_enum, default_value_t = TrackMethodArg::Cc)]
+    pub method: TrackMethodArg,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    /// Use only the first N events.
+    #[arg(long)]
+    pub events: Option<usize>,
+    /// Threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
 }
 
 /// `trackgnn export-parity`.

@@ -242,7 +242,7 @@ impl<T: Real> InteractionGnn<T> {
     #[track_caller]
     pub fn forward(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
         if self.checkpointing != Checkpointing::None {
-            return self.forward_checkpointed(g, cache);
+            return self.forward_checkpointed(g, cache, self.checkpointing.segment());
         }
         assert_eq!(g.node_dim, self.node_dim, "node feature width");
         assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
@@ -441,8 +441,7 @@ impl<T: Real> InteractionGnn<T> {
 
 impl<T: Real> InteractionGnn<T> {
     /// The states kept with checkpointing segment K: h_k, e_k for k = 0, K, 2K, … and the last.
-    fn stored(&self, k: usize) -> bool {
-        let seg = self.checkpointing.segment();
+    fn stored(&self, k: usize, seg: usize) -> bool {
         k.is_multiple_of(seg) || k == self.cfg.iterations
     }
 
@@ -492,7 +491,7 @@ impl<T: Real> InteractionGnn<T> {
     }
 
     /// Forward with activation checkpointing: keeps h_k, e_k at the stored boundaries only.
-    fn forward_checkpointed(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
+    fn forward_checkpointed(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
         assert_eq!(g.node_dim, self.node_dim, "node feature width");
         assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
@@ -508,7 +507,7 @@ impl<T: Real> InteractionGnn<T> {
         cache.h.resize_with(iters + 1, Vec::new);
         cache.e.resize_with(iters + 1, Vec::new);
         for k in 0..=iters {
-            let (hn, en) = if self.stored(k) { (n * h, e * h) } else { (0, 0) };
+            let (hn, en) = if self.stored(k, seg) { (n * h, e * h) } else { (0, 0) };
             cache.h[k].resize(hn, T::ZERO);
             cache.h[k].shrink_to_fit();
             cache.e[k].resize(en, T::ZERO);
@@ -525,7 +524,7 @@ impl<T: Real> InteractionGnn<T> {
         let mut roll: [(Vec<T>, Vec<T>); 2] = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
         let mut src_slot: Option<usize> = None; // None: the state is in the cache at index `it`
         for it in 0..iters {
-            let keep = self.stored(it + 1);
+            let keep = self.stored(it + 1, seg);
             let dst_slot = match src_slot {
                 Some(r) => 1 - r,
                 None => 0,
@@ -604,7 +603,7 @@ impl<T: Real> InteractionGnn<T> {
             for it in (b..end).rev() {
                 let (edge_net, node_net) = self.nets(it);
                 let state = |j: usize| -> (&[T], &[T]) {
-                    if j == b || self.stored(j) {
+                    if j == b || self.stored(j, seg) {
                         (&cache.h[j], &cache.e[j])
                     } else {
                         (&seg_h[j - b - 1], &seg_e[j - b - 1])
@@ -691,6 +690,13 @@ impl<T> IterScratch<T> {
 }
 
 impl<T: Real> InteractionGnn<T> {
+    /// Inference: the logits of a graph with the least memory (only the first and the last
+    /// states are kept, the others roll through two buffers; nothing is kept for a backward).
+    pub fn infer(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) -> Vec<T> {
+        self.forward_checkpointed(g, cache, self.cfg.iterations.max(1));
+        std::mem::take(&mut cache.logits)
+    }
+
     /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,
     /// scratch, the largest recomputed segment, parameters and gradients — summed from the
     /// buffers' capacities (what was allocated), not from shapes.

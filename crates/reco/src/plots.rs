@@ -96,6 +96,7 @@ pub fn plot_efficiency(
 /// all reconstructable particles, log pT) and `efficiency_vs_eta`, each as PNG and SVG.
 /// Returns the four paths.
 pub fn plot_track_efficiency(dir: &Path, metrics: &TrackMetrics) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io { path: dir.to_path_buf(), source: e })?;
     let pt = dir.join("efficiency_vs_pt");
     plot_efficiency(
         &pt,

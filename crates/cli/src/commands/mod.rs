@@ -3,12 +3,14 @@
 mod bench_engine;
 mod bench_io;
 mod bench_memory;
-mod build_graphs;
+pub mod build_graphs;
+mod demo;
 mod geometry;
 mod inspect;
 mod module_map;
 mod parity;
-mod simulate;
+pub mod reconstruct;
+pub mod simulate;
 pub mod train;
 
 use std::process::ExitCode;
@@ -20,6 +22,7 @@ use crate::cli::{BenchCommand, Cli, Command, ModuleMapCommand};
 /// Runs the subcommand; the exit code says whether everything it checked was fine.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
+        Command::Demo(a) => demo::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Geometry(a) => geometry::run(a),
         Command::Inspect(a) => inspect::run(a),
@@ -27,6 +30,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::ExportParity(a) => parity::run(a),
         Command::Train(a) => train::run(a),
+        Command::Reconstruct(a) => reconstruct::run(a),
         Command::Eval(a) => train::eval(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),

@@ -159,6 +159,11 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
+/// Training in this process alone (the demo), whatever the build.
+pub fn run_single(a: TrainArgs) -> Result<ExitCode> {
+    run_with(a, &mut SingleProcess)
+}
+
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     #[cfg(feature = "mpi")]
     {
