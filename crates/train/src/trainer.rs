@@ -105,6 +105,7 @@ pub struct TrainOutcome {
 /// Sums of the running epoch, kept in checkpoints so a resumed epoch reports what an
 /// uninterrupted one would.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 struct EpochAccum {
     loss_sum: f64,
     steps: u64,
