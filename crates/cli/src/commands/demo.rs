@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 
 use crate::cli::{
-    BuildGraphsArgs, DemoArgs, DetectorArg, EvalArgs, GraphMethod, ReconstructArgs, SimulateArgs, TrackMethodArg, TrainArgs,
+    BuildGraphsArgs, DemoArgs, DetectorArg, EvalArgs, GraphMethod, ReconstructArgs, SimulateArgs, TrackMethodArg,
+    TrainArgs,
 };
 
 /// The demo's sizes: small enough for a few minutes on 2 cores, large enough to learn.
@@ -46,7 +47,13 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(dir)?;
     let t0 = Instant::now();
     let p = |s: &str| -> PathBuf { dir.join(s) };
-    step(1, &format!("simulating {TRAIN_EVENTS} events at pile-up {PILEUP} for training and {HELDOUT_EVENTS} held-out events"), t0);
+    step(
+        1,
+        &format!(
+            "simulating {TRAIN_EVENTS} events at pile-up {PILEUP} for training and {HELDOUT_EVENTS} held-out events"
+        ),
+        t0,
+    );
     super::simulate::run(simulate(p("events"), TRAIN_EVENTS, 1, 1, a.threads))?;
     super::simulate::run(simulate(p("heldout"), HELDOUT_EVENTS, 2, 1001, a.threads))?;
     step(2, "building graphs (geometric builder, all hits: no truth cuts)", t0);
@@ -94,9 +101,20 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     };
     super::train::run_single(tr)?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
-    let ev = EvalArgs { run: p("run"), graphs: p("graphs"), all: false, weights: "best".into(), threads: a.threads, json: false };
+    let ev = EvalArgs {
+        run: p("run"),
+        graphs: p("graphs"),
+        all: false,
+        weights: "best".into(),
+        threads: a.threads,
+        json: false,
+    };
     super::train::eval(ev)?;
-    step(5, &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"), t0);
+    step(
+        5,
+        &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"),
+        t0,
+    );
     let rc = ReconstructArgs {
         run: p("run"),
         input: p("heldout"),

@@ -14,15 +14,25 @@ use trackgnn_graph::{GraphRecipe, Method, ModuleMap, build_graph};
 use trackgnn_reco::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use trackgnn_reco::tracks::Method as TrackMethod;
 use trackgnn_reco::{MetricsConfig, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMetrics, evaluate_event};
-use trackgnn_train::TrainConfig;
-use trackgnn_train::checkpoint::load_weights;
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
+use trackgnn_train::TrainConfig;
+use trackgnn_train::checkpoint::load_weights;
 
 use crate::cli::{ReconstructArgs, TrackMethodArg};
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
+
+/// What reconstructing one event gives.
+pub struct EventTracks {
+    /// A track id per hit of the event (0: in no track).
+    pub hit_tracks: Vec<u32>,
+    /// Seconds of graph building, GNN inference and track building.
+    pub seconds: [f64; 3],
+    /// Nodes and edges of the graph.
+    pub graph_size: (usize, usize),
+}
 
 /// A trained run, ready for inference: its recipe (without truth cuts), map and model.
 pub struct Reconstructor {
@@ -47,7 +57,10 @@ impl Reconstructor {
                 if let Some(h) = &recipe.map_hash {
                     let now = file_hash(&p)?;
                     if &now != h {
-                        bail!("{}: the module map changed since the graphs were built ({h} then, {now} now)", p.display());
+                        bail!(
+                            "{}: the module map changed since the graphs were built ({h} then, {now} now)",
+                            p.display()
+                        );
                     }
                 }
                 Some(ModuleMap::load(&p)?)
@@ -57,7 +70,8 @@ impl Reconstructor {
         };
         let cp = run.join("config.toml");
         let text = std::fs::read_to_string(&cp).with_context(|| format!("reading {}", cp.display()))?;
-        let cfg: TrainConfig = toml::from_str(&text).with_context(|| format!("{}: invalid training config", cp.display()))?;
+        let cfg: TrainConfig =
+            toml::from_str(&text).with_context(|| format!("{}: invalid training config", cp.display()))?;
         let node_dim = recipe.features.features.len();
         let edge_dim = if recipe.edge_features { trackgnn_graph::recipe::EDGE_FEATURE_NAMES.len() } else { 0 };
         let mut model = InteractionGnn::<f32>::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
@@ -70,14 +84,26 @@ impl Reconstructor {
         Ok(Reconstructor { recipe, map, model, det })
     }
 
-    /// Tracks of one event (hits only): a track id per hit of the event (0: in no track),
-    /// plus per-stage seconds (graph, GNN, tracks) and the graph size.
-    pub fn event(&self, event: &trackgnn_trackml::Event, builder: &TrackBuilder, cache: &mut ForwardCache<f32>) -> Result<(Vec<u32>, [f64; 3], (usize, usize))> {
+    /// Tracks of one event (hits only).
+    pub fn event(
+        &self,
+        event: &trackgnn_trackml::Event,
+        builder: &TrackBuilder,
+        cache: &mut ForwardCache<f32>,
+    ) -> Result<EventTracks> {
         let t = Instant::now();
         let (graph, _) = build_graph(event, &self.det, &self.recipe, self.map.as_ref())?;
         let t_graph = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let input = GraphInput::<f32>::new(graph.num_nodes(), &graph.node_features, graph.num_node_features(), &graph.edge_features, graph.num_edge_features(), &graph.src, &graph.dst);
+        let input = GraphInput::<f32>::new(
+            graph.num_nodes(),
+            &graph.node_features,
+            graph.num_node_features(),
+            &graph.edge_features,
+            graph.num_edge_features(),
+            &graph.src,
+            &graph.dst,
+        );
         let logits = self.model.infer(&input, cache);
         let scores: Vec<f32> = logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
         let t_gnn = t.elapsed().as_secs_f64();
@@ -85,7 +111,11 @@ impl Reconstructor {
         let node_tracks = builder.build(&ScoredEdges::from_graph(&graph, &scores))?;
         let hit_tracks = event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)?;
         let t_tracks = t.elapsed().as_secs_f64();
-        Ok((hit_tracks, [t_graph, t_gnn, t_tracks], (graph.num_nodes(), graph.num_edges())))
+        Ok(EventTracks {
+            hit_tracks,
+            seconds: [t_graph, t_gnn, t_tracks],
+            graph_size: (graph.num_nodes(), graph.num_edges()),
+        })
     }
 }
 
@@ -96,7 +126,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         TrackMethodArg::Cc => TrackMethod::Cc,
         TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,
     };
-    let builder = TrackBuilder::new(TrackBuilderConfig { method, score_cut: a.score_cut, ..TrackBuilderConfig::default() })?;
+    let builder =
+        TrackBuilder::new(TrackBuilderConfig { method, score_cut: a.score_cut, ..TrackBuilderConfig::default() })?;
     let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events {
         events.truncate(n);
@@ -113,7 +144,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         let opts = ReadOptions { truth: false, particles: false, cells: needs_cells };
         let event = read_event(files, opts)?;
         let t_read = t.elapsed().as_secs_f64();
-        let (tracks, [t_graph, t_gnn, t_tracks], (nodes, edges)) = pool.install(|| rec.event(&event, &builder, &mut cache))?;
+        let (tracks, [t_graph, t_gnn, t_tracks], (nodes, edges)) =
+            pool.install(|| rec.event(&event, &builder, &mut cache))?;
         let t = Instant::now();
         let ids = singleton_track_ids(&tracks)?;
         write_submission(&a.out.join(submission_file_name(event.event_id)), event.event_id, &event.hits.hit_id, &ids)?;
@@ -151,17 +183,38 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         "track_seconds": mean("track_seconds"), "write_seconds": mean("write_seconds"),
     });
     if a.json {
-        print_json(&json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": a.score_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }));
+        print_json(
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": a.score_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+        );
     } else {
-        println!("{} events reconstructed into {} ({:?}, score cut {})", rows.len(), a.out.display(), method, a.score_cut);
+        println!(
+            "{} events reconstructed into {} ({:?}, score cut {})",
+            rows.len(),
+            a.out.display(),
+            method,
+            a.score_cut
+        );
         println!(
             "per event: {:.0} nodes, {:.0} edges, {:.0} tracks; seconds: read {:.3}, graph {:.3}, GNN {:.3}, tracks {:.3}, write {:.3}",
-            mean("nodes"), mean("edges"), mean("tracks"), mean("read_seconds"), mean("graph_seconds"), mean("gnn_seconds"), mean("track_seconds"), mean("write_seconds")
+            mean("nodes"),
+            mean("edges"),
+            mean("tracks"),
+            mean("read_seconds"),
+            mean("graph_seconds"),
+            mean("gnn_seconds"),
+            mean("track_seconds"),
+            mean("write_seconds")
         );
         if let Some(m) = &total {
             println!(
                 "track efficiency {:.4} (target: pT >= {} GeV, >= {} hits; double majority), all reconstructable {:.4}; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
-                m.efficiency, cfg.target_pt_min, cfg.min_particle_hits, m.efficiency_all, m.fake_rate, m.duplicate_rate, m.trackml_score
+                m.efficiency,
+                cfg.target_pt_min,
+                cfg.min_particle_hits,
+                m.efficiency_all,
+                m.fake_rate,
+                m.duplicate_rate,
+                m.trackml_score
             );
             for p in &plots {
                 println!("plot: {}", p.display());
