@@ -144,8 +144,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         let opts = ReadOptions { truth: false, particles: false, cells: needs_cells };
         let event = read_event(files, opts)?;
         let t_read = t.elapsed().as_secs_f64();
-        let (tracks, [t_graph, t_gnn, t_tracks], (nodes, edges)) =
-            pool.install(|| rec.event(&event, &builder, &mut cache))?;
+        let et = pool.install(|| rec.event(&event, &builder, &mut cache))?;
+        let (tracks, [t_graph, t_gnn, t_tracks], (nodes, edges)) = (et.hit_tracks, et.seconds, et.graph_size);
         let t = Instant::now();
         let ids = singleton_track_ids(&tracks)?;
         write_submission(&a.out.join(submission_file_name(event.event_id)), event.event_id, &event.hits.hit_id, &ids)?;
