@@ -208,6 +208,12 @@ pub struct BuildGraphsArgs {
     /// Geometric builder: layers a pair may skip.
     #[arg(long)]
     pub skip_layers: Option<usize>,
+    /// Write sector graphs instead of whole events: PHIxETA sectors, e.g. 8x2.
+    #[arg(long, value_name = "PHIxETA")]
+    pub sectors: Option<String>,
+    /// Overlap of the sectors on each side: PHI_RAD,ETA (default 0.3,0.3).
+    #[arg(long, value_name = "PHI,ETA")]
+    pub sector_overlap: Option<String>,
     /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -697,6 +697,44 @@ impl<T: Real> InteractionGnn<T> {
         std::mem::take(&mut cache.logits)
     }
 
+    /// A prediction, before running it, of [`InteractionGnn::engine_bytes`] for a graph of `n`
+    /// nodes and `e` edges (with `edge_dim` edge features) with the current checkpointing mode:
+    /// the buffers the forward and backward allocate, counted by shape. Used to decide whether a
+    /// graph fits a memory budget; tested against the measured figure.
+    pub fn estimate_step_bytes(&self, n: usize, e: usize) -> usize {
+        let c = &self.cfg;
+        let (h, l, d, k) = (c.hidden, c.iterations, c.mlp_depth, c.aggregation.len());
+        let normed = c.norm != Norm::None;
+        let rstd = |layers: usize| if normed { layers } else { 0 };
+        let node_in = (1 + 2 * k) * h;
+        let has = |a: crate::ops::Aggr| c.aggregation.contains(&a) as usize;
+        let agg_cache = 2 * (2 * has(crate::ops::Aggr::Std) + has(crate::ops::Aggr::Max)) * h;
+        let cls_width: usize = (c.classifier_depth - 1) * h + 1;
+        // Per edge and per node, in scalars.
+        let (per_edge, per_node) = match self.checkpointing.segment() {
+            0 => (
+                (l + 1) * h
+                    + l * (d * h + rstd(d))
+                    + d * h
+                    + rstd(d)
+                    + cls_width
+                    + rstd(c.classifier_depth - 1)
+                    + 1
+                    + 2 * h,
+                (l + 1) * h + l * (node_in + d * h + rstd(d) + agg_cache) + d * h + 2 * h + 2 * h + node_in + 2 * h,
+            ),
+            seg => {
+                let stored = l / seg + 1 + usize::from(!l.is_multiple_of(seg));
+                let transient = (seg - 1).min(l.saturating_sub(1));
+                (
+                    (stored + transient) * h + 2 * h + 1,
+                    (stored + transient) * h + node_in + agg_cache + d * h + 2 * h + node_in + 4 * h,
+                )
+            }
+        };
+        (per_edge * e + per_node * n) * std::mem::size_of::<T>() + 2 * self.params.len() * std::mem::size_of::<T>()
+    }
+
     /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,
     /// scratch, the largest recomputed segment, parameters and gradients — summed from the
     /// buffers' capacities (what was allocated), not from shapes.

@@ -221,3 +221,40 @@ fn checkpointing_gives_the_same_gradients() {
         }
     }
 }
+
+#[test]
+fn memory_estimate_matches_the_counted_buffers() {
+    use trackgnn_engine::Checkpointing;
+    for cfg in [
+        ModelConfig { hidden: 16, iterations: 4, ..ModelConfig::default() },
+        ModelConfig { hidden: 8, ..ModelConfig::bench_spec() },
+    ] {
+        for (n, e) in [(600, 9000), (3000, 6000)] {
+            let (g, y, w) = random_graph(n, e, 3, 2, 5);
+            let g32: GraphInput<f32> = GraphInput::new(
+                g.num_nodes,
+                &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                3,
+                &g.edge_attr.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                2,
+                &g.src,
+                &g.dst,
+            );
+            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            for mode in [Checkpointing::None, Checkpointing::PerIteration, Checkpointing::Every(3)] {
+                let mut m = InteractionGnn::<f32>::new(cfg.clone(), 3, 2, &mut Rng::new(1));
+                m.checkpointing = mode;
+                let mut cache = ForwardCache::default();
+                m.forward(&g32, &mut cache);
+                let mut dl = vec![0.0f32; e];
+                bce_with_logits(&cache.logits, &y, Some(&w32), 1.0, &mut dl);
+                m.backward(&g32, &mut cache, &dl);
+                let (counted, predicted) = (m.engine_bytes(&cache) as f64, m.estimate_step_bytes(n, e) as f64);
+                assert!(
+                    (predicted / counted - 1.0).abs() < 0.25,
+                    "{mode} n={n} e={e}: predicted {predicted} counted {counted}"
+                );
+            }
+        }
+    }
+}

@@ -29,6 +29,10 @@ pub struct Graph {
     pub z: Vec<f32>,
     /// Truth per node and edge, when the graph was built with truth.
     pub truth: Option<GraphTruth>,
+    /// For a sector graph: 1 for the edges this sector owns (its source node lies in the
+    /// sector's core, not its overlap), so losses over overlapping sectors count each edge once.
+    /// Empty for whole-event graphs: every edge is owned.
+    pub edge_owned: Vec<u8>,
 }
 
 /// Truth labels of a graph.

@@ -27,6 +27,7 @@ pub mod graph;
 pub mod layer_pairs;
 pub mod module_map;
 pub mod recipe;
+pub mod sectors;
 pub mod truth;
 
 pub use error::{Error, Result};

@@ -59,6 +59,10 @@ pub struct GraphRecipe {
     /// True if the node cuts used truth (so inference must drop them).
     #[serde(default)]
     pub truth_cuts_applied: bool,
+    /// Sectors the graph files were cut into (training on parts of events); inference and
+    /// evaluation build whole events.
+    #[serde(default)]
+    pub sectors: Option<crate::sectors::SectorConfig>,
 }
 
 fn default_true() -> bool {
@@ -79,12 +83,18 @@ impl GraphRecipe {
             map_margin: MapMargin::default(),
             edge_features: true,
             truth_cuts_applied: false,
+            sectors: None,
         }
     }
 
     /// The recipe inference uses: the same, without truth-based node cuts.
     pub fn for_inference(&self) -> GraphRecipe {
-        GraphRecipe { node_cuts: self.node_cuts.without_truth(), truth_cuts_applied: false, ..self.clone() }
+        GraphRecipe {
+            node_cuts: self.node_cuts.without_truth(),
+            truth_cuts_applied: false,
+            sectors: None,
+            ..self.clone()
+        }
     }
 }
 
@@ -114,6 +124,8 @@ pub struct BuildStats {
     pub purity: f64,
     /// Seconds to build (preprocessing, edges, labels; not reading or writing).
     pub build_seconds: f64,
+    /// With sectors: the fraction of the whole graph's target edges present in some sector.
+    pub sector_coverage: Option<f64>,
 }
 
 /// Builds an event's graph with a recipe. Truth labels are attached when the event has truth.
@@ -199,6 +211,7 @@ pub fn build_graph(
         phi: table.phi.clone(),
         z: table.z.clone(),
         truth,
+        edge_owned: Vec::new(),
     };
     stats.build_seconds = t0.elapsed().as_secs_f64();
     Ok((graph, stats))

@@ -370,10 +370,13 @@ mod tests {
     }
 
     #[test]
-    fn missing_directory_is_an_error_naming_the_file() {
+    fn uncreatable_directory_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
-        let e = plot_track_efficiency(&dir.path().join("no/such"), &metrics()).unwrap_err();
-        assert!(e.to_string().contains("efficiency_vs_pt.png"), "{e}");
+        std::fs::write(dir.path().join("blocker"), b"a file, not a directory").unwrap();
+        let target = dir.path().join("blocker/plots");
+        let e = plot_track_efficiency(&target, &metrics()).unwrap_err();
+        assert!(e.to_string().contains("blocker/plots"), "{e}");
+        assert!(!target.exists());
     }
 
     #[test]

@@ -68,7 +68,20 @@ pub struct Split {
 }
 
 impl Split {
-    /// A split by `fractions` of a seeded permutation; every part is sorted.
+    /// A split of a graph set by event: all graphs of an event (its sectors) land in the same
+    /// part, so sectors of a validation event never leak into training.
+    pub fn by_event(set: &GraphSet, fractions: [f64; 3], seed: u64) -> Split {
+        let mut ids: Vec<u64> = set.files.iter().map(|f| f.0).collect();
+        ids.dedup();
+        let parts = Split::new(ids.len(), fractions, seed);
+        let expand = |idx: &[usize]| -> Vec<usize> {
+            let wanted: std::collections::HashSet<u64> = idx.iter().map(|&i| ids[i]).collect();
+            (0..set.len()).filter(|&i| wanted.contains(&set.files[i].0)).collect()
+        };
+        Split { train: expand(&parts.train), val: expand(&parts.val), test: expand(&parts.test) }
+    }
+
+    /// A split by `fractions` of a seeded permutation of `n` items; every part is sorted.
     pub fn new(n: usize, fractions: [f64; 3], seed: u64) -> Split {
         let mut order: Vec<usize> = (0..n).collect();
         Rng::for_stream(&[seed, STREAM_SPLIT]).shuffle(&mut order);

@@ -177,7 +177,7 @@ impl<'a> Trainer<'a> {
     ) -> Result<Self> {
         cfg.validate().map_err(Error::Config)?;
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
-        let split = Split::new(set.len(), cfg.split, cfg.seed);
+        let split = Split::by_event(&set, cfg.split, cfg.seed);
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {
             return Err(Error::Config(format!(

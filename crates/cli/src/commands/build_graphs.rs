@@ -7,8 +7,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
-use trackgnn_graph::file::{graph_file_name, write_graph};
+use trackgnn_graph::file::{graph_file_name, sector_graph_file_name, write_graph};
 use trackgnn_graph::module_map::file_hash;
+use trackgnn_graph::sectors::{self, SectorConfig};
 use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph};
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 
@@ -57,6 +58,24 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
         r.method != Method::ModuleMap || r.map_file.is_some(),
         "--method module-map needs --map FILE (build one with `trackgnn module-map build`)"
     );
+    if let Some(spec) = &a.sectors {
+        let (p, e) = spec.split_once('x').context("--sectors PHIxETA, e.g. 8x2")?;
+        let (op, oe) = match &a.sector_overlap {
+            Some(o) => {
+                let (x, y) = o.split_once(',').context("--sector-overlap PHI_RAD,ETA, e.g. 0.3,0.3")?;
+                (x.trim().parse().context("--sector-overlap φ")?, y.trim().parse().context("--sector-overlap η")?)
+            }
+            None => (0.3, 0.3),
+        };
+        let cfg = SectorConfig::new(
+            p.trim().parse().context("--sectors φ")?,
+            e.trim().parse().context("--sectors η")?,
+            op,
+            oe,
+        );
+        anyhow::ensure!(cfg.len() > 1, "--sectors must make more than one sector");
+        r.sectors = Some(cfg);
+    }
     r.truth_cuts_applied = r.node_cuts.uses_truth();
     Ok(r)
 }
@@ -86,9 +105,21 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
                     cells: files.has(FileKind::Cells),
                 };
                 let event = read_event(files, opts)?;
-                let (graph, stats) = build_graph(&event, &det, &recipe, map.as_ref())
+                let (graph, mut stats) = build_graph(&event, &det, &recipe, map.as_ref())
                     .with_context(|| format!("event {}", files.event_id))?;
-                let bytes = write_graph(&a.out.join(graph_file_name(event.event_id)), &graph)?;
+                let bytes = match &recipe.sectors {
+                    None => write_graph(&a.out.join(graph_file_name(event.event_id)), &graph)?,
+                    Some(cfg) => {
+                        let parts = sectors::split(&graph, cfg);
+                        let (covered, total) = sectors::target_coverage(&graph, &parts);
+                        stats.sector_coverage = Some(if total > 0 { covered as f64 / total as f64 } else { f64::NAN });
+                        let mut bytes = 0;
+                        for (k, part) in parts.iter().enumerate() {
+                            bytes += write_graph(&a.out.join(sector_graph_file_name(event.event_id, k as u32)), part)?;
+                        }
+                        bytes
+                    }
+                };
                 pb.inc(1);
                 Ok((stats, bytes))
             })
@@ -108,6 +139,8 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
     let eff_total = total(|s| s.target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
     let purity_total = total(|s| s.true_edges) as f64 / total(|s| s.edges).max(1) as f64;
     let bytes: u64 = built.iter().map(|b| b.1).sum();
+    // Target edges of the whole events found in at least one sector graph (sectors only).
+    let sector_coverage: Option<f64> = recipe.sectors.as_ref().map(|_| mean(|s| s.sector_coverage.unwrap_or(f64::NAN)));
     let summary = json!({
         "events": built.len(),
         "nodes_per_event": mean(|s| s.nodes as f64), "edges_per_event": mean(|s| s.edges as f64),
@@ -115,6 +148,7 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         "efficiency_mean": mean(|s| s.efficiency), "purity_mean": mean(|s| s.purity),
         "efficiency_total": eff_total, "purity_total": purity_total,
         "build_seconds_per_event": mean(|s| s.build_seconds), "bytes_written": bytes, "wall_seconds": wall_s,
+        "sector_coverage": sector_coverage,
     });
     if a.json {
         print_json(&json!({
@@ -131,6 +165,12 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         println!(
             "{:>9} {:>8} {:>9} {:>9} {:>9} {:>10.4} {:>8.4} {:>8.3}",
             s.event_id, s.nodes, s.edges, s.true_edges, s.target_edges, s.efficiency, s.purity, s.build_seconds
+        );
+    }
+    if let (Some(c), Some(cfg)) = (sector_coverage, &recipe.sectors) {
+        println!(
+            "{} φ × {} η sectors (overlap {} rad, {} in η): {:.4} of the target edges of the whole events are in a sector graph",
+            cfg.n_phi, cfg.n_eta, cfg.overlap_phi, cfg.overlap_eta, c
         );
     }
     println!(

@@ -68,6 +68,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         phi_slope_max: None,
         z0_max: None,
         skip_layers: None,
+        sectors: None,
+        sector_overlap: None,
         config: None,
         events: None,
         threads: a.threads,

@@ -9,14 +9,36 @@ pub fn graph_file_name(event_id: u64) -> String {
     format!("event{event_id:09}.graph")
 }
 
-/// The event id in a graph file name (`event<digits>.graph`, any number of digits), or `None`
-/// if `name` is not one. The inverse of [`graph_file_name`].
-pub fn parse_graph_file_name(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix("event")?.strip_suffix(".graph")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+/// The file name of sector `sector` of event `event_id`: `event<9 digits>-s<3 digits>.graph`.
+pub fn sector_graph_file_name(event_id: u64, sector: u32) -> String {
+    format!("event{event_id:09}-s{sector:03}.graph")
+}
+
+/// The event id and sector (`None` for a whole event) in a graph file name
+/// (`event<digits>.graph` or `event<digits>-s<digits>.graph`), or `None` if `name` is not one.
+pub fn parse_graph_file_key(name: &str) -> Option<(u64, Option<u32>)> {
+    let stem = name.strip_prefix("event")?.strip_suffix(".graph")?;
+    let (digits, sector) = match stem.split_once("-s") {
+        Some((d, s)) => (d, Some(s)),
+        None => (stem, None),
+    };
+    let numeric = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !numeric(digits) || sector.is_some_and(|s| !numeric(s)) {
         return None;
     }
-    digits.parse().ok()
+    Some((
+        digits.parse().ok()?,
+        match sector {
+            Some(s) => Some(s.parse().ok()?),
+            None => None,
+        },
+    ))
+}
+
+/// The event id in a graph file name (whole event or sector), or `None` if `name` is not one.
+/// The inverse of [`graph_file_name`].
+pub fn parse_graph_file_name(name: &str) -> Option<u64> {
+    parse_graph_file_key(name).map(|k| k.0)
 }
 
 /// The graph files in `dir` (not its subdirectories), as `(event_id, path)` sorted by event id.
@@ -31,25 +53,28 @@ pub fn discover_graphs(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     let mut found = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let Some(id) = entry.file_name().to_str().and_then(parse_graph_file_name) else {
+        let Some(key) = entry.file_name().to_str().and_then(parse_graph_file_key) else {
             continue;
         };
         let path = entry.path();
         if path.is_file() {
-            found.push((id, path));
+            found.push((key, path));
         }
     }
     if found.is_empty() {
         return Err(Error::NotFound { dir: dir.to_path_buf(), what: "graph files (event<id>.graph)" });
     }
     found.sort();
-    if let Some(w) = found.windows(2).find(|w| w[0].0 == w[1].0) {
+    if let Some(w) = found
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0 || (w[0].0.0 == w[1].0.0 && w[0].0.1.is_none() != w[1].0.1.is_none()))
+    {
         return Err(Error::inconsistent(
             dir,
-            format!("two graph files for event {}: {} and {}", w[0].0, w[0].1.display(), w[1].1.display()),
+            format!("two graph files for event {}: {} and {}", w[0].0.0, w[0].1.display(), w[1].1.display()),
         ));
     }
-    Ok(found)
+    Ok(found.into_iter().map(|((id, _), p)| (id, p)).collect())
 }
 
 #[cfg(test)]

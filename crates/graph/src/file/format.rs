@@ -219,6 +219,9 @@ pub(crate) fn check_graph(g: &Graph) -> std::result::Result<(), String> {
     expect("r", g.r.len(), Some(n), &nodes)?;
     expect("phi", g.phi.len(), Some(n), &nodes)?;
     expect("z", g.z.len(), Some(n), &nodes)?;
+    if !g.edge_owned.is_empty() {
+        expect("edge_owned", g.edge_owned.len(), Some(e), &edges)?;
+    }
     if let Some(t) = &g.truth {
         expect("particle_id", t.particle_id.len(), Some(n), &nodes)?;
         expect("particle_pt", t.particle_pt.len(), Some(n), &nodes)?;

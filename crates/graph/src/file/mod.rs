@@ -52,7 +52,9 @@ mod read;
 mod testutil;
 mod write;
 
-pub use discover::{discover_graphs, graph_file_name, parse_graph_file_name};
+pub use discover::{
+    discover_graphs, graph_file_name, parse_graph_file_key, parse_graph_file_name, sector_graph_file_name,
+};
 pub use format::GraphHeader;
 pub use read::{read_graph, read_graph_header};
 pub use write::write_graph;

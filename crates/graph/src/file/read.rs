@@ -70,6 +70,7 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
         },
         node_feature_names: head.node_feature_names,
         edge_feature_names: head.edge_feature_names,
+        edge_owned: if a.has("edge_owned") { a.get("edge_owned", e, edges)? } else { Vec::new() },
     };
     check_indices("src", &g.src, n).map_err(|m| Error::corrupt(path, m))?;
     check_indices("dst", &g.dst, n).map_err(|m| Error::corrupt(path, m))?;
@@ -197,6 +198,11 @@ impl Arrays<'_> {
 
     /// The array `name`, which must have dtype `T` and `len` elements (`why` says where `len`
     /// comes from).
+    /// True if the file has an array named `name` (optional arrays).
+    fn has(&self, name: &str) -> bool {
+        self.h.arrays.iter().any(|e| e.name == name)
+    }
+
     fn get<T: Element>(&self, name: &str, len: usize, why: &str) -> Result<Vec<T>> {
         let e = self
             .h

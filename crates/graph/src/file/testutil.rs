@@ -69,6 +69,7 @@ pub(crate) fn sample_graph(n: usize, e: usize, nf: usize, ef: usize, truth: bool
             y,
             target,
         }),
+        edge_owned: Vec::new(),
     }
 }
 

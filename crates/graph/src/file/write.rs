@@ -70,6 +70,9 @@ pub(crate) fn graph_arrays(g: &Graph) -> Vec<(&'static str, ArrayRef<'_>)> {
         ("phi", ArrayRef::F32(&g.phi)),
         ("z", ArrayRef::F32(&g.z)),
     ];
+    if !g.edge_owned.is_empty() {
+        a.push(("edge_owned", ArrayRef::U8(&g.edge_owned)));
+    }
     if let Some(t) = &g.truth {
         a.extend([
             ("particle_id", ArrayRef::U64(&t.particle_id)),
