@@ -250,6 +250,38 @@ pub enum SamplerArg {
     Balanced,
 }
 
+/// `--oversize`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum OversizeArg {
+    /// Cut the graph into overlapping φ sectors trained in one step.
+    Split,
+    /// Leave the graph out of training.
+    Skip,
+}
+
+fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
+    s.parse()
+}
+
+/// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
+/// or `iB` is allowed).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (num, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        Some('T') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 8G, 512M, 1000000)"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("`{s}`: a byte count must be non-negative"));
+    }
+    Ok((v * (1u64 << shift) as f64).round() as u64)
+}
+
 /// `trackgnn train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -310,6 +342,16 @@ pub struct TrainArgs {
     /// Threads (per rank).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute).
+    #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
+    pub checkpointing: Option<trackgnn_engine::Checkpointing>,
+    /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
+    /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
+    /// What to do with a graph over `--max-memory`.
+    #[arg(long, value_enum)]
+    pub oversize: Option<OversizeArg>,
     /// Largest element count per MPI call (tests use a small one to exercise chunking).
     #[arg(long, hide = true)]
     pub mpi_chunk: Option<usize>,
@@ -543,5 +585,37 @@ mod tests {
         assert!(matches!(cli.command, Command::Inspect(InspectArgs { json: true, .. })));
         let cli = Cli::try_parse_from(["trackgnn", "bench", "io", "--events", "1"]).unwrap();
         assert!(matches!(cli.command, Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))));
+    }
+
+    #[test]
+    fn memory_flags_parse_with_units_and_bad_values_are_errors() {
+        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5k"), Ok(1536));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert!(parse_bytes("eight").unwrap_err().contains("eight"));
+        assert!(parse_bytes("-1G").is_err());
+        let cli = Cli::try_parse_from([
+            "trackgnn",
+            "train",
+            "--graphs",
+            "g",
+            "--out",
+            "o",
+            "--max-memory",
+            "6G",
+            "--checkpointing",
+            "every:2",
+            "--oversize",
+            "skip",
+        ])
+        .unwrap();
+        let Command::Train(a) = cli.command else { panic!() };
+        assert_eq!(a.max_memory, Some(6 << 30));
+        assert_eq!(a.checkpointing, Some(trackgnn_engine::Checkpointing::Every(2)));
+        assert_eq!(a.oversize, Some(OversizeArg::Skip));
+        let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
+            .unwrap_err();
+        assert!(e.to_string().contains("every:K"), "{e}");
     }
 }

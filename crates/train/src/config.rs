@@ -1,7 +1,9 @@
 //! Every setting of a training run; the run directory records the resolved configuration.
 
 use serde::{Deserialize, Serialize};
-use trackgnn_engine::ModelConfig;
+use trackgnn_engine::{Checkpointing, ModelConfig};
+
+pub use crate::budget::Oversize;
 use trackgnn_engine::optim::{AdamWConfig, LrScheduleConfig};
 
 /// Which validation figure selects the best model.
@@ -78,6 +80,16 @@ pub struct TrainConfig {
     pub sampler: Sampler,
     /// Bins of the balanced sampler.
     pub sampler_bins: usize,
+    /// Activation checkpointing of the engine (`none`, `per-iteration`, `every:K`): less
+    /// memory for some recomputation; the gradients are the same.
+    pub checkpointing: Checkpointing,
+    /// Memory budget of one training step in bytes (0: none). A graph whose step would need
+    /// more is cut into φ sectors or skipped (`oversize`).
+    pub max_memory_bytes: u64,
+    /// What to do with a graph over the budget.
+    pub oversize: Oversize,
+    /// φ overlap [rad] on each side of the sectors an oversize graph is cut into.
+    pub sector_overlap_phi: f64,
 }
 
 impl Default for TrainConfig {
@@ -101,6 +113,10 @@ impl Default for TrainConfig {
             checkpoint_every_steps: 0,
             sampler: Sampler::Random,
             sampler_bins: 8,
+            checkpointing: Checkpointing::None,
+            max_memory_bytes: 0,
+            oversize: Oversize::Split,
+            sector_overlap_phi: 0.3,
         }
     }
 }
@@ -131,6 +147,9 @@ impl TrainConfig {
         }
         if !(0.0..1.0).contains(&self.threshold) {
             return Err("threshold must lie in (0, 1)".into());
+        }
+        if !(0.0..std::f64::consts::PI).contains(&self.sector_overlap_phi) {
+            return Err(format!("sector_overlap_phi = {} must lie in [0, π)", self.sector_overlap_phi));
         }
         if self.sampler_bins == 0 {
             return Err("sampler_bins must be at least 1".into());

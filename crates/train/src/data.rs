@@ -7,7 +7,8 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::GraphInput;
-use trackgnn_graph::{discover_graphs, read_graph, read_graph_header};
+use trackgnn_graph::sectors::{SectorConfig, split};
+use trackgnn_graph::{Graph, discover_graphs, read_graph, read_graph_header};
 use trackgnn_trackml::rng::Rng;
 
 use crate::config::{Sampler, TrainConfig};
@@ -140,19 +141,45 @@ pub struct Sample {
     pub target: Vec<u8>,
     /// 1 for true edges of any particle.
     pub y: Vec<u8>,
-    /// Loss weight per edge: `non_target_weight` on true non-target edges, else 1.
+    /// Loss weight per edge: `non_target_weight` on true non-target edges, 0 on edges a
+    /// sector holds but does not own (so overlapping sectors count each edge once), else 1.
     pub weight: Vec<f32>,
+    /// Edges of this part / edges of its whole graph (1 for a whole graph): the factor that
+    /// makes the parts' mean losses sum to the whole graph's.
+    pub loss_scale: f64,
 }
 
 /// Reads a graph file into a [`Sample`].
 pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
+    let mut parts = load_parts(path, non_target_weight, 1, 0.0)?;
+    Ok(parts.remove(0))
+}
+
+/// Reads a graph file as `parts` overlapping φ sectors (the whole graph if `parts` ≤ 1), each
+/// edge owned by one sector ([`trackgnn_graph::sectors`]).
+pub fn load_parts(path: &Path, non_target_weight: f64, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
     let g = read_graph(path).map_err(|e| Error::Graph(e.to_string()))?;
-    let t = g.truth.as_ref().ok_or_else(|| Error::Graph(format!("{}: graph has no truth labels", path.display())))?;
-    let weight =
-        t.y.iter()
-            .zip(&t.target)
-            .map(|(&y, &tg)| if y == 1 && tg == 0 { non_target_weight as f32 } else { 1.0 })
-            .collect();
+    if g.truth.is_none() {
+        return Err(Error::Graph(format!("{}: graph has no truth labels", path.display())));
+    }
+    if parts <= 1 {
+        return Ok(vec![sample_of(&g, non_target_weight, 1.0)]);
+    }
+    let whole = g.num_edges().max(1) as f64;
+    let cfg = SectorConfig::new(parts, 1, overlap_phi, 0.0);
+    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, non_target_weight, s.num_edges() as f64 / whole)).collect())
+}
+
+fn sample_of(g: &Graph, non_target_weight: f64, loss_scale: f64) -> Sample {
+    let t = g.truth.as_ref().expect("checked by the caller");
+    let owned = |e: usize| g.edge_owned.get(e).is_none_or(|&o| o != 0);
+    let weight = (0..g.num_edges())
+        .map(|e| match (owned(e), t.y[e] == 1 && t.target[e] == 0) {
+            (false, _) => 0.0,
+            (true, true) => non_target_weight as f32,
+            (true, false) => 1.0,
+        })
+        .collect();
     let input = GraphInput::new(
         g.num_nodes(),
         &g.node_features,
@@ -162,24 +189,29 @@ pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
         &g.src,
         &g.dst,
     );
-    Ok(Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight })
+    Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight, loss_scale }
 }
 
 /// Loads graphs on a background thread, one ahead of the consumer.
 pub struct Prefetcher {
-    rx: Receiver<Result<Sample>>,
+    rx: Receiver<Result<Vec<Sample>>>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl Prefetcher {
-    /// Starts loading `paths` in order.
+    /// Starts loading `paths` in order, each whole.
     pub fn new(paths: Vec<PathBuf>, non_target_weight: f64) -> Prefetcher {
+        Prefetcher::with_parts(paths.into_iter().map(|p| (p, 1)).collect(), non_target_weight, 0.0)
+    }
+
+    /// Starts loading `(path, parts)` in order, each cut into `parts` φ sectors.
+    pub fn with_parts(paths: Vec<(PathBuf, usize)>, non_target_weight: f64, overlap_phi: f64) -> Prefetcher {
         let (tx, rx) = sync_channel(1);
         let handle = std::thread::Builder::new()
             .name("graph-loader".into())
             .spawn(move || {
-                for p in paths {
-                    if tx.send(load_sample(&p, non_target_weight)).is_err() {
+                for (p, k) in paths {
+                    if tx.send(load_parts(&p, non_target_weight, k, overlap_phi)).is_err() {
                         return;
                     }
                 }
@@ -190,6 +222,11 @@ impl Prefetcher {
 
     /// The next graph (`None` when all are delivered).
     pub fn next_sample(&mut self) -> Option<Result<Sample>> {
+        self.next_parts().map(|r| r.map(|mut v| v.remove(0)))
+    }
+
+    /// The parts of the next graph (`None` when all are delivered).
+    pub fn next_parts(&mut self) -> Option<Result<Vec<Sample>>> {
         self.rx.recv().ok()
     }
 }

@@ -48,10 +48,12 @@ pub fn evaluate(
     let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
     for k in 0..mine.len() {
         let s = loader.next_sample().expect("one sample per path")?;
-        model.forward(&s.input, &mut cache);
+        // Inference keeps two states, not a backward's worth: whole events fit where training
+        // needed sectors.
+        let logits = model.infer(&s.input, &mut cache);
         let mut dl = vec![0.0f32; s.input.num_edges()];
-        let loss = bce_with_logits(&cache.logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
-        let m = EdgeMetrics::of_event(&cache.logits, &s.y, &s.target, cfg.threshold, loss);
+        let loss = bce_with_logits(&logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
+        let m = EdgeMetrics::of_event(&logits, &s.y, &s.target, cfg.threshold, loss);
         rows[k * FIELDS..(k + 1) * FIELDS].copy_from_slice(&[
             1.0,
             m.loss,
@@ -62,7 +64,7 @@ pub fn evaluate(
             m.auc,
         ]);
         if want_roc {
-            pooled_logits.extend_from_slice(&cache.logits);
+            pooled_logits.extend_from_slice(&logits);
             pooled_pos.extend_from_slice(&s.target);
         }
     }

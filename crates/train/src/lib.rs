@@ -22,6 +22,7 @@
 //! (`trackgnn-graph`).
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod checkpoint;
 pub mod config;
 pub mod data;

@@ -19,6 +19,7 @@ use trackgnn_engine::optim::{AdamW, LrSchedule, clip_grad_norm, l2_norm};
 use trackgnn_engine::{ForwardCache, InteractionGnn};
 use trackgnn_trackml::rng::Rng;
 
+use crate::budget::{self, Oversize};
 use crate::checkpoint::{load_checkpoint, save_checkpoint, save_weights};
 use crate::config::{BestMetric, TrainConfig};
 use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
@@ -151,6 +152,71 @@ fn metric_value(metric: BestMetric, r: &EvalResult) -> f64 {
     }
 }
 
+/// The φ sectors each graph of `set` trains as under the memory budget (1: whole; all 1
+/// without a budget). Graphs over it are cut or, with `oversize = skip`, removed from
+/// `split.train`; rank 0 warns about each by name. Decided from headers only, so every rank
+/// decides alike.
+fn plan_parts(
+    cfg: &TrainConfig,
+    set: &GraphSet,
+    split: &mut Split,
+    model: &InteractionGnn<f32>,
+    dims: (usize, usize),
+    warn: bool,
+) -> Result<Vec<usize>> {
+    let mut parts = vec![1; set.len()];
+    if cfg.max_memory_bytes == 0 {
+        return Ok(parts);
+    }
+    let budget = cfg.max_memory_bytes;
+    let mut skipped = Vec::new();
+    for &i in &split.train {
+        let (n, e) = (set.nodes[i] as usize, set.edges[i] as usize);
+        let need = budget::step_bytes(model, n, e, dims.0, dims.1);
+        if need <= budget {
+            continue;
+        }
+        let path = set.files[i].1.display();
+        let k = match cfg.oversize {
+            Oversize::Skip => None,
+            Oversize::Split => budget::parts_needed(model, (n, e), dims, budget, cfg.sector_overlap_phi),
+        };
+        match (k, cfg.oversize) {
+            (Some(k), _) => {
+                parts[i] = k;
+                if warn {
+                    tracing::warn!(
+                        "{path}: {n} nodes, {e} edges need ~{:.2} GB per step, over the budget of {:.2} GB: trained as {k} φ sectors",
+                        need as f64 / 1e9,
+                        budget as f64 / 1e9
+                    );
+                }
+            }
+            (None, Oversize::Split) => {
+                return Err(Error::Config(format!(
+                    "{path}: {n} nodes, {e} edges do not fit max_memory_bytes = {budget} even in {} sectors",
+                    budget::MAX_PARTS
+                )));
+            }
+            (None, Oversize::Skip) => {
+                skipped.push(i);
+                if warn {
+                    tracing::warn!(
+                        "{path}: {n} nodes, {e} edges need ~{:.2} GB per step, over the budget of {:.2} GB: skipped",
+                        need as f64 / 1e9,
+                        budget as f64 / 1e9
+                    );
+                }
+            }
+        }
+    }
+    split.train.retain(|i| !skipped.contains(i));
+    if split.train.is_empty() {
+        return Err(Error::Config(format!("every training graph is over max_memory_bytes = {budget}")));
+    }
+    Ok(parts)
+}
+
 /// A training run in progress.
 pub struct Trainer<'a> {
     cfg: TrainConfig,
@@ -163,9 +229,21 @@ pub struct Trainer<'a> {
     opt: AdamW,
     schedule: LrSchedule,
     state: RunState,
+    /// φ sectors each graph of the set is trained as (1: whole), from the memory budget.
+    parts: Vec<usize>,
 }
 
 impl<'a> Trainer<'a> {
+    /// The φ sectors each graph of the set trains as (1: whole), by index into the set.
+    pub fn parts(&self) -> &[usize] {
+        &self.parts
+    }
+
+    /// Indices (into the graph set) of the training graphs, after any skipped for memory.
+    pub fn train_graphs(&self) -> &[usize] {
+        &self.split.train
+    }
+
     /// Sets up a run in `run_dir` on the graphs of `graphs_dir`; with `resume`, continues from
     /// the run's last checkpoint (which must exist).
     pub fn new(
@@ -177,7 +255,16 @@ impl<'a> Trainer<'a> {
     ) -> Result<Self> {
         cfg.validate().map_err(Error::Config)?;
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
-        let split = Split::by_event(&set, cfg.split, cfg.seed);
+        let mut split = Split::by_event(&set, cfg.split, cfg.seed);
+        if split.train.is_empty() {
+            return Err(Error::Config(format!("{}: no training graphs", graphs_dir.display())));
+        }
+        let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
+        let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);
+        let mut model =
+            InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
+        model.checkpointing = cfg.checkpointing;
+        let parts = plan_parts(&cfg, &set, &mut split, &model, (node_dim, edge_dim), comm.is_root())?;
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {
             return Err(Error::Config(format!(
@@ -187,10 +274,6 @@ impl<'a> Trainer<'a> {
                 cfg.graphs_per_step
             )));
         }
-        let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
-        let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);
-        let mut model =
-            InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
         // Every replica starts from rank 0's weights.
         comm.broadcast(&mut model.params.data, 0)?;
         let opt = AdamW::new(model.params.len(), cfg.optimizer);
@@ -208,7 +291,7 @@ impl<'a> Trainer<'a> {
             config: cfg.clone(),
         };
         let run = RunDir { root: run_dir.to_path_buf() };
-        let mut t = Trainer { cfg, set, split, run, comm, model, opt, schedule, state };
+        let mut t = Trainer { cfg, set, split, run, comm, model, opt, schedule, state, parts };
         if resume {
             t.resume()?;
         } else if t.comm.is_root() {
@@ -251,6 +334,8 @@ impl<'a> Trainer<'a> {
             serde_json::from_value(state).map_err(|e| Error::Json { path: dir.join("state.json"), source: e })?;
         let mut a = saved.config.clone();
         a.epochs = self.cfg.epochs;
+        // Checkpointing changes memory and time, never the gradients.
+        a.checkpointing = self.cfg.checkpointing;
         if a != self.cfg {
             return Err(Error::Config(format!(
                 "{}: the checkpoint was written with another configuration (only `epochs` may change on resume)",
@@ -309,25 +394,33 @@ impl<'a> Trainer<'a> {
             let steps = groups.len() as u64;
             progress.epoch_start(epoch, steps);
             let first_step = self.state.step_in_epoch;
-            let paths: Vec<PathBuf> = groups[first_step as usize..]
+            let paths: Vec<(PathBuf, usize)> = groups[first_step as usize..]
                 .iter()
-                .flat_map(|g| g[rank * gps..(rank + 1) * gps].iter().map(|&i| self.set.files[i].1.clone()))
+                .flat_map(|g| {
+                    g[rank * gps..(rank + 1) * gps].iter().map(|&i| (self.set.files[i].1.clone(), self.parts[i]))
+                })
                 .collect();
-            let mut loader = Prefetcher::new(paths, self.cfg.non_target_weight);
+            let mut loader = Prefetcher::with_parts(paths, self.cfg.non_target_weight, self.cfg.sector_overlap_phi);
             for step in first_step..steps {
                 let t_step = Instant::now();
                 self.model.params.zero_grad();
                 let mut loss_sum = 0.0;
                 for _ in 0..gps {
-                    let s = loader.next_sample().expect("a graph per slot")?;
-                    self.model.forward(&s.input, &mut cache);
-                    let mut dl = vec![0.0f32; s.input.num_edges()];
-                    loss_sum +=
-                        bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
-                    if gps > 1 {
-                        dl.iter_mut().for_each(|g| *g /= gps as f32);
+                    // A graph over the memory budget comes as sectors; the gradients of their
+                    // mean losses, scaled by their share of the edges, add up to the whole
+                    // graph's (less the few edges no sector holds).
+                    for s in loader.next_parts().expect("a graph per slot")? {
+                        self.model.forward(&s.input, &mut cache);
+                        let mut dl = vec![0.0f32; s.input.num_edges()];
+                        let l =
+                            bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
+                        loss_sum += l * s.loss_scale;
+                        let scale = (s.loss_scale / gps as f64) as f32;
+                        if scale != 1.0 {
+                            dl.iter_mut().for_each(|g| *g *= scale);
+                        }
+                        self.model.backward(&s.input, &mut cache, &dl);
                     }
-                    self.model.backward(&s.input, &mut cache, &dl);
                 }
                 let compute_s = t_step.elapsed().as_secs_f64();
                 let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;

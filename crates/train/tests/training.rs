@@ -5,11 +5,17 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::{ForwardCache, InteractionGnn};
 use trackgnn_graph::features::NodeCuts;
 use trackgnn_graph::{GraphRecipe, Method, build_graph, graph_file_name, write_graph};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
+use trackgnn_trackml::rng::Rng;
+use trackgnn_train::budget::step_bytes;
 use trackgnn_train::checkpoint::load_weights;
+use trackgnn_train::config::Oversize;
+use trackgnn_train::data::{GraphSet, load_parts};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::logs::read_records;
 use trackgnn_train::{Progress, Silent, TrainConfig, Trainer};
@@ -114,4 +120,93 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     load_weights(&dir.path().join("a/best.safetensors"), &mut pa).unwrap();
     load_weights(&run_b.join("best.safetensors"), &mut pb).unwrap();
     assert_eq!(pa.data, pb.data);
+}
+
+/// The summed gradient of one step over a graph's parts, as the trainer computes it.
+fn parts_gradient(model: &mut InteractionGnn<f32>, parts: &[trackgnn_train::data::Sample]) -> (f64, Vec<f32>) {
+    let mut cache = ForwardCache::default();
+    model.params.zero_grad();
+    let mut loss = 0.0;
+    for s in parts {
+        model.forward(&s.input, &mut cache);
+        let mut dl = vec![0.0f32; s.input.num_edges()];
+        loss += bce_with_logits(&cache.logits, &s.target, Some(&s.weight), 1.0, &mut dl) * s.loss_scale;
+        dl.iter_mut().for_each(|g| *g *= s.loss_scale as f32);
+        model.backward(&s.input, &mut cache, &dl);
+    }
+    (loss, model.params.grad.clone())
+}
+
+#[test]
+fn sectors_that_each_hold_the_whole_graph_give_its_loss_and_gradient() {
+    let dir = tempfile::tempdir().unwrap();
+    make_graphs(dir.path(), 1);
+    let path = dir.path().join(graph_file_name(1));
+    let whole = load_parts(&path, 0.0, 1, 0.0).unwrap();
+    // An overlap of ~π: every sector holds every node and edge, and owns a quarter of them.
+    let parts = load_parts(&path, 0.0, 4, 3.1).unwrap();
+    assert_eq!(parts.len(), 4);
+    assert!(parts.iter().all(|p| p.input.num_edges() == whole[0].input.num_edges()));
+    let owned: f32 = parts.iter().map(|p| p.weight.iter().sum::<f32>()).sum();
+    assert_eq!(owned, whole[0].weight.iter().sum::<f32>(), "each edge is owned by exactly one sector");
+    let cfg = small_config();
+    let mut model =
+        InteractionGnn::new(cfg.model.clone(), whole[0].input.node_dim, whole[0].input.edge_dim, &mut Rng::new(5));
+    let (l1, g1) = parts_gradient(&mut model, &whole);
+    let (l4, g4) = parts_gradient(&mut model, &parts);
+    assert!((l1 - l4).abs() <= 1e-6 * l1, "{l1} vs {l4}");
+    let norm: f32 = g1.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let diff: f32 = g1.iter().zip(&g4).map(|(a, b)| (a - b) * (a - b)).sum::<f32>().sqrt();
+    assert!(diff <= 1e-5 * norm, "gradient difference {diff} of norm {norm}");
+    // Real overlaps: the sectors are smaller and together hold nearly every edge.
+    let small = load_parts(&path, 0.0, 4, 0.3).unwrap();
+    let held: usize = small.iter().map(|p| p.weight.iter().filter(|&&w| w > 0.0).count()).sum();
+    let all = whole[0].weight.iter().filter(|&&w| w > 0.0).count();
+    assert!(small.iter().all(|p| p.input.num_edges() < all) && held as f64 >= 0.97 * all as f64, "{held} of {all}");
+}
+
+#[test]
+fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let graphs = dir.path().join("g");
+    std::fs::create_dir_all(&graphs).unwrap();
+    make_graphs(&graphs, 12);
+    let set = GraphSet::open(&graphs, 0).unwrap();
+    let base = small_config();
+    let probe = load_parts(&set.files[0].1, 0.0, 1, 0.0).unwrap().remove(0);
+    let model = InteractionGnn::new(base.model.clone(), probe.input.node_dim, probe.input.edge_dim, &mut Rng::new(1));
+    let mut need: Vec<u64> = (0..set.len())
+        .map(|i| {
+            step_bytes(&model, set.nodes[i] as usize, set.edges[i] as usize, probe.input.node_dim, probe.input.edge_dim)
+        })
+        .collect();
+    need.sort_unstable();
+    let budget = need[need.len() / 2];
+    let cfg = TrainConfig { epochs: 1, max_memory_bytes: budget, ..base.clone() };
+    let mut comm = SingleProcess;
+    let split = Trainer::new(cfg.clone(), &graphs, &dir.path().join("split"), false, &mut comm).unwrap();
+    let all_train = split.train_graphs().to_vec();
+    let over: Vec<usize> = all_train
+        .iter()
+        .copied()
+        .filter(|&i| {
+            step_bytes(&model, set.nodes[i] as usize, set.edges[i] as usize, probe.input.node_dim, probe.input.edge_dim)
+                > budget
+        })
+        .collect();
+    assert!(!over.is_empty(), "some training graph is over the median budget");
+    for &i in &all_train {
+        assert_eq!(split.parts()[i] > 1, over.contains(&i), "graph {i}");
+    }
+    let skip_cfg = TrainConfig { oversize: Oversize::Skip, ..cfg };
+    let mut skip = Trainer::new(skip_cfg, &graphs, &dir.path().join("skip"), false, &mut comm).unwrap();
+    let kept: Vec<usize> = all_train.iter().copied().filter(|i| !over.contains(i)).collect();
+    assert_eq!(skip.train_graphs(), kept.as_slice());
+    assert!(skip.parts().iter().all(|&k| k == 1));
+    let out = skip.run(&Silent, &AtomicBool::new(false)).unwrap();
+    assert_eq!(out.global_step, kept.len() as u64);
+    // A budget no graph fits even when cut into the most sectors is an error naming a graph.
+    let tiny = TrainConfig { max_memory_bytes: 1000, ..base };
+    let e = Trainer::new(tiny, &graphs, &dir.path().join("tiny"), false, &mut comm).err().unwrap();
+    assert!(e.to_string().contains(".graph") && e.to_string().contains("max_memory_bytes"), "{e}");
 }

@@ -98,6 +98,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         lr_scaling: None,
         sampler: None,
         threads: a.threads,
+        checkpointing: None,
+        max_memory: None,
+        oversize: None,
         mpi_chunk: None,
         json: false,
     };

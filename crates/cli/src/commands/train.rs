@@ -11,7 +11,7 @@ use serde_json::json;
 use trackgnn_engine::InteractionGnn;
 use trackgnn_trackml::rng::Rng;
 use trackgnn_train::checkpoint::load_weights;
-use trackgnn_train::config::{LrScaling, Sampler};
+use trackgnn_train::config::{LrScaling, Oversize, Sampler};
 use trackgnn_train::data::{GraphSet, load_sample};
 use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
@@ -56,6 +56,14 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
             crate::cli::LrScalingArg::None => LrScaling::None,
             crate::cli::LrScalingArg::Linear => LrScaling::Linear,
             crate::cli::LrScalingArg::Sqrt => LrScaling::Sqrt,
+        };
+    }
+    set!(a.checkpointing, c.checkpointing);
+    set!(a.max_memory, c.max_memory_bytes);
+    if let Some(o) = a.oversize {
+        c.oversize = match o {
+            crate::cli::OversizeArg::Split => Oversize::Split,
+            crate::cli::OversizeArg::Skip => Oversize::Skip,
         };
     }
     if let Some(s) = a.sampler {
