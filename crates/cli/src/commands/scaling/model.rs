@@ -21,12 +21,13 @@ pub struct AllreduceCost {
 }
 
 impl AllreduceCost {
-    /// From the units of the command line: µs and Gb/s (10⁹ bits per second).
-    pub fn from_us_gbps(latency_us: f64, bandwidth_gbps: f64) -> AllreduceCost {
-        AllreduceCost { latency_seconds: latency_us * 1e-6, bandwidth_bytes_per_second: bandwidth_gbps * 1e9 / 8.0 }
+    /// Latency α [s] and bandwidth β [bytes/s].
+    pub fn new(latency_seconds: f64, bandwidth_bytes_per_second: f64) -> AllreduceCost {
+        AllreduceCost { latency_seconds, bandwidth_bytes_per_second }
     }
 
     /// Free communication (for tests and bounds).
+    #[cfg(test)]
     pub fn zero() -> AllreduceCost {
         AllreduceCost { latency_seconds: 0.0, bandwidth_bytes_per_second: f64::INFINITY }
     }
@@ -91,7 +92,7 @@ mod tests {
     #[test]
     fn ring_model_on_known_inputs() {
         // 2 µs, 100 Gb/s = 12.5 GB/s.
-        let c = AllreduceCost::from_us_gbps(2.0, 100.0);
+        let c = AllreduceCost::new(2e-6, 12.5e9);
         assert_eq!(c.bandwidth_bytes_per_second, 12.5e9);
         assert_eq!(c.seconds(1, 1e9), 0.0, "one rank: no communication");
         // N = 2: 2·2 µs + 1 · 1.25e9 B / 12.5e9 B/s = 4 µs + 0.1 s.

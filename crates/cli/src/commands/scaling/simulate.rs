@@ -36,14 +36,15 @@ use trackgnn_train::config::Sampler;
 use trackgnn_train::data::{GraphSet, epoch_groups};
 
 use super::model::AllreduceCost;
-use super::{Regime, parse_ranks, sampler_name, speedup_plot};
+use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
 use crate::cli::ScalingArgs;
 use crate::util::print_json;
 
-/// Default latency of the simulated interconnect, µs (an HPC fabric: InfiniBand, Slingshot).
-pub const DEFAULT_LATENCY_US: f64 = 2.0;
-/// Default bandwidth of the simulated interconnect, Gb/s.
-pub const DEFAULT_BANDWIDTH_GBPS: f64 = 100.0;
+/// Default latency α of the simulated interconnect, seconds (InfiniBand HDR-like).
+pub const DEFAULT_LATENCY_SECONDS: f64 = 2e-6;
+/// Default bandwidth β of the simulated interconnect, bytes/s (InfiniBand HDR-like: 200 Gb/s
+/// links, about 20 GB/s achieved).
+pub const DEFAULT_BANDWIDTH_BYTES_PER_SECOND: f64 = 20e9;
 
 /// The measured training graphs of a run.
 #[derive(Clone, Debug, Default)]
@@ -98,7 +99,8 @@ pub struct Prediction {
 }
 
 /// Predicts a training epoch of `ranks` ranks on `graphs` graphs (the measured ones repeated
-/// cyclically); `None` if the graphs cannot fill one step.
+/// cyclically); `None` if the graphs cannot fill one step (with the balanced sampler: one
+/// step from one size bin).
 pub fn predict(cfg: &TrainConfig, times: &GraphTimes, ranks: usize, graphs: usize, s: &SimSetup) -> Option<Prediction> {
     let n = times.seconds.len();
     let gps = cfg.graphs_per_step;
@@ -111,9 +113,9 @@ pub fn predict(cfg: &TrainConfig, times: &GraphTimes, ranks: usize, graphs: usiz
         nodes: vec![0; graphs],
     };
     let train: Vec<usize> = (0..graphs).collect();
-    let contention = s.oversubscription.map_or(1.0, |(cores, threads)| {
-        ((ranks * threads.max(1)) as f64 / cores.max(1) as f64).max(1.0)
-    });
+    let contention = s
+        .oversubscription
+        .map_or(1.0, |(cores, threads)| ((ranks * threads.max(1)) as f64 / cores.max(1) as f64).max(1.0));
     let (mut steps, mut compute, mut imbalance) = (0usize, 0.0, 0.0);
     for epoch in 0..s.epochs {
         for group in epoch_groups(cfg, &set, &train, ranks, epoch) {
@@ -125,6 +127,9 @@ pub fn predict(cfg: &TrainConfig, times: &GraphTimes, ranks: usize, graphs: usiz
             imbalance += if mean > 0.0 { max / mean } else { 1.0 };
             steps += 1;
         }
+    }
+    if steps == 0 {
+        return None;
     }
     let e = s.epochs as f64;
     let steps_per_epoch = steps as f64 / e;
@@ -147,9 +152,11 @@ pub fn predict(cfg: &TrainConfig, times: &GraphTimes, ranks: usize, graphs: usiz
 }
 
 /// Speed-up of `p` over the one-rank `base`: t₁ / t_N (strong) or the throughput ratio (weak).
+/// Strong-scaling times are per graph trained: a sampler drops the remainder of the data set
+/// that cannot fill a step of N ranks, so the epochs of N ranks may cover fewer graphs.
 pub fn speedup(regime: Regime, base: &Prediction, p: &Prediction) -> f64 {
     match regime {
-        Regime::Strong => base.epoch_seconds / p.epoch_seconds,
+        Regime::Strong => (base.epoch_seconds / base.graphs_per_epoch) / (p.epoch_seconds / p.graphs_per_epoch),
         Regime::Weak => p.graphs_per_second / base.graphs_per_second,
     }
 }
@@ -185,7 +192,7 @@ fn table(
                     v["scaling_efficiency"] = json!(sp / n as f64);
                     v
                 }
-                _ => json!({ "ranks": n, "note": "fewer training graphs than ranks × graphs per step" }),
+                _ => json!({ "ranks": n, "note": "no full step: fewer graphs (per size bin, balanced) than ranks × graphs per step" }),
             }
         })
         .collect()
@@ -220,14 +227,28 @@ fn gradient_bytes(run: &Path) -> Result<f64> {
     Ok(st.tensors().iter().map(|(_, t)| t.data().len() as f64).sum())
 }
 
+/// Per event id: the summed compute seconds of its steps and their count.
+type PerGraph = BTreeMap<u64, (f64, u32)>;
+
 /// Per-graph mean compute seconds, per-step overhead and the run's ranks from `steps.jsonl`.
-fn step_times(path: &Path, gps: usize) -> Result<(BTreeMap<u64, (f64, u32)>, f64, usize)> {
+fn step_times(path: &Path, gps: usize) -> Result<(PerGraph, f64, usize)> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut per_graph: BTreeMap<u64, (f64, u32)> = BTreeMap::new();
+    let mut per_graph = PerGraph::new();
     let (mut overhead, mut lines, mut ranks) = (0.0, 0usize, 0usize);
+    let mut parsed = Vec::new();
     for (k, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: Value =
+            serde_json::from_str(line).with_context(|| format!("{}:{}: invalid JSON", path.display(), k + 1))?;
+        parsed.push((k, v));
+    }
+    // The first epoch warms up (page cache, allocator): skip it when there are later ones, as
+    // the measured study does.
+    let first = parsed.iter().filter_map(|(_, v)| v["epoch"].as_u64()).min();
+    if parsed.iter().any(|(_, v)| v["epoch"].as_u64() != first) {
+        parsed.retain(|(_, v)| v["epoch"].as_u64() != first);
+    }
+    for (k, v) in parsed {
         let at = || format!("{}:{}", path.display(), k + 1);
-        let v: Value = serde_json::from_str(line).with_context(|| format!("{}: invalid JSON", at()))?;
         let events: Vec<Vec<u64>> = serde_json::from_value(v["events"].clone()).with_context(|| {
             format!("{}: no `events` list (written by an older trackgnn: train the run again)", at())
         })?;
@@ -304,52 +325,84 @@ fn load_run(run: &Path, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
         }
     }
     let threads = read_json(&run.join("rank0.json")).ok().and_then(|v| v["threads"].as_u64()).unwrap_or(1) as usize;
-    Ok(MeasuredRun { cfg, times, estimated, gradient_bytes: gradient_bytes(run)?, step_overhead_seconds, threads, ranks })
+    Ok(MeasuredRun {
+        cfg,
+        times,
+        estimated,
+        gradient_bytes: gradient_bytes(run)?,
+        step_overhead_seconds,
+        threads,
+        ranks,
+    })
 }
 
 /// The interconnect: the options, else the fit file, else the defaults; and where it came from.
 fn interconnect(a: &ScalingArgs) -> Result<(AllreduceCost, String)> {
-    let mut cost = AllreduceCost::from_us_gbps(DEFAULT_LATENCY_US, DEFAULT_BANDWIDTH_GBPS);
-    let mut source = "defaults (an HPC interconnect)".to_string();
-    if let Some(f) = &a.allreduce_fit {
+    let mut cost = AllreduceCost::new(DEFAULT_LATENCY_SECONDS, DEFAULT_BANDWIDTH_BYTES_PER_SECOND);
+    let mut source = "defaults (InfiniBand HDR-like)".to_string();
+    if let Some(f) = &a.interconnect {
         let v = read_json(f)?;
-        cost = serde_json::from_value(v["fit"].clone())
-            .or_else(|_| serde_json::from_value(v.clone()))
-            .with_context(|| {
-                format!("{}: no `latency_seconds` and `bandwidth_bytes_per_second` (from `bench allreduce --json`)", f.display())
-            })?;
+        cost = serde_json::from_value(v["fit"].clone()).or_else(|_| serde_json::from_value(v.clone())).with_context(
+            || {
+                format!(
+                    "{}: no `fit` with `latency_seconds` and `bandwidth_bytes_per_second` (write it with `bench allreduce --out`)",
+                    f.display()
+                )
+            },
+        )?;
         source = format!("fit {}", f.display());
     }
-    if let Some(us) = a.latency_us {
-        anyhow::ensure!(us >= 0.0 && us.is_finite(), "--latency-us must be a non-negative number");
-        cost.latency_seconds = us * 1e-6;
+    if let Some(s) = a.latency {
+        anyhow::ensure!(s >= 0.0 && s.is_finite(), "--latency must be a non-negative number of seconds");
+        cost.latency_seconds = s;
         source = "options".into();
     }
-    if let Some(g) = a.bandwidth_gbps {
-        anyhow::ensure!(g > 0.0 && g.is_finite(), "--bandwidth-gbps must be positive");
-        cost.bandwidth_bytes_per_second = g * 1e9 / 8.0;
+    if let Some(b) = a.bandwidth {
+        anyhow::ensure!(b > 0.0 && b.is_finite(), "--bandwidth must be a positive number of bytes per second");
+        cost.bandwidth_bytes_per_second = b;
         source = "options".into();
     }
     Ok((cost, source))
 }
 
+/// A `scaling` study's scaling.json, given the file or its directory.
+fn study_file(p: &Path) -> PathBuf {
+    if p.is_dir() { p.join("scaling.json") } else { p.to_path_buf() }
+}
+
+/// The run to simulate from: `--from` (a run, or a study's 1-rank baseline), else the
+/// `--check` study's baseline.
+fn source_run(a: &ScalingArgs) -> Result<PathBuf> {
+    let study = match (&a.from, &a.check) {
+        (Some(f), _) if !f.join("scaling.json").exists() => return Ok(f.clone()),
+        (Some(f), _) => f.join("scaling.json"),
+        (None, Some(c)) => study_file(c),
+        (None, None) => bail!("--simulate needs --from RUN_DIR"),
+    };
+    let v = read_json(&study)?;
+    let run = v["baseline_run"].as_str().with_context(|| format!("{}: no `baseline_run`", study.display()))?;
+    Ok(PathBuf::from(run))
+}
+
 /// The samplers to simulate: the one asked for, or both.
 fn samplers(a: &ScalingArgs) -> Vec<Sampler> {
     match a.sampler {
-        Some(crate::cli::SamplerArg::Random) => vec![Sampler::Random],
-        Some(crate::cli::SamplerArg::Balanced) => vec![Sampler::Balanced],
+        Some(s) => vec![sampler_of(s)],
         None => vec![Sampler::Random, Sampler::Balanced],
     }
 }
 
 /// `trackgnn scaling --simulate`.
 pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
-    let from = a.from.as_deref().context("--simulate needs --from RUN_DIR (a measured run)")?;
+    let from = source_run(a)?;
+    let from = from.as_path();
     let ranks = parse_ranks(a.ranks.as_deref().unwrap_or("1,2,4,8,16,32,64"))?;
     let run = load_run(from, a.graphs.as_deref())?;
     let (cost, source) = interconnect(a)?;
-    let measured = a.check.as_deref().map(read_json).transpose()?;
-    let cores = a.cores.or_else(|| measured.as_ref().and_then(|m| m["cores"].as_u64().map(|c| c as usize)));
+    let measured = a.check.as_deref().map(|c| read_json(&study_file(c))).transpose()?;
+    // Predictions share cores only with --cores; the check uses the measured machine's cores.
+    let cores = a.cores;
+    let check_cores = a.cores.or_else(|| measured.as_ref().and_then(|m| m["cores"].as_u64().map(|c| c as usize)));
     let threads = a.threads_per_rank.unwrap_or(run.threads);
     let setup = SimSetup {
         cost,
@@ -358,6 +411,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         oversubscription: cores.map(|c| (c, threads)),
         epochs: a.sim_epochs.max(1),
     };
+    let check_setup = SimSetup { oversubscription: check_cores.map(|c| (c, threads)), ..setup };
     let strong_graphs = a.max_graphs.unwrap_or(run.times.ids.len());
     let regimes = a.regime.regimes();
     let cfg_for = |s: Sampler| TrainConfig { sampler: s, ..run.cfg.clone() };
@@ -387,7 +441,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
                     "bandwidth_bytes_per_second": st.cost.bandwidth_bytes_per_second, "rows": rows })
         })
         .collect();
-    let check = measured.as_ref().map(|m| check_rows(m, &run, &setup)).transpose()?;
+    let check = measured.as_ref().map(|m| check_rows(m, &run, &check_setup)).transpose()?;
     let c = &run.times.seconds;
     let mean = c.iter().sum::<f64>() / c.len() as f64;
     let sd = (c.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / c.len() as f64).sqrt();
@@ -398,14 +452,23 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
             "max": c.iter().copied().fold(0.0, f64::max), "cv": sd / mean },
         "step_overhead_seconds": run.step_overhead_seconds,
         "allreduce": { "latency_seconds": cost.latency_seconds, "bandwidth_bytes_per_second": cost.bandwidth_bytes_per_second, "source": source },
-        "cores": cores, "threads_per_rank": threads, "epochs_simulated": setup.epochs,
+        "cores": cores, "check_cores": check_cores, "threads_per_rank": threads, "epochs_simulated": setup.epochs,
         "predictions": predictions, "sensitivity": sensitivity, "check": check,
     });
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let curves: Vec<(String, Vec<(f64, f64)>)> = out["predictions"]
             .as_array()
-            .map(|p| p.iter().map(|t| (format!("{} {}", t["regime"].as_str().unwrap_or(""), t["sampler"].as_str().unwrap_or("")), points(&t["rows"]))).collect())
+            .map(|p| {
+                p.iter()
+                    .map(|t| {
+                        (
+                            format!("{} {}", t["regime"].as_str().unwrap_or(""), t["sampler"].as_str().unwrap_or("")),
+                            points(&t["rows"]),
+                        )
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         speedup_plot(&dir.join("predicted_speedup"), "Predicted speed-up", &curves, &ranks)?;
         crate::util::write_atomic(&dir.join("simulation.json"), serde_json::to_string_pretty(&out)?.as_bytes())?;
@@ -442,7 +505,7 @@ fn check_rows(m: &Value, run: &MeasuredRun, setup: &SimSetup) -> Result<Value> {
         for r in measured {
             let (Some(n), Some(g)) = (r["ranks"].as_u64(), r["train_graphs"].as_u64()) else { continue };
             let Some(p) = predict(&cfg, &run.times, n as usize, g as usize, setup) else { continue };
-            let t_meas = r["train_seconds"].as_f64().unwrap_or(f64::NAN);
+            let t_meas = r["train_epoch_seconds"].as_f64().unwrap_or(f64::NAN);
             let sp_pred = base.as_ref().map_or(f64::NAN, |b| speedup(regime, b, &p));
             let sp_meas = r["speedup"].as_f64().unwrap_or(f64::NAN);
             rows.push(json!({
@@ -476,16 +539,22 @@ fn print_text(o: &Value) {
     );
     let ar = &o["allreduce"];
     println!(
-        "all-reduce of {:.2} MB: ring model, latency {:.2} µs, bandwidth {:.2} Gb/s ({}); cores {}",
+        "all-reduce of {:.2} MB: ring model, latency {:.2} µs, bandwidth {:.2} GB/s ({}); cores {}",
         o["gradient_bytes"].as_f64().unwrap_or(0.0) / 1e6,
         ar["latency_seconds"].as_f64().unwrap_or(f64::NAN) * 1e6,
-        ar["bandwidth_bytes_per_second"].as_f64().unwrap_or(f64::NAN) * 8.0 / 1e9,
+        ar["bandwidth_bytes_per_second"].as_f64().unwrap_or(f64::NAN) / 1e9,
         ar["source"].as_str().unwrap_or(""),
         if o["cores"].is_null() { "unlimited (a rank per core set)".to_string() } else { o["cores"].to_string() },
     );
     for t in o["predictions"].as_array().into_iter().flatten() {
-        println!("\n{} scaling, {} sampler (predicted training time per epoch)", t["regime"].as_str().unwrap_or(""), t["sampler"].as_str().unwrap_or(""));
-        println!("| Ranks | Graphs | Steps | Epoch s | Compute s | All-reduce s | Imbalance | Speed-up | Efficiency % |");
+        println!(
+            "\n{} scaling, {} sampler (predicted training time per epoch)",
+            t["regime"].as_str().unwrap_or(""),
+            t["sampler"].as_str().unwrap_or("")
+        );
+        println!(
+            "| Ranks | Graphs | Steps | Epoch s | Compute s | All-reduce s | Imbalance | Speed-up | Efficiency % |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|");
         for r in t["rows"].as_array().into_iter().flatten() {
             if r["epoch_seconds"].is_null() {
@@ -520,8 +589,14 @@ fn print_text(o: &Value) {
         }
     }
     if let Some(rows) = o["check"]["rows"].as_array() {
-        println!("\ncheck against measured runs ({} sampler)", o["check"]["sampler"].as_str().unwrap_or(""));
-        println!("| Regime | Ranks | Contention | Measured s | Predicted s | Error % | Measured speed-up | Predicted | Error % |");
+        println!(
+            "\ncheck against measured runs ({} sampler, {} cores shared by the ranks)",
+            o["check"]["sampler"].as_str().unwrap_or(""),
+            o["check_cores"]
+        );
+        println!(
+            "| Regime | Ranks | Contention | Measured s | Predicted s | Error % | Measured speed-up | Predicted | Error % |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|");
         for r in rows {
             println!(
@@ -593,7 +668,9 @@ mod tests {
         let r = predict(&cfg(Sampler::Random), &t, 8, 64, &st).unwrap();
         let b = predict(&cfg(Sampler::Balanced), &t, 8, 64, &st).unwrap();
         assert!(b.load_imbalance < r.load_imbalance && b.epoch_seconds < r.epoch_seconds, "{b:?} vs {r:?}");
-        assert!(b.load_imbalance < 1.1, "{}", b.load_imbalance);
+        // Within one of 4 bins sizes still vary (the smallest spans 1000–2500 edges), so the
+        // steps of 8 ranks keep some imbalance; random sampling's is about 1.5.
+        assert!(b.load_imbalance < 1.25 && r.load_imbalance > 1.35, "{} vs {}", b.load_imbalance, r.load_imbalance);
     }
 
     #[test]
@@ -614,7 +691,7 @@ mod tests {
     #[test]
     fn communication_and_oversubscription_cost_what_the_model_says() {
         let t = times(vec![0.5; 8]);
-        let cost = AllreduceCost::from_us_gbps(10.0, 8.0); // 1 GB/s
+        let cost = AllreduceCost::new(10e-6, 1e9);
         let mut st = setup(cost);
         st.step_overhead_seconds = 0.01;
         let p = predict(&cfg(Sampler::Random), &t, 2, 8, &st).unwrap();
@@ -628,6 +705,57 @@ mod tests {
         assert!((p4.compute_seconds - 2.0 * 1.0).abs() < 1e-12, "2 steps × 0.5 s × 2");
         assert_eq!(predict(&cfg(Sampler::Random), &t, 2, 8, &st).unwrap().contention, 1.0);
         assert_eq!(predict(&cfg(Sampler::Random), &t, 16, 8, &st), None, "8 graphs cannot fill 16 ranks");
+    }
+
+    /// A skewed (log-normal-like) size distribution: a few graphs much larger than most.
+    fn skewed(n: usize, seed: u64) -> GraphTimes {
+        let mut rng = trackgnn_trackml::rng::Rng::new(seed);
+        let edges: Vec<u64> = (0..n).map(|_| (2000.0 * (0.8 * rng.normal()).exp()) as u64 + 100).collect();
+        GraphTimes { ids: (0..n as u64).collect(), seconds: edges.iter().map(|&e| e as f64 * 5e-5).collect(), edges }
+    }
+
+    #[test]
+    fn one_rank_costs_the_measured_sum_and_imbalance_is_at_least_one() {
+        let t = skewed(50, 3);
+        let sum: f64 = t.seconds.iter().sum();
+        let mut st = setup(AllreduceCost::new(5e-6, 1e9));
+        st.step_overhead_seconds = 0.002;
+        for s in [Sampler::Random, Sampler::Balanced] {
+            let one = predict(&cfg(s), &t, 1, 50, &st).unwrap();
+            assert_eq!(one.steps_per_epoch, 50.0, "{s:?}: one rank trains every graph");
+            assert!((one.compute_seconds - sum).abs() < 1e-9 * sum, "{s:?}: {} vs {sum}", one.compute_seconds);
+            assert!((one.epoch_seconds - (sum + 50.0 * 0.002)).abs() < 1e-9, "no all-reduce at one rank");
+            assert_eq!((one.load_imbalance, one.allreduce_seconds), (1.0, 0.0));
+            for n in [2, 3, 4, 8] {
+                let p = predict(&cfg(s), &t, n, 50, &st).unwrap();
+                assert!(p.load_imbalance >= 1.0, "{s:?} {n}: {}", p.load_imbalance);
+                assert!(p.allreduce_seconds > 0.0);
+            }
+        }
+    }
+
+    #[test]
+    fn balanced_imbalance_is_at_most_random_on_a_skewed_distribution() {
+        for seed in [1, 2, 3] {
+            let t = skewed(256, seed);
+            let st = setup(AllreduceCost::zero());
+            for n in [2, 4, 8, 16] {
+                let r = predict(&cfg(Sampler::Random), &t, n, 256, &st).unwrap();
+                let b = predict(&cfg(Sampler::Balanced), &t, n, 256, &st).unwrap();
+                assert!(b.load_imbalance <= r.load_imbalance, "seed {seed}, {n} ranks: {b:?} vs {r:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn strong_speedup_counts_graphs_trained() {
+        let t = times(vec![0.1; 10]);
+        let st = setup(AllreduceCost::zero());
+        let one = predict(&cfg(Sampler::Random), &t, 1, 10, &st).unwrap();
+        // Four ranks fill two steps of 10 graphs: 8 trained, the remainder dropped.
+        let four = predict(&cfg(Sampler::Random), &t, 4, 10, &st).unwrap();
+        assert_eq!(four.graphs_per_epoch, 8.0);
+        assert!((speedup(Regime::Strong, &one, &four) - 4.0).abs() < 1e-9);
     }
 
     #[test]
