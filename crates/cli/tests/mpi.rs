@@ -45,7 +45,7 @@ fn two_ranks_equal_one_rank_averaging_the_same_two_graphs() {
     one.extend(["--out", "one", "--graphs-per-step", "2"]);
     ok(trackgnn(d, &one));
     // Two ranks, one graph each, all-reduce in chunks of 1000 elements.
-    let out = mpirun().current_dir(d).args(&TRAIN[..]).args(["--out", "two", "--mpi-chunk", "1000"]).output().unwrap();
+    let out = mpirun().current_dir(d).args(TRAIN).args(["--out", "two", "--mpi-chunk", "1000"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (a, b) =
         (weights(&d.join("one/checkpoint/model.safetensors")), weights(&d.join("two/checkpoint/model.safetensors")));

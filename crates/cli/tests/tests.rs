@@ -7,5 +7,6 @@ mod graphs;
 mod inspect;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod scaling;
 mod simulate;
 mod training;

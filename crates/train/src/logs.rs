@@ -321,6 +321,95 @@ fn proc_status_bytes(key: &str) -> u64 {
     fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, key)).map_or(0, |k| k * 1024)
 }
 
+/// What one rank of a run reports when the run ends (`rank{r}.json` in the run directory).
+/// Times cover this process from its start (a resumed run counts only its own process).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankReport {
+    /// The rank, 0-based.
+    pub rank: usize,
+    /// Number of ranks of the job.
+    pub ranks: usize,
+    /// Worker threads of the rank's thread pool.
+    pub threads: usize,
+    /// Host name (`/proc/sys/kernel/hostname`; empty if unavailable).
+    pub host: String,
+    /// Wall time since the process started, seconds.
+    pub wall_seconds: f64,
+    /// CPU time of the process (user + system, all threads), seconds.
+    pub cpu_seconds: f64,
+    /// `cpu_seconds / (wall_seconds × threads)`: the fraction of its threads' capacity the rank
+    /// used (the loader thread and MPI can push it slightly above 1).
+    pub cpu_utilisation: f64,
+    /// Peak resident memory of the process, bytes ([`peak_rss_bytes`]).
+    pub peak_rss_bytes: u64,
+}
+
+impl RankReport {
+    /// Measures this process now.
+    pub fn measure(rank: usize, ranks: usize, threads: usize) -> RankReport {
+        let times = ProcessTimes::now().unwrap_or_default();
+        let host = fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+        RankReport {
+            rank,
+            ranks,
+            threads,
+            host,
+            wall_seconds: times.wall_seconds,
+            cpu_seconds: times.cpu_seconds,
+            cpu_utilisation: times.cpu_seconds / (times.wall_seconds * threads.max(1) as f64).max(1e-9),
+            peak_rss_bytes: peak_rss_bytes(),
+        }
+    }
+}
+
+/// Linux reports process times in clock ticks of `USER_HZ`, which is 100 on every Linux
+/// architecture (`sysconf(_SC_CLK_TCK)`; read without libc).
+const USER_HZ: f64 = 100.0;
+
+/// CPU and wall time of this process from `/proc/self/stat` (10 ms resolution).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessTimes {
+    /// User + system CPU time of the process (all threads), seconds.
+    pub cpu_seconds: f64,
+    /// User + system CPU time of its waited-for children (`getrusage(RUSAGE_CHILDREN)`), seconds.
+    pub children_cpu_seconds: f64,
+    /// Wall time since the process started, seconds.
+    pub wall_seconds: f64,
+}
+
+impl ProcessTimes {
+    /// This process's times, `None` where `/proc` is unavailable.
+    pub fn now() -> Option<ProcessTimes> {
+        let stat = fs::read_to_string("/proc/self/stat").ok()?;
+        let uptime = fs::read_to_string("/proc/uptime").ok()?;
+        let uptime: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+        parse_stat(&stat, uptime)
+    }
+}
+
+/// Parses `/proc/<pid>/stat` (`proc(5)`): utime, stime, cutime, cstime (fields 14–17) and
+/// starttime (field 22), in clock ticks; `uptime` is the first number of `/proc/uptime`.
+/// Fields are counted after the last `)`, since the command name may hold spaces.
+fn parse_stat(stat: &str, uptime: f64) -> Option<ProcessTimes> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `f[0]` is field 3 (state), so field k is f[k - 3].
+    let tick = |k: usize| f.get(k - 3)?.parse::<u64>().ok();
+    Some(ProcessTimes {
+        cpu_seconds: (tick(14)? + tick(15)?) as f64 / USER_HZ,
+        children_cpu_seconds: (tick(16)? + tick(17)?) as f64 / USER_HZ,
+        wall_seconds: (uptime - tick(22)? as f64 / USER_HZ).max(0.0),
+    })
+}
+
+/// The load average of the machine (1, 5 and 15 minutes, `/proc/loadavg`), `None` where
+/// unavailable.
+pub fn load_average() -> Option<[f64; 3]> {
+    let text = fs::read_to_string("/proc/loadavg").ok()?;
+    let v: Vec<f64> = text.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+    v.try_into().ok()
+}
+
 /// Parses `key:   1234 kB` out of a `/proc/<pid>/status` text.
 fn status_kib(status: &str, key: &str) -> Option<u64> {
     status.lines().find_map(|l| {
@@ -419,6 +508,23 @@ mod tests {
         fs::write(log.jsonl_path(), "{\"epoch\": 0}\n{\"step\": 3}\n").unwrap();
         let e = MetricsLog::resume(dir.path(), 5).unwrap_err();
         assert!(e.to_string().contains("metrics.jsonl:2") && e.to_string().contains("epoch"), "{e}");
+    }
+
+    #[test]
+    fn process_times_from_proc_stat() {
+        // A command name with spaces and a parenthesis; utime 250, stime 50, cutime 7, cstime 3,
+        // starttime 1000 ticks; 30 s of uptime.
+        let stat = "4242 (my (prog) x) R 1 2 3 4 5 6 7 8 9 10 250 50 7 3 20 0 9 0 1000 12345 678 rest";
+        let t = parse_stat(stat, 30.0).unwrap();
+        assert_eq!(t, ProcessTimes { cpu_seconds: 3.0, children_cpu_seconds: 0.1, wall_seconds: 20.0 });
+        assert_eq!(parse_stat("4242 (x) R 1 2", 1.0), None);
+        if cfg!(target_os = "linux") {
+            let now = ProcessTimes::now().unwrap();
+            assert!(now.wall_seconds >= 0.0 && now.cpu_seconds >= 0.0, "{now:?}");
+            let r = RankReport::measure(0, 1, 2);
+            assert!(r.peak_rss_bytes > 0 && r.cpu_utilisation >= 0.0, "{r:?}");
+            assert!(load_average().is_some());
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
 use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
-use crate::logs::{EpochRecord, MetricsLog, peak_rss_bytes};
+use crate::logs::{EpochRecord, MetricsLog, RankReport, peak_rss_bytes};
 use crate::plots;
 
 /// RNG stream of the weight initialisation.
@@ -65,6 +65,10 @@ impl RunDir {
     /// The event lists of the split.
     pub fn events(&self) -> PathBuf {
         self.root.join("events.json")
+    }
+    /// What rank `rank` reports at the end of the run ([`RankReport`]).
+    pub fn rank_report(&self, rank: usize) -> PathBuf {
+        self.root.join(format!("rank{rank}.json"))
     }
 }
 
@@ -459,10 +463,14 @@ impl<'a> Trainer<'a> {
                 let dt = t_step.elapsed().as_secs_f64();
                 self.state.accum.train_seconds += dt;
                 if self.comm.is_root() {
+                    // Every rank derives the same groups, so rank 0 knows what each trained on.
+                    let group = &groups[step as usize];
+                    let events: Vec<Vec<u64>> = group.chunks_exact(gps).map(|g| self.event_ids(g)).collect();
                     let line = json!({
                         "epoch": epoch, "step": step, "global_step": self.state.global_step, "loss": loss,
                         "grad_norm": grad_norm, "lr": lr, "seconds": dt, "compute_seconds": computes,
                         "allreduce_seconds": reduces, "load_imbalance": imbalance, "engine_bytes": engine_bytes,
+                        "events": events,
                     });
                     append_line(&self.run.steps(), &line.to_string())?;
                 }
@@ -539,6 +547,7 @@ impl<'a> Trainer<'a> {
                 break;
             }
         }
+        self.write_rank_report()?;
         Ok(TrainOutcome {
             epochs_completed: self.state.epoch,
             global_step: self.state.global_step,
@@ -548,6 +557,21 @@ impl<'a> Trainer<'a> {
             best_value: self.state.best_value.unwrap_or(f64::NAN),
             skipped_steps: self.state.skipped_steps,
         })
+    }
+
+    /// Event ids of graphs (indices into the graph set).
+    fn event_ids(&self, idx: &[usize]) -> Vec<u64> {
+        idx.iter().map(|&i| self.set.files[i].0).collect()
+    }
+
+    /// Every rank writes `rank{r}.json`: its process's peak memory, CPU and wall time.
+    fn write_rank_report(&self) -> Result<()> {
+        let (rank, size) = (self.comm.rank(), self.comm.size());
+        let report = RankReport::measure(rank, size, rayon::current_num_threads());
+        let path = self.run.rank_report(rank);
+        fs::create_dir_all(&self.run.root).map_err(|e| Error::io(&self.run.root, e))?;
+        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Json { path: path.clone(), source: e })?;
+        write_atomic(&path, text.as_bytes())
     }
 
     /// Stops with an error if the replicas' weights differ (they must stay bit-identical).

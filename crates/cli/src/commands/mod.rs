@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod bench_allreduce;
 mod bench_engine;
 mod bench_io;
 mod bench_memory;
@@ -10,6 +11,7 @@ mod inspect;
 mod module_map;
 mod parity;
 pub mod reconstruct;
+pub mod scaling;
 pub mod simulate;
 pub mod train;
 
@@ -32,8 +34,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Train(a) => train::run(a),
         Command::Reconstruct(a) => reconstruct::run(a),
         Command::Eval(a) => train::eval(a),
+        Command::Scaling(a) => scaling::run(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
         Command::Bench(BenchCommand::Memory(a)) => bench_memory::run(a),
+        Command::Bench(BenchCommand::Allreduce(a)) => bench_allreduce::run(a),
     }
 }
