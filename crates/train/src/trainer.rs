@@ -278,6 +278,16 @@ impl<'a> Trainer<'a> {
                 cfg.graphs_per_step
             )));
         }
+        if epoch_groups(&cfg, &set, &split.train, comm.size(), 0).is_empty() {
+            return Err(Error::Config(format!(
+                "{} training graphs in {} size bins give no full step of {} ranks × {} graphs (the balanced sampler \
+                 draws a step from one bin): use more graphs or fewer sampler_bins",
+                split.train.len(),
+                cfg.sampler_bins,
+                comm.size(),
+                cfg.graphs_per_step
+            )));
+        }
         // Every replica starts from rank 0's weights.
         comm.broadcast(&mut model.params.data, 0)?;
         let opt = AdamW::new(model.params.len(), cfg.optimizer);

@@ -206,7 +206,12 @@ fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
     let out = skip.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert_eq!(out.global_step, kept.len() as u64);
     // A budget no graph fits even when cut into the most sectors is an error naming a graph.
-    let tiny = TrainConfig { max_memory_bytes: 1000, ..base };
+    let tiny = TrainConfig { max_memory_bytes: 1000, ..base.clone() };
     let e = Trainer::new(tiny, &graphs, &dir.path().join("tiny"), false, &mut comm).err().unwrap();
     assert!(e.to_string().contains(".graph") && e.to_string().contains("max_memory_bytes"), "{e}");
+    // Balanced bins too small to fill one step would make epochs of no steps: refused.
+    let starved =
+        TrainConfig { sampler: trackgnn_train::config::Sampler::Balanced, sampler_bins: 8, graphs_per_step: 3, ..base };
+    let e = Trainer::new(starved, &graphs, &dir.path().join("starved"), false, &mut comm).err().unwrap();
+    assert!(e.to_string().contains("no full step"), "{e}");
 }
