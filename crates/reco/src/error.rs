@@ -103,6 +103,15 @@ pub enum Error {
     },
 }
 
+impl From<trackgnn_plot::Error> for Error {
+    fn from(e: trackgnn_plot::Error) -> Self {
+        match e {
+            trackgnn_plot::Error::Io { path, source } => Error::Io { path, source },
+            trackgnn_plot::Error::Draw { path, message } => Error::Plot { path, message },
+        }
+    }
+}
+
 impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {

@@ -11,10 +11,8 @@
 //! Text needs a TrueType font found at run time (see `font_available`); without one, plots
 //! are drawn without any text (no title, axis labels, ticks or legend) rather than failing.
 
-use std::fs;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
@@ -24,20 +22,12 @@ use plotters::prelude::*;
 use crate::error::{Error, Result};
 use crate::metrics::{EfficiencyBin, TrackMetrics};
 
-mod font;
-
-use font::FAMILY;
-pub use font::font_available;
-
-/// Image size in pixels (PNG) or user units (SVG).
-const SIZE: (u32, u32) = (960, 640);
+pub use trackgnn_plot::font_available;
+use trackgnn_plot::{FAMILY, with_ext, write_figure};
 
 /// Series colours: the first ones of matplotlib's `tab10`.
 const COLORS: [RGBColor; 4] =
     [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
-
-/// Distinguishes temporaries of several plots of the same name in one process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// One drawn bin: x centre, x range, efficiency, error bar range.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,7 +79,7 @@ pub fn plot_efficiency(
         x,
         log_x,
     };
-    write_figure(path_stem, &fig, font_available())
+    Ok(write_figure(path_stem, &fig)?)
 }
 
 /// Writes the two plots of a run's track metrics into `dir`: `efficiency_vs_pt` (target and
@@ -131,61 +121,10 @@ struct Figure<'a> {
     log_x: bool,
 }
 
-/// `<stem>.<ext>`, keeping any dots already in the stem.
-fn with_ext(stem: &Path, ext: &str) -> PathBuf {
-    let mut s = stem.as_os_str().to_owned();
-    s.push(".");
-    s.push(ext);
-    PathBuf::from(s)
-}
-
-/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
-fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
-    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.tmp-{}-{n}.{ext}", std::process::id()))
-}
-
-/// Writes both files of a figure; with `text` off, draws no text at all. If drawing with
-/// text fails (e.g. a font without the needed glyphs), draws again without.
-fn write_figure(stem: &Path, fig: &Figure<'_>, text: bool) -> Result<()> {
-    let png = with_ext(stem, "png");
-    let tmp = temp_sibling(&png, "png");
-    let drawn = render_png(&tmp, fig, text).or_else(|e| if text { render_png(&tmp, fig, false) } else { Err(e) });
-    finish(drawn, &tmp, &png)?;
-
-    let svg_path = with_ext(stem, "svg");
-    let tmp = temp_sibling(&svg_path, "svg");
-    let svg = render_svg(fig, text).or_else(|e| if text { render_svg(fig, false) } else { Err(e) });
-    let written = svg.and_then(|s| fs::write(&tmp, s).map_err(|e| e.to_string()));
-    finish(written, &tmp, &svg_path)
-}
-
-/// Renames `tmp` to `path` after a successful render; removes it after a failed one.
-fn finish(drawn: std::result::Result<(), String>, tmp: &Path, path: &Path) -> Result<()> {
-    match drawn {
-        Ok(()) => fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
-        Err(message) => {
-            let _ = fs::remove_file(tmp);
-            Err(Error::Plot { path: path.to_owned(), message })
-        }
+impl trackgnn_plot::Figure for Figure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> std::result::Result<(), String> {
+        draw(root, self, text)
     }
-}
-
-fn render_png(path: &Path, fig: &Figure<'_>, text: bool) -> std::result::Result<(), String> {
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    draw(&root, fig, text)?;
-    root.present().map_err(|e| e.to_string())
-}
-
-fn render_svg(fig: &Figure<'_>, text: bool) -> std::result::Result<String, String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        draw(&root, fig, text)?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
 }
 
 /// Draws the figure on any backend, on a linear or a log x axis.
@@ -286,6 +225,8 @@ fn tick(v: &f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
     use crate::metrics::{linear_edges, log_edges};
 
@@ -347,7 +288,7 @@ mod tests {
                 x: 1.0..100.0,
                 log_x: log,
             };
-            write_figure(&stem, &fig, false).unwrap();
+            trackgnn_plot::write_figure_with(&stem, &fig, false).unwrap();
             assert!(!check_files(&stem).contains("<text"), "no text without a font");
         }
         plot_efficiency(&dir.path().join("empty"), "nothing", "x", &[], true).unwrap();

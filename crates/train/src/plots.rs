@@ -3,30 +3,20 @@
 //! sibling file and a rename, so a reader never sees half a plot.
 //!
 //! # Fonts
-//! plotters (built with `ab_glyph`, without system font discovery) draws text only with a
-//! font registered at run time. The first plot looks for a TrueType font: the file named by
-//! `TRACKGNN_FONT`, else DejaVu Sans or Liberation Sans at their usual paths, else any `.ttf`
-//! under `/usr/share/fonts` or `/usr/local/share/fonts` (a regular sans face preferred). With
-//! none, plots are drawn without any text (no title, axis labels, tick labels or legend)
-//! rather than failing.
+//! Text needs a TrueType font found at run time ([`font_available`], see `trackgnn-plot`);
+//! without one, plots are drawn without any text rather than failing.
 
-use std::fs;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-mod font;
-
-use font::FAMILY;
-pub use font::font_available;
-
-/// Image size in pixels (PNG) or user units (SVG).
-const SIZE: (u32, u32) = (960, 640);
+pub use trackgnn_plot::font_available;
+use trackgnn_plot::{FAMILY, write_figure};
 
 /// Line colours: the matplotlib `tab10` palette.
 const COLORS: [RGBColor; 10] = [
@@ -57,7 +47,7 @@ pub fn plot_series(
     log_y: bool,
 ) -> Result<()> {
     let fig = Figure::new(title, x_label, y_label, series, log_y, false);
-    write_figure(path_stem, &fig, font_available())
+    Ok(write_figure(path_stem, &fig)?)
 }
 
 /// Plots ROC curves (`(false-positive rate, true-positive rate)` points, e.g. from
@@ -67,7 +57,7 @@ pub fn plot_roc(path_stem: &Path, curves: &[(&str, Vec<(f64, f64)>)]) -> Result<
     let mut fig = Figure::new("ROC curve", "False positive rate", "True positive rate", curves, false, true);
     fig.x = 0.0..1.0;
     fig.y = 0.0..1.0;
-    write_figure(path_stem, &fig, font_available())
+    Ok(write_figure(path_stem, &fig)?)
 }
 
 /// A run of drawable points of one series (a non-drawable point ends a run).
@@ -127,60 +117,10 @@ fn padded(vals: impl Iterator<Item = f64>, log: bool) -> Range<f64> {
     }
 }
 
-/// `<stem>.<ext>`, keeping any dots already in the stem.
-fn with_ext(stem: &Path, ext: &str) -> PathBuf {
-    let mut s = stem.as_os_str().to_owned();
-    s.push(".");
-    s.push(ext);
-    PathBuf::from(s)
-}
-
-/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
-fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
-    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
-    path.with_file_name(format!(".{name}.tmp-{}.{ext}", std::process::id()))
-}
-
-/// Writes both files of a figure; with `text` off, draws no text at all. If drawing with
-/// text fails (e.g. a font without the needed glyphs), draws again without.
-fn write_figure(stem: &Path, fig: &Figure<'_>, text: bool) -> Result<()> {
-    let png = with_ext(stem, "png");
-    let tmp = temp_sibling(&png, "png");
-    let drawn = render_png(&tmp, fig, text).or_else(|e| if text { render_png(&tmp, fig, false) } else { Err(e) });
-    finish(drawn, &tmp, &png)?;
-
-    let svg_path = with_ext(stem, "svg");
-    let tmp = temp_sibling(&svg_path, "svg");
-    let svg = render_svg(fig, text).or_else(|e| if text { render_svg(fig, false) } else { Err(e) });
-    let written = svg.and_then(|s| fs::write(&tmp, s).map_err(|e| e.to_string()));
-    finish(written, &tmp, &svg_path)
-}
-
-/// Renames `tmp` to `path` after a successful render; removes it after a failed one.
-fn finish(drawn: std::result::Result<(), String>, tmp: &Path, path: &Path) -> Result<()> {
-    match drawn {
-        Ok(()) => fs::rename(tmp, path).map_err(|e| Error::io(path, e)),
-        Err(message) => {
-            let _ = fs::remove_file(tmp);
-            Err(Error::Plot { path: path.to_owned(), message })
-        }
+impl trackgnn_plot::Figure for Figure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> std::result::Result<(), String> {
+        draw(root, self, text)
     }
-}
-
-fn render_png(path: &Path, fig: &Figure<'_>, text: bool) -> std::result::Result<(), String> {
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    draw(&root, fig, text)?;
-    root.present().map_err(|e| e.to_string())
-}
-
-fn render_svg(fig: &Figure<'_>, text: bool) -> std::result::Result<String, String> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-        draw(&root, fig, text)?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
 }
 
 /// Draws the figure on any backend, on a linear or a log y axis.
@@ -310,6 +250,10 @@ fn tick(v: &f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
+    use trackgnn_plot::with_ext;
+
     use super::*;
 
     const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -357,13 +301,13 @@ mod tests {
         let s = losses();
         for (name, log) in [("log", true), ("lin", false)] {
             let stem = dir.path().join(name);
-            write_figure(&stem, &Figure::new("t", "x", "y", &s, log, false), false).unwrap();
+            trackgnn_plot::write_figure_with(&stem, &Figure::new("t", "x", "y", &s, log, false), false).unwrap();
             let svg = check_files(&stem);
             assert!(!svg.contains("<text"), "no text without a font");
         }
         let roc = [("gnn", vec![(0.0, 0.0), (0.1, 0.9), (1.0, 1.0)])];
         let stem = dir.path().join("roc");
-        write_figure(&stem, &Figure::new("ROC", "fpr", "tpr", &roc, false, true), false).unwrap();
+        trackgnn_plot::write_figure_with(&stem, &Figure::new("ROC", "fpr", "tpr", &roc, false, true), false).unwrap();
         check_files(&stem);
         no_temporaries(dir.path());
     }

@@ -1,8 +1,4 @@
 //! Finding a TrueType font for plot text and registering it with plotters.
-//!
-//! The same search as `trackgnn-train`'s plots (which reco may not depend on): the file
-//! named by `TRACKGNN_FONT`, else DejaVu Sans or Liberation Sans at their usual paths, else
-//! any `.ttf` under `/usr/share/fonts` or `/usr/local/share/fonts`, regular sans faces first.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,7 +7,7 @@ use std::sync::OnceLock;
 use plotters::style::FontStyle;
 
 /// The font family name fonts are registered under.
-pub(super) const FAMILY: &str = "sans-serif";
+pub const FAMILY: &str = "sans-serif";
 
 /// True if a font is registered for plot text (looked for once, on the first call).
 pub fn font_available() -> bool {
@@ -47,6 +43,7 @@ fn font_candidates() -> Vec<PathBuf> {
     for root in ["/usr/share/fonts", "/usr/local/share/fonts"] {
         find_ttf(Path::new(root), 0, &mut found);
     }
+    // Regular sans faces first, then the rest, each in path order.
     let plain = |p: &PathBuf| {
         let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
         n.contains("sans") && !["bold", "italic", "oblique", "mono", "condensed", "light"].iter().any(|w| n.contains(w))
@@ -77,9 +74,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn candidates_exist_and_a_font_registers_when_there_is_one() {
+    fn candidates_exist_and_regular_sans_faces_come_first() {
         let c = font_candidates();
         assert!(c.iter().all(|p| p.is_file()));
+        let plain = c.iter().position(|p| p.to_string_lossy().contains("DejaVuSans.ttf"));
+        let bold = c.iter().position(|p| p.to_string_lossy().contains("DejaVuSans-Bold.ttf"));
+        if let (Some(a), Some(b)) = (plain, bold) {
+            assert!(a < b, "{c:?}");
+        }
+        // Registration is idempotent and agrees with the search.
         assert_eq!(font_available(), font_available());
         if !c.is_empty() {
             assert!(font_available());

@@ -1,0 +1,157 @@
+//! Plot files, shared by training and reconstruction: text drawn with a TrueType font found at
+//! run time ([`font_available`]), and each figure written as `<stem>.png` and `<stem>.svg`,
+//! each through a temporary sibling file and a rename, so a reader never sees half a plot.
+//!
+//! # Fonts
+//! plotters (built with `ab_glyph`, without system font discovery) draws text only with a
+//! font registered at run time. The first plot looks for a TrueType font: the file named by
+//! `TRACKGNN_FONT`, else DejaVu Sans or Liberation Sans at their usual paths, else any `.ttf`
+//! under `/usr/share/fonts` or `/usr/local/share/fonts` (a regular sans face preferred). With
+//! none, plots are drawn without any text rather than failing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+mod font;
+
+pub use font::{FAMILY, font_available};
+
+/// Image size in pixels (PNG) or user units (SVG).
+pub const SIZE: (u32, u32) = (960, 640);
+
+/// Makes temporary names unique within the process (plots may be written from several threads).
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Why a plot file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing or renaming the file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Drawing failed.
+    #[error("{}: cannot draw plot: {message}", path.display())]
+    Draw {
+        /// The file being drawn.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A figure that draws itself on any plotters backend, with or without text.
+pub trait Figure {
+    /// Draws onto `root`; with `text` off, draws no text at all.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> Result<(), String>;
+}
+
+/// `<stem>.<ext>`, keeping any dots already in the stem.
+pub fn with_ext(stem: &Path, ext: &str) -> PathBuf {
+    let mut s = stem.as_os_str().to_owned();
+    s.push(".");
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
+fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
+    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
+    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{n}.{ext}", std::process::id()))
+}
+
+/// Writes `<stem>.png` and `<stem>.svg` of a figure, with text if a font is available. If
+/// drawing with text fails (e.g. a font without the needed glyphs), draws again without.
+pub fn write_figure(stem: &Path, fig: &impl Figure) -> Result<(), Error> {
+    write_figure_with(stem, fig, font_available())
+}
+
+/// [`write_figure`] with text on or off.
+pub fn write_figure_with(stem: &Path, fig: &impl Figure, text: bool) -> Result<(), Error> {
+    let png = with_ext(stem, "png");
+    let tmp = temp_sibling(&png, "png");
+    let drawn = render_png(&tmp, fig, text).or_else(|e| if text { render_png(&tmp, fig, false) } else { Err(e) });
+    finish(drawn, &tmp, &png)?;
+
+    let svg_path = with_ext(stem, "svg");
+    let tmp = temp_sibling(&svg_path, "svg");
+    let svg = render_svg(fig, text).or_else(|e| if text { render_svg(fig, false) } else { Err(e) });
+    let written = svg.and_then(|s| fs::write(&tmp, s).map_err(|e| e.to_string()));
+    finish(written, &tmp, &svg_path)
+}
+
+/// Renames `tmp` to `path` after a successful render; removes it after a failed one.
+fn finish(drawn: Result<(), String>, tmp: &Path, path: &Path) -> Result<(), Error> {
+    match drawn {
+        Ok(()) => fs::rename(tmp, path).map_err(|source| Error::Io { path: path.to_owned(), source }),
+        Err(message) => {
+            let _ = fs::remove_file(tmp);
+            Err(Error::Draw { path: path.to_owned(), message })
+        }
+    }
+}
+
+fn render_png(path: &Path, fig: &impl Figure, text: bool) -> Result<(), String> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    fig.draw(&root, text)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+fn render_svg(fig: &impl Figure, text: bool) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        fig.draw(&root, text)?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Square;
+
+    impl Figure for Square {
+        fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, _text: bool) -> Result<(), String> {
+            root.fill(&WHITE).map_err(|e| e.to_string())?;
+            root.draw(&Rectangle::new([(10, 10), (50, 50)], BLUE.filled())).map_err(|e| e.to_string())
+        }
+    }
+
+    struct Broken;
+
+    impl Figure for Broken {
+        fn draw<DB: DrawingBackend>(&self, _root: &DrawingArea<DB, Shift>, _text: bool) -> Result<(), String> {
+            Err("no data".into())
+        }
+    }
+
+    #[test]
+    fn both_files_are_written_and_no_temporary_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("a.b");
+        write_figure(&stem, &Square).unwrap();
+        assert_eq!(with_ext(&stem, "png"), dir.path().join("a.b.png"));
+        assert!(fs::read(with_ext(&stem, "png")).unwrap().starts_with(b"\x89PNG"));
+        assert!(fs::read_to_string(with_ext(&stem, "svg")).unwrap().contains("<svg"));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_failed_drawing_names_the_file_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = write_figure_with(&dir.path().join("x"), &Broken, false).unwrap_err();
+        assert!(e.to_string().contains("x.png") && e.to_string().contains("no data"), "{e}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
