@@ -443,7 +443,8 @@ pub struct TrainArgs {
     /// Threads (per rank).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute).
+    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
+    /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
     #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
     pub checkpointing: Option<trackgnn_engine::Checkpointing>,
     /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
@@ -603,8 +604,9 @@ pub struct BenchMemoryArgs {
     /// Message-passing iterations.
     #[arg(long, default_value_t = 8)]
     pub iters: usize,
-    /// Checkpointing modes, comma separated (none, per-iteration, every:K).
-    #[arg(long, default_value = "none,per-iteration,every:4")]
+    /// Checkpointing modes, comma separated (none, per-iteration, every:K; `+bf16` appended keeps
+    /// the saved states in bf16).
+    #[arg(long, default_value = "none,per-iteration,every:4,per-iteration+bf16")]
     pub modes: String,
     /// Edges per node of the synthetic graphs (full TrackML events: about 15).
     #[arg(long, default_value_t = 15.0)]
@@ -737,7 +739,7 @@ mod tests {
         .unwrap();
         let Command::Train(a) = cli.command else { panic!() };
         assert_eq!(a.max_memory, Some(6 << 30));
-        assert_eq!(a.checkpointing, Some(trackgnn_engine::Checkpointing::Every(2)));
+        assert_eq!(a.checkpointing, Some(trackgnn_engine::Checkpointing::every(2)));
         assert_eq!(a.oversize, Some(OversizeArg::Skip));
         let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
             .unwrap_err();

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod bf16;
 pub mod checkpointing;
 pub mod config;
 pub mod graph_input;

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 use trackgnn_trackml::rng::Rng;
 
+use crate::bf16;
 use crate::checkpointing::Checkpointing;
 use crate::config::{ModelConfig, Norm};
 use crate::graph_input::GraphInput;
@@ -63,6 +64,10 @@ pub struct ForwardCache<T> {
     pub workspace: Workspace<T>,
     /// Scratch of the checkpointed path, reused.
     pub iter_scratch: IterScratch<T>,
+    /// Saved node states in bf16 (checkpointing with `+bf16`; empty where not saved).
+    pub packed_h: Vec<Vec<u16>>,
+    /// Saved edge states in bf16, as `packed_h`.
+    pub packed_e: Vec<Vec<u16>>,
 }
 
 /// Gradient buffers of the backward (reused between steps; not activations).
@@ -100,7 +105,10 @@ impl<T> ForwardCache<T> {
                 (a.mean.len() + a.std.len() + b.mean.len() + b.std.len()) * s + (a.argmax.len() + b.argmax.len()) * 4
             })
             .sum();
+        let packed = |x: &Vec<Vec<u16>>| x.iter().map(|p| p.capacity()).sum::<usize>() * 2;
         (v(&self.h) + v(&self.e) + v(&self.node_in) + self.logits.len()) * s
+            + packed(&self.packed_h)
+            + packed(&self.packed_e)
             + agg
             + self.node_encoder.bytes()
             + self.edge_encoder.bytes()
@@ -163,7 +171,7 @@ impl<T: Real> InteractionGnn<T> {
             }
         });
         let mut model = InteractionGnn {
-            checkpointing: Checkpointing::None,
+            checkpointing: Checkpointing::NONE,
             cfg,
             params: ps,
             node_dim,
@@ -241,8 +249,12 @@ impl<T: Real> InteractionGnn<T> {
     /// If the graph's feature widths differ from the model's.
     #[track_caller]
     pub fn forward(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) {
-        if self.checkpointing != Checkpointing::None {
-            return self.forward_checkpointed(g, cache, self.checkpointing.segment());
+        if self.checkpointing.is_on() {
+            let seg = self.checkpointing.segment();
+            if self.checkpointing.bf16_states() {
+                return self.forward_checkpointed_bf16(g, cache, seg);
+            }
+            return self.forward_checkpointed(g, cache, seg);
         }
         assert_eq!(g.node_dim, self.node_dim, "node feature width");
         assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
@@ -364,7 +376,7 @@ impl<T: Real> InteractionGnn<T> {
     /// Backward from dL/dlogits; accumulates into `self.params.grad`. The gradient buffers live
     /// in the cache's workspace and are reused from call to call.
     pub fn backward(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
-        if self.checkpointing != Checkpointing::None {
+        if self.checkpointing.is_on() {
             return self.backward_checkpointed(g, cache, dlogits);
         }
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
@@ -504,6 +516,8 @@ impl<T: Real> InteractionGnn<T> {
         cache.node_net.clear();
         cache.edge_encoder = MlpCache::default();
         cache.classifier = MlpCache::default();
+        cache.packed_h.clear();
+        cache.packed_e.clear();
         cache.h.resize_with(iters + 1, Vec::new);
         cache.e.resize_with(iters + 1, Vec::new);
         for k in 0..=iters {
@@ -557,6 +571,68 @@ impl<T: Real> InteractionGnn<T> {
         cache.iter_scratch = sc;
     }
 
+    /// Forward with activation checkpointing and bf16 saved states: the states roll through two
+    /// f32 buffers; each saved one is rounded in place and packed, so the forward goes on from
+    /// exactly the value the backward will unpack and recompute from.
+    fn forward_checkpointed_bf16(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
+        assert_eq!(g.node_dim, self.node_dim, "node feature width");
+        assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
+        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let ps = &self.params;
+        cache.node_in.clear();
+        cache.agg.clear();
+        cache.edge_net.clear();
+        cache.node_net.clear();
+        cache.edge_encoder = MlpCache::default();
+        cache.classifier = MlpCache::default();
+        for states in [&mut cache.h, &mut cache.e] {
+            states.clear();
+            states.resize_with(iters + 1, Vec::new);
+        }
+        for packed in [&mut cache.packed_h, &mut cache.packed_e] {
+            packed.resize_with(iters + 1, Vec::new);
+            for (k, p) in packed.iter_mut().enumerate() {
+                if !self.stored(k, seg) {
+                    *p = Vec::new();
+                }
+            }
+        }
+        // The rolling states borrow the backward's gradient buffers: they are idle until the
+        // backward, so the forward needs no memory of its own beyond the packed states.
+        let ws = &mut cache.workspace;
+        let (mut hc, mut hn) = (std::mem::take(&mut ws.dh), std::mem::take(&mut ws.dh_prev));
+        let (mut ec, mut en) = (std::mem::take(&mut ws.dz1), std::mem::take(&mut ws.de));
+        for (v, len) in [(&mut hc, n * h), (&mut hn, n * h), (&mut ec, e * h), (&mut en, e * h)] {
+            v.resize(len, T::ZERO);
+        }
+        let mut sc = std::mem::take(&mut cache.iter_scratch);
+        let x = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut hc);
+        bf16::round_and_pack(&mut hc, &mut cache.packed_h[0]);
+        self.edge_encoder.split_precompute(ps, &hc, h, &mut sc.a, &mut sc.b);
+        let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
+        let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
+        self.edge_encoder.forward_nocache(ps, input, e, &mut ec);
+        bf16::round_and_pack(&mut ec, &mut cache.packed_e[0]);
+        for it in 0..iters {
+            self.iteration_nocache(g, it, &hc, &ec, &mut hn, &mut en, &mut sc);
+            if self.stored(it + 1, seg) {
+                bf16::round_and_pack(&mut hn, &mut cache.packed_h[it + 1]);
+                bf16::round_and_pack(&mut en, &mut cache.packed_e[it + 1]);
+            }
+            std::mem::swap(&mut hc, &mut hn);
+            std::mem::swap(&mut ec, &mut en);
+        }
+        self.classifier.split_precompute(ps, &hc, h, &mut sc.a, &mut sc.b);
+        cache.logits.resize(e, T::ZERO);
+        let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((&ec, h)) };
+        self.classifier.forward_nocache(ps, input, e, &mut cache.logits);
+        let ws = &mut cache.workspace;
+        (ws.dh, ws.dh_prev, ws.dz1, ws.de) = (hc, hn, ec, en);
+        cache.iter_scratch = sc;
+    }
+
     /// Backward with activation checkpointing (see [`crate::checkpointing`]).
     fn backward_checkpointed(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
@@ -578,13 +654,18 @@ impl<T: Real> InteractionGnn<T> {
         ws.de.resize(e * h, T::ZERO);
         let (src, dst) = (&g.src[..], &g.dst[..]);
         let (o, i) = (&g.out_edges, &g.in_edges);
+        // bf16 saved states are unpacked into these when used, one edge state at a time.
+        let (mut hbuf, mut ebuf) = (Vec::new(), Vec::new());
+        let (ch, ce, ph, pe) = (&cache.h, &cache.e, &cache.packed_h, &cache.packed_e);
         // Classifier, recomputed tile by tile.
         let d1 = self.classifier.layers[0].dout;
-        self.classifier.split_precompute(ps, &cache.h[iters], h, &mut sc.a, &mut sc.b);
-        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((&cache.e[iters][..], h)) };
+        let hl = saved(ch, ph, iters, &mut hbuf);
+        self.classifier.split_precompute(ps, hl, h, &mut sc.a, &mut sc.b);
+        let rest = Some((saved(ce, pe, iters, &mut ebuf), h));
+        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
         self.classifier.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(dlogits), &mut grad, din);
-        let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
+        let dz1 = &ws.dz1[..e * d1];
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
         // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.
         let mut end = iters;
@@ -593,8 +674,11 @@ impl<T: Real> InteractionGnn<T> {
             let mut seg_h: Vec<Vec<T>> = Vec::new();
             let mut seg_e: Vec<Vec<T>> = Vec::new();
             for it in b..end - 1 {
-                let (hp, ep) =
-                    if it == b { (&cache.h[b], &cache.e[b]) } else { (&seg_h[it - b - 1], &seg_e[it - b - 1]) };
+                let (hp, ep) = if it == b {
+                    (saved(ch, ph, b, &mut hbuf), saved(ce, pe, b, &mut ebuf))
+                } else {
+                    (&seg_h[it - b - 1][..], &seg_e[it - b - 1][..])
+                };
                 let (mut hn, mut en) = (vec![T::ZERO; n * h], vec![T::ZERO; e * h]);
                 self.iteration_nocache(g, it, hp, ep, &mut hn, &mut en, &mut sc);
                 seg_h.push(hn);
@@ -602,15 +686,10 @@ impl<T: Real> InteractionGnn<T> {
             }
             for it in (b..end).rev() {
                 let (edge_net, node_net) = self.nets(it);
-                let state = |j: usize| -> (&[T], &[T]) {
-                    if j == b || self.stored(j, seg) {
-                        (&cache.h[j], &cache.e[j])
-                    } else {
-                        (&seg_h[j - b - 1], &seg_e[j - b - 1])
-                    }
-                };
-                let (h_it, e_it) = state(it);
-                let (_, e_next) = state(it + 1);
+                // States b+1 … end−1 that are not saved were recomputed into seg_h, seg_e.
+                let recomputed = |j: usize| j != b && !self.stored(j, seg);
+                let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
+                let e_next = if recomputed(it + 1) { &seg_e[it - b][..] } else { saved(ce, pe, it + 1, &mut ebuf) };
                 // Node network: its input rebuilt, its activations recomputed per tile.
                 self.node_input(g, h_it, e_next, &mut sc);
                 ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
@@ -623,6 +702,7 @@ impl<T: Real> InteractionGnn<T> {
                 let dn = &ws.dnode_in;
                 aggregate::backward(e_next, h, i, dst, aggs, dn, ld, h, &sc.agg_in, &mut ws.de);
                 aggregate::backward(e_next, h, o, src, aggs, dn, ld, (1 + k) * h, &sc.agg_out, &mut ws.de);
+                let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                 edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
                 let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
                 let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
@@ -632,18 +712,21 @@ impl<T: Real> InteractionGnn<T> {
                 std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
             }
             sc.peak_segment_bytes = sc.peak_segment_bytes.max(
-                (seg_h.iter().map(Vec::capacity).sum::<usize>() + seg_e.iter().map(Vec::capacity).sum::<usize>())
+                (seg_h.iter().map(Vec::capacity).sum::<usize>()
+                    + seg_e.iter().map(Vec::capacity).sum::<usize>()
+                    + hbuf.capacity()
+                    + ebuf.capacity())
                     * std::mem::size_of::<T>(),
             );
             end = b;
         }
         // Encoders.
-        self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut sc.a, &mut sc.b);
+        let h0 = saved(ch, ph, 0, &mut hbuf);
+        self.edge_encoder.split_precompute(ps, h0, h, &mut sc.a, &mut sc.b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
-        let h0 = &cache.h[0];
         self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
@@ -657,6 +740,17 @@ impl<T: Real> InteractionGnn<T> {
         self.params.grad = grad;
         cache.workspace = ws;
         cache.iter_scratch = sc;
+    }
+}
+
+/// A saved state: the f32 one, or the bf16 one unpacked into `buf`.
+fn saved<'a, T: Real>(full: &'a [Vec<T>], packed: &[Vec<u16>], j: usize, buf: &'a mut Vec<T>) -> &'a [T] {
+    match packed.get(j) {
+        Some(p) if !p.is_empty() => {
+            bf16::unpack(p, buf);
+            buf
+        }
+        _ => &full[j],
     }
 }
 
@@ -711,7 +805,8 @@ impl<T: Real> InteractionGnn<T> {
         let agg_cache = 2 * (2 * has(crate::ops::Aggr::Std) + has(crate::ops::Aggr::Max)) * h;
         let cls_width: usize = (c.classifier_depth - 1) * h + 1;
         // Per edge and per node, in scalars.
-        let (per_edge, per_node) = match self.checkpointing.segment() {
+        let (seg, bf16) = (self.checkpointing.segment(), self.checkpointing.bf16_states());
+        let (per_edge, per_node) = match seg {
             0 => (
                 (l + 1) * h
                     + l * (d * h + rstd(d))
@@ -726,13 +821,15 @@ impl<T: Real> InteractionGnn<T> {
             seg => {
                 let stored = l / seg + 1 + usize::from(!l.is_multiple_of(seg));
                 let transient = (seg - 1).min(l.saturating_sub(1));
-                (
-                    (stored + transient) * h + 2 * h + 1,
-                    (stored + transient) * h + node_in + agg_cache + d * h + 2 * h + node_in + 4 * h,
-                )
+                // bf16: the saved states count as packed below, plus one unpacked state at a time.
+                let full = if bf16 { transient + 1 } else { stored + transient };
+                (full * h + 2 * h + 1, full * h + node_in + agg_cache + d * h + 2 * h + node_in + 4 * h)
             }
         };
-        (per_edge * e + per_node * n) * std::mem::size_of::<T>() + 2 * self.params.len() * std::mem::size_of::<T>()
+        let packed = if bf16 { (l / seg + 1 + usize::from(!l.is_multiple_of(seg))) * h * 2 * (e + n) } else { 0 };
+        (per_edge * e + per_node * n) * std::mem::size_of::<T>()
+            + packed
+            + 2 * self.params.len() * std::mem::size_of::<T>()
     }
 
     /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,

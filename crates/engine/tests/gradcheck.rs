@@ -212,12 +212,31 @@ fn checkpointing_gives_the_same_gradients() {
             }
             (cache.logits.clone(), m.params.grad.clone())
         };
-        let reference = run(Checkpointing::None);
-        for mode in [Checkpointing::PerIteration, Checkpointing::Every(2), Checkpointing::Every(3)] {
+        let reference = run(Checkpointing::NONE);
+        for mode in [Checkpointing::PER_ITERATION, Checkpointing::every(2), Checkpointing::every(3)] {
             let got = run(mode);
             let same_logits = got.0.iter().zip(&reference.0).all(|(a, b)| a.to_bits() == b.to_bits());
             let same_grads = got.1.iter().zip(&reference.1).all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same_logits && same_grads, "{mode} differs from no checkpointing for {cfg:?}");
+        }
+        // bf16 saved states: the gradient of a slightly different function (the states rounded),
+        // so close to, not equal to, the f32 one; and deterministic under buffer reuse (`run`
+        // steps twice with one cache, so a stale buffer would show as a difference here).
+        let rel = |a: &[f32], b: &[f32]| {
+            let d: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+            let n: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+            (d / n).sqrt()
+        };
+        for mode in [Checkpointing::PER_ITERATION, Checkpointing::every(2), Checkpointing::every(3)] {
+            let mode = mode.with_bf16_states();
+            let got = run(mode);
+            let (dl, dg) = (rel(&got.0, &reference.0), rel(&got.1, &reference.1));
+            // A ReLU network is not smooth: rounding moves some units across the kink.
+            let tol = if cfg.activation == trackgnn_engine::ops::Activation::Relu { 1e-1 } else { 1e-2 };
+            assert!(dl < 3e-2 && dg < tol, "{mode}: logits off by {dl}, gradient by {dg} for {cfg:?}");
+            assert!(dg > 0.0, "{mode}: no rounding happened");
+            let again = run(mode);
+            assert!(again.1.iter().zip(&got.1).all(|(a, b)| a.to_bits() == b.to_bits()), "{mode} not repeatable");
         }
     }
 }
@@ -241,7 +260,13 @@ fn memory_estimate_matches_the_counted_buffers() {
                 &g.dst,
             );
             let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
-            for mode in [Checkpointing::None, Checkpointing::PerIteration, Checkpointing::Every(3)] {
+            for mode in [
+                Checkpointing::NONE,
+                Checkpointing::PER_ITERATION,
+                Checkpointing::every(3),
+                Checkpointing::PER_ITERATION.with_bf16_states(),
+                Checkpointing::every(3).with_bf16_states(),
+            ] {
                 let mut m = InteractionGnn::<f32>::new(cfg.clone(), 3, 2, &mut Rng::new(1));
                 m.checkpointing = mode;
                 let mut cache = ForwardCache::default();

@@ -80,8 +80,9 @@ pub struct TrainConfig {
     pub sampler: Sampler,
     /// Bins of the balanced sampler.
     pub sampler_bins: usize,
-    /// Activation checkpointing of the engine (`none`, `per-iteration`, `every:K`): less
-    /// memory for some recomputation; the gradients are the same.
+    /// Activation checkpointing of the engine (`none`, `per-iteration`, `every:K`, each but
+    /// `none` optionally `+bf16`): less memory for some recomputation; the gradients are the
+    /// same (with `+bf16`, those of the forward with its saved states rounded).
     pub checkpointing: Checkpointing,
     /// Memory budget of one training step in bytes (0: none). A graph whose step would need
     /// more is cut into φ sectors or skipped (`oversize`).
@@ -113,7 +114,7 @@ impl Default for TrainConfig {
             checkpoint_every_steps: 0,
             sampler: Sampler::Random,
             sampler_bins: 8,
-            checkpointing: Checkpointing::None,
+            checkpointing: Checkpointing::NONE,
             max_memory_bytes: 0,
             oversize: Oversize::Split,
             sector_overlap_phi: 0.3,
