@@ -122,7 +122,7 @@ fn exp_f32(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 5e-1;
     let y = p * (r * r) + r + 1.0;
     y * f32::from_bits(((n_int + 127) as u32) << 23)
 }
@@ -133,10 +133,10 @@ fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     let z = x * x;
     let p = -5.704_988_7e-3;
-    let p = p * z + 2.063_908_9e-2;
+    let p = p * z + 2.063_909e-2;
     let p = p * z - 5.373_971_6e-2;
     let p = p * z + 1.333_144_2e-1;
-    let p = p * z - 3.333_328_2e-1;
+    let p = p * z - 3.333_328e-1;
     let small = p * z * x + x;
     let big = 1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0);
     if a < 0.625 { small } else { big.copysign(x) }
