@@ -61,6 +61,33 @@ fn a_small_model_learns_the_tiny_set() {
     }
 }
 
+#[test]
+fn bf16_saved_states_keep_the_metrics_of_f32_checkpointing() {
+    let dir = tempfile::tempdir().unwrap();
+    let graphs = dir.path().join("g");
+    std::fs::create_dir_all(&graphs).unwrap();
+    make_graphs(&graphs, 24);
+    let last = |mode: &str| {
+        let cfg = TrainConfig { checkpointing: mode.parse().unwrap(), ..small_config() };
+        let run = dir.path().join(mode);
+        let mut comm = SingleProcess;
+        Trainer::new(cfg, &graphs, &run, false, &mut comm).unwrap().run(&Silent, &AtomicBool::new(false)).unwrap();
+        read_records(&run.join("metrics.jsonl")).unwrap().pop().unwrap()
+    };
+    let (f32s, bf16s) = (last("per-iteration"), last("per-iteration+bf16"));
+    assert!(
+        (f32s.efficiency - bf16s.efficiency).abs() < 0.01 && (f32s.total_purity - bf16s.total_purity).abs() < 0.01,
+        "f32 states: efficiency {} purity {}; bf16 states: {} {}",
+        f32s.efficiency,
+        f32s.total_purity,
+        bf16s.efficiency,
+        bf16s.total_purity
+    );
+    // The trajectories part (training amplifies any difference), so the loss is only a sanity
+    // check: a wrong gradient would leave it far higher.
+    assert!((f32s.val_loss / bf16s.val_loss - 1.0).abs() < 0.25, "val loss {} vs {}", f32s.val_loss, bf16s.val_loss);
+}
+
 /// Raises the stop flag after a number of steps, like a SIGTERM in the middle of an epoch.
 struct StopAfter<'a> {
     steps: AtomicU64,
