@@ -47,7 +47,7 @@ fi
 if [ -d runs/b ]; then
   "$tg" train --graphs graphs_b --out runs/b --resume
 else
-  "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_a.toml" --hidden 64 --iterations 6
+  "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
 fi
 "$tg" eval --run runs/b --graphs graphs_b
 
