@@ -93,6 +93,18 @@ impl<T> Workspace<T> {
     }
 }
 
+impl<T: Default> ForwardCache<T> {
+    /// Drops what an uncheckpointed forward kept (a checkpointed forward keeps none of it).
+    fn drop_uncheckpointed(&mut self) {
+        self.node_in.clear();
+        self.agg.clear();
+        self.edge_net.clear();
+        self.node_net.clear();
+        self.edge_encoder = MlpCache::default();
+        self.classifier = MlpCache::default();
+    }
+}
+
 impl<T> ForwardCache<T> {
     /// Bytes of activations held.
     pub fn bytes(&self) -> usize {
@@ -502,20 +514,20 @@ impl<T: Real> InteractionGnn<T> {
         aggregate::forward(e_next, h, &g.out_edges, aggs, &mut scratch.node_in, ld, (1 + k) * h, &mut scratch.agg_out);
     }
 
-    /// Forward with activation checkpointing: keeps h_k, e_k at the stored boundaries only.
-    fn forward_checkpointed(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
+    /// (nodes, edges, hidden) of a graph, after checking its feature widths against the model's.
+    #[track_caller]
+    fn checked_dims(&self, g: &GraphInput<T>) -> (usize, usize, usize) {
         assert_eq!(g.node_dim, self.node_dim, "node feature width");
         assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
-        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        (g.num_nodes, g.num_edges(), self.cfg.hidden)
+    }
+
+    /// Forward with activation checkpointing: keeps h_k, e_k at the stored boundaries only.
+    fn forward_checkpointed(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
+        let (n, e, h) = self.checked_dims(g);
         let iters = self.cfg.iterations;
         let ps = &self.params;
-        // Drop what a previous uncheckpointed forward kept.
-        cache.node_in.clear();
-        cache.agg.clear();
-        cache.edge_net.clear();
-        cache.node_net.clear();
-        cache.edge_encoder = MlpCache::default();
-        cache.classifier = MlpCache::default();
+        cache.drop_uncheckpointed();
         cache.packed_h.clear();
         cache.packed_e.clear();
         cache.h.resize_with(iters + 1, Vec::new);
@@ -575,17 +587,10 @@ impl<T: Real> InteractionGnn<T> {
     /// f32 buffers; each saved one is rounded in place and packed, so the forward goes on from
     /// exactly the value the backward will unpack and recompute from.
     fn forward_checkpointed_bf16(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
-        assert_eq!(g.node_dim, self.node_dim, "node feature width");
-        assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
-        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let (n, e, h) = self.checked_dims(g);
         let iters = self.cfg.iterations;
         let ps = &self.params;
-        cache.node_in.clear();
-        cache.agg.clear();
-        cache.edge_net.clear();
-        cache.node_net.clear();
-        cache.edge_encoder = MlpCache::default();
-        cache.classifier = MlpCache::default();
+        cache.drop_uncheckpointed();
         for states in [&mut cache.h, &mut cache.e] {
             states.clear();
             states.resize_with(iters + 1, Vec::new);

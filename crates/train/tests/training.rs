@@ -40,12 +40,18 @@ fn small_config() -> TrainConfig {
     c
 }
 
-#[test]
-fn a_small_model_learns_the_tiny_set() {
+/// A temporary directory with `n` tiny graphs in its `g/`.
+fn tiny_set(n: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let graphs = dir.path().join("g");
     std::fs::create_dir_all(&graphs).unwrap();
-    make_graphs(&graphs, 24);
+    make_graphs(&graphs, n);
+    (dir, graphs)
+}
+
+#[test]
+fn a_small_model_learns_the_tiny_set() {
+    let (dir, graphs) = tiny_set(24);
     let run = dir.path().join("run");
     let mut comm = SingleProcess;
     let mut t = Trainer::new(small_config(), &graphs, &run, false, &mut comm).unwrap();
@@ -63,10 +69,7 @@ fn a_small_model_learns_the_tiny_set() {
 
 #[test]
 fn bf16_saved_states_keep_the_metrics_of_f32_checkpointing() {
-    let dir = tempfile::tempdir().unwrap();
-    let graphs = dir.path().join("g");
-    std::fs::create_dir_all(&graphs).unwrap();
-    make_graphs(&graphs, 24);
+    let (dir, graphs) = tiny_set(24);
     let last = |mode: &str| {
         let cfg = TrainConfig { checkpointing: mode.parse().unwrap(), ..small_config() };
         let run = dir.path().join(mode);
@@ -105,10 +108,7 @@ impl Progress for StopAfter<'_> {
 
 #[test]
 fn an_interrupted_run_resumes_to_the_same_weights() {
-    let dir = tempfile::tempdir().unwrap();
-    let graphs = dir.path().join("g");
-    std::fs::create_dir_all(&graphs).unwrap();
-    make_graphs(&graphs, 14);
+    let (dir, graphs) = tiny_set(14);
     let cfg = TrainConfig { epochs: 3, checkpoint_every_steps: 4, ..small_config() };
     // Uninterrupted.
     let mut comm = SingleProcess;
@@ -194,10 +194,7 @@ fn sectors_that_each_hold_the_whole_graph_give_its_loss_and_gradient() {
 
 #[test]
 fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let graphs = dir.path().join("g");
-    std::fs::create_dir_all(&graphs).unwrap();
-    make_graphs(&graphs, 12);
+    let (dir, graphs) = tiny_set(12);
     let set = GraphSet::open(&graphs, 0).unwrap();
     let base = small_config();
     let probe = load_parts(&set.files[0].1, 0.0, 1, 0.0).unwrap().remove(0);
