@@ -268,9 +268,7 @@ impl<T: Real> InteractionGnn<T> {
             }
             return self.forward_checkpointed(g, cache, seg);
         }
-        assert_eq!(g.node_dim, self.node_dim, "node feature width");
-        assert_eq!(g.edge_dim, self.edge_dim, "edge feature width");
-        let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
+        let (n, e, h) = self.checked_dims(g);
         let iters = self.cfg.iterations;
         let aggs = &self.cfg.aggregation;
         let k = aggs.len();
@@ -810,7 +808,9 @@ impl<T: Real> InteractionGnn<T> {
         let agg_cache = 2 * (2 * has(crate::ops::Aggr::Std) + has(crate::ops::Aggr::Max)) * h;
         let cls_width: usize = (c.classifier_depth - 1) * h + 1;
         // Per edge and per node, in scalars.
-        let (seg, bf16) = (self.checkpointing.segment(), self.checkpointing.bf16_states());
+        let (seg, packed_states) = (self.checkpointing.segment(), self.checkpointing.bf16_states());
+        // States kept at segment boundaries: 0, K, 2K, … and the last (none without checkpointing).
+        let stored = if seg == 0 { 0 } else { (0..=l).filter(|&k| self.stored(k, seg)).count() };
         let (per_edge, per_node) = match seg {
             0 => (
                 (l + 1) * h
@@ -824,14 +824,13 @@ impl<T: Real> InteractionGnn<T> {
                 (l + 1) * h + l * (node_in + d * h + rstd(d) + agg_cache) + d * h + 2 * h + 2 * h + node_in + 2 * h,
             ),
             seg => {
-                let stored = l / seg + 1 + usize::from(!l.is_multiple_of(seg));
                 let transient = (seg - 1).min(l.saturating_sub(1));
                 // bf16: the saved states count as packed below, plus one unpacked state at a time.
-                let full = if bf16 { transient + 1 } else { stored + transient };
+                let full = if packed_states { transient + 1 } else { stored + transient };
                 (full * h + 2 * h + 1, full * h + node_in + agg_cache + d * h + 2 * h + node_in + 4 * h)
             }
         };
-        let packed = if bf16 { (l / seg + 1 + usize::from(!l.is_multiple_of(seg))) * h * 2 * (e + n) } else { 0 };
+        let packed = if packed_states { stored * h * 2 * (e + n) } else { 0 };
         (per_edge * e + per_node * n) * std::mem::size_of::<T>()
             + packed
             + 2 * self.params.len() * std::mem::size_of::<T>()
