@@ -36,7 +36,7 @@ link() { # link DIR FIRST LAST
 [ -d graphs_a ] || "$tg" build-graphs --input gnn_a_events --out graphs_a --method module-map --map map.bin \
   --pt-min 1 --remove-noise --margin 0.1
 if [ -d runs/a ]; then
-  "$tg" train --graphs graphs_a --out runs/a --resume
+  "$tg" train --graphs graphs_a --out runs/a --resume --config "$here/reference_a.toml"
 else
   "$tg" train --graphs graphs_a --out runs/a --config "$here/reference_a.toml"
 fi
@@ -45,7 +45,7 @@ fi
 # (b) full mu=40 graphs (no truth cut; the map's ranges with a 100% margin) and training.
 [ -d graphs_b ] || "$tg" build-graphs --input mu40 --out graphs_b --method module-map --map map.bin --margin 1.0
 if [ -d runs/b ]; then
-  "$tg" train --graphs graphs_b --out runs/b --resume
+  "$tg" train --graphs graphs_b --out runs/b --resume --config "$here/reference_b.toml"
 else
   "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
 fi

@@ -264,7 +264,7 @@ impl<T: Real> InteractionGnn<T> {
         if self.checkpointing.is_on() {
             let seg = self.checkpointing.segment();
             if self.checkpointing.bf16_states() {
-                return self.forward_checkpointed_bf16(g, cache, seg);
+                return self.forward_rolling(g, cache, Some(seg));
             }
             return self.forward_checkpointed(g, cache, seg);
         }
@@ -581,10 +581,11 @@ impl<T: Real> InteractionGnn<T> {
         cache.iter_scratch = sc;
     }
 
-    /// Forward with activation checkpointing and bf16 saved states: the states roll through two
-    /// f32 buffers; each saved one is rounded in place and packed, so the forward goes on from
-    /// exactly the value the backward will unpack and recompute from.
-    fn forward_checkpointed_bf16(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, seg: usize) {
+    /// Forward through two rolling f32 states. With `packed: Some(K)` (checkpointing with bf16
+    /// saved states), each state kept for segment K is rounded in place and packed, so the
+    /// forward goes on from exactly the value the backward will unpack and recompute from; with
+    /// `None` (inference) nothing is kept but the logits.
+    fn forward_rolling(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, packed: Option<usize>) {
         let (n, e, h) = self.checked_dims(g);
         let iters = self.cfg.iterations;
         let ps = &self.params;
@@ -593,10 +594,11 @@ impl<T: Real> InteractionGnn<T> {
             states.clear();
             states.resize_with(iters + 1, Vec::new);
         }
-        for packed in [&mut cache.packed_h, &mut cache.packed_e] {
-            packed.resize_with(iters + 1, Vec::new);
-            for (k, p) in packed.iter_mut().enumerate() {
-                if !self.stored(k, seg) {
+        let keep = |k: usize| packed.is_some_and(|seg| self.stored(k, seg));
+        for buf in [&mut cache.packed_h, &mut cache.packed_e] {
+            buf.resize_with(iters + 1, Vec::new);
+            for (k, p) in buf.iter_mut().enumerate() {
+                if !keep(k) {
                     *p = Vec::new();
                 }
             }
@@ -612,15 +614,19 @@ impl<T: Real> InteractionGnn<T> {
         let mut sc = std::mem::take(&mut cache.iter_scratch);
         let x = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut hc);
-        bf16::round_and_pack(&mut hc, &mut cache.packed_h[0]);
+        if keep(0) {
+            bf16::round_and_pack(&mut hc, &mut cache.packed_h[0]);
+        }
         self.edge_encoder.split_precompute(ps, &hc, h, &mut sc.a, &mut sc.b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
         self.edge_encoder.forward_nocache(ps, input, e, &mut ec);
-        bf16::round_and_pack(&mut ec, &mut cache.packed_e[0]);
+        if keep(0) {
+            bf16::round_and_pack(&mut ec, &mut cache.packed_e[0]);
+        }
         for it in 0..iters {
             self.iteration_nocache(g, it, &hc, &ec, &mut hn, &mut en, &mut sc);
-            if self.stored(it + 1, seg) {
+            if keep(it + 1) {
                 bf16::round_and_pack(&mut hn, &mut cache.packed_h[it + 1]);
                 bf16::round_and_pack(&mut en, &mut cache.packed_e[it + 1]);
             }
@@ -787,10 +793,11 @@ impl<T> IterScratch<T> {
 }
 
 impl<T: Real> InteractionGnn<T> {
-    /// Inference: the logits of a graph with the least memory (only the first and the last
-    /// states are kept, the others roll through two buffers; nothing is kept for a backward).
+    /// Inference: the logits of a graph with the least memory. The states roll through two
+    /// buffers and nothing is kept for a backward, so a whole event fits where its training
+    /// step needed checkpointing or sectors.
     pub fn infer(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) -> Vec<T> {
-        self.forward_checkpointed(g, cache, self.cfg.iterations.max(1));
+        self.forward_rolling(g, cache, None);
         std::mem::take(&mut cache.logits)
     }
 

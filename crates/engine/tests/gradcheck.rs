@@ -242,6 +242,42 @@ fn checkpointing_gives_the_same_gradients() {
 }
 
 #[test]
+fn inference_gives_the_forwards_logits_from_two_rolling_states() {
+    use trackgnn_engine::Checkpointing;
+    let cfg = ModelConfig { hidden: 8, iterations: 6, ..ModelConfig::default() };
+    let (g, y, w) = random_graph(900, 6000, 3, 2, 21);
+    let g32: GraphInput<f32> = GraphInput::new(
+        g.num_nodes,
+        &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        3,
+        &g.edge_attr.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        2,
+        &g.src,
+        &g.dst,
+    );
+    let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let mut m = InteractionGnn::<f32>::new(cfg, 3, 2, &mut Rng::new(4));
+    m.checkpointing = Checkpointing::PER_ITERATION;
+    let mut cache = ForwardCache::default();
+    m.forward(&g32, &mut cache);
+    let reference = cache.logits.clone();
+    let trained_bytes = m.engine_bytes(&cache);
+    // The cache of a training step, reused: stale states must not change the logits.
+    let mut dl = vec![0.0f32; g32.num_edges()];
+    bce_with_logits(&cache.logits, &y, Some(&w32), 1.0, &mut dl);
+    m.backward(&g32, &mut cache, &dl);
+    let logits = m.infer(&g32, &mut cache);
+    assert!(logits.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()), "inference differs from forward");
+    let fresh = {
+        let mut c = ForwardCache::default();
+        m.infer(&g32, &mut c);
+        m.engine_bytes(&c)
+    };
+    // Per-iteration checkpointing keeps 7 states of each kind; inference rolls through 2.
+    assert!(fresh * 2 < trained_bytes, "fresh inference {fresh} B vs forward {trained_bytes} B");
+}
+
+#[test]
 fn memory_estimate_matches_the_counted_buffers() {
     use trackgnn_engine::Checkpointing;
     for cfg in [

@@ -350,10 +350,17 @@ impl<'a> Trainer<'a> {
         a.epochs = self.cfg.epochs;
         // Checkpointing changes memory and time, never the gradients.
         a.checkpointing = self.cfg.checkpointing;
+        // A new schedule that gave every step already taken its learning rate (a decay that
+        // starts from now on) keeps the run one that a fresh start with it reproduces.
+        if self.schedule_agrees_with_the_past(&saved) {
+            a.schedule = self.cfg.schedule;
+        }
         if a != self.cfg {
             return Err(Error::Config(format!(
-                "{}: the checkpoint was written with another configuration (only `epochs` may change on resume)",
-                dir.display()
+                "{}: the checkpoint was written with another configuration (only `epochs`, `checkpointing` and a \
+                 schedule that keeps the learning rates of the {} steps already taken may change on resume)",
+                dir.display(),
+                saved.global_step
             )));
         }
         self.opt = AdamW::from_state(self.cfg.optimizer, opt_state);
@@ -371,6 +378,20 @@ impl<'a> Trainer<'a> {
             truncate_steps_log(&self.run.steps(), self.state.global_step)?;
         }
         Ok(())
+    }
+
+    /// Whether this run's schedule gives each step `saved` has taken the learning rate that the
+    /// saved run's schedule gave it.
+    fn schedule_agrees_with_the_past(&self, saved: &RunState) -> bool {
+        let (old, new) = (LrSchedule::new(saved.config.schedule), LrSchedule::new(self.cfg.schedule));
+        (0..=saved.epoch).all(|epoch| {
+            let steps = epoch_groups(&saved.config, &self.set, &self.split.train, saved.ranks, epoch).len();
+            let done = if epoch < saved.epoch { steps } else { saved.step_in_epoch as usize };
+            (0..done).all(|s| {
+                let (x, y) = (old.lr(1.0, epoch as usize, s, steps), new.lr(1.0, epoch as usize, s, steps));
+                (x - y).abs() <= 1e-12 * x.abs()
+            })
+        })
     }
 
     fn save(&self) -> Result<()> {
@@ -503,7 +524,9 @@ impl<'a> Trainer<'a> {
                 break;
             }
             self.check_replicas()?;
-            // Validation.
+            // Validation, with the training step's activations freed first: the two never need
+            // to be in memory together, and a full event's step holds gigabytes.
+            cache = ForwardCache::default();
             let val = evaluate(&self.model, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
             let a = &self.state.accum;
             let rec = EpochRecord {

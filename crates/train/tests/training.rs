@@ -149,6 +149,38 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     assert_eq!(pa.data, pb.data);
 }
 
+#[test]
+fn a_resume_may_add_a_decay_that_keeps_the_past_learning_rates() {
+    let (dir, graphs) = tiny_set(14);
+    let decayed = |step_size: usize| {
+        let mut c = TrainConfig { epochs: 4, ..small_config() };
+        c.schedule.step_size = step_size;
+        c.schedule.gamma = 0.5;
+        c
+    };
+    let run = dir.path().join("run");
+    let mut comm = SingleProcess;
+    let constant = TrainConfig { epochs: 2, ..small_config() };
+    Trainer::new(constant, &graphs, &run, false, &mut comm).unwrap().run(&Silent, &AtomicBool::new(false)).unwrap();
+    // Halving from epoch 1 on would change learning rates already used: refused.
+    match Trainer::new(decayed(1), &graphs, &run, true, &mut comm) {
+        Ok(_) => panic!("a schedule that rewrites the past was accepted"),
+        Err(e) => assert!(e.to_string().contains("schedule"), "{e}"),
+    }
+    // Halving from epoch 2 on: accepted, and the run is the one a fresh start with it gives.
+    let mut resumed = Trainer::new(decayed(2), &graphs, &run, true, &mut comm).unwrap();
+    resumed.run(&Silent, &AtomicBool::new(false)).unwrap();
+    let mut comm_fresh = SingleProcess;
+    let mut fresh = Trainer::new(decayed(2), &graphs, &dir.path().join("fresh"), false, &mut comm_fresh).unwrap();
+    fresh.run(&Silent, &AtomicBool::new(false)).unwrap();
+    assert!(
+        resumed.model.params.data.iter().zip(&fresh.model.params.data).all(|(x, y)| x.to_bits() == y.to_bits()),
+        "the resumed run with a later decay differs from a fresh run with it"
+    );
+    let lrs: Vec<f64> = read_records(&run.join("metrics.jsonl")).unwrap().iter().map(|r| r.lr).collect();
+    assert_eq!(lrs, [3e-3, 3e-3, 1.5e-3, 1.5e-3]);
+}
+
 /// The summed gradient of one step over a graph's parts, as the trainer computes it.
 fn parts_gradient(model: &mut InteractionGnn<f32>, parts: &[trackgnn_train::data::Sample]) -> (f64, Vec<f32>) {
     let mut cache = ForwardCache::default();
