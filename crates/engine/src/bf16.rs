@@ -1,6 +1,5 @@
 //! Saved states in bfloat16: round in place, pack to 16 bits, unpack.
 
-use half::bf16;
 use rayon::prelude::*;
 
 use crate::real::Real;
@@ -11,26 +10,38 @@ const CHUNK: usize = 1 << 15;
 /// After this call `x` holds exactly what [`unpack`] gives back.
 pub fn round_and_pack<T: Real>(x: &mut [T], packed: &mut Vec<u16>) {
     packed.resize(x.len(), 0);
-    x.par_chunks_mut(CHUNK).zip(packed.par_chunks_mut(CHUNK)).for_each(|(xs, ps)| {
-        for (v, p) in xs.iter_mut().zip(ps) {
-            let b = bf16::from_f32(v.to_f64() as f32);
-            *p = b.to_bits();
-            *v = T::from_f64(b.to_f64());
-        }
-    });
+    x.par_chunks_mut(CHUNK).zip(packed.par_chunks_mut(CHUNK)).for_each(|(xs, ps)| round_and_pack_chunk(xs, ps));
 }
 
 /// Unpacks bf16 bit patterns into `out` (resized to fit).
 pub fn unpack<T: Real>(packed: &[u16], out: &mut Vec<T>) {
     out.resize(packed.len(), T::ZERO);
-    out.par_chunks_mut(CHUNK)
-        .zip(packed.par_chunks(CHUNK))
-        .for_each(|(os, ps)| os.iter_mut().zip(ps).for_each(|(o, &p)| *o = T::from_f64(bf16::from_bits(p).to_f64())));
+    out.par_chunks_mut(CHUNK).zip(packed.par_chunks(CHUNK)).for_each(|(os, ps)| unpack_chunk(ps, os));
+}
+
+crate::dispatch! {
+    fn round_and_pack_chunk<T: Real>(xs: &mut [T], ps: &mut [u16]) {
+        for (v, p) in xs.iter_mut().zip(ps) {
+            let b = v.to_bf16_bits();
+            *p = b;
+            *v = T::from_bf16_bits(b);
+        }
+    }
+}
+
+crate::dispatch! {
+    fn unpack_chunk<T: Real>(ps: &[u16], os: &mut [T]) {
+        for (o, &p) in os.iter_mut().zip(ps) {
+            *o = T::from_bf16_bits(p);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::real::f32_to_bf16_bits;
+    use half::bf16;
 
     #[test]
     fn rounding_is_to_nearest_and_unpack_returns_the_rounded_values() {
@@ -46,5 +57,22 @@ mod tests {
         let mut back: Vec<f32> = Vec::new();
         unpack(&p, &mut back);
         assert_eq!(back, x);
+    }
+
+    #[test]
+    fn the_branchless_conversion_agrees_with_the_half_crate() {
+        // Every 2^16 + 1-th bit pattern (all exponents, signs and rounding cases), and the
+        // edges: zeros, subnormals, the largest finite values, infinities, NaNs.
+        let special = [0u32, 0x8000_0000, 1, 0x007f_ffff, 0x7f7f_ffff, 0xff7f_ffff, 0x7f80_0000, 0xff80_0000];
+        let nans = [0x7fc0_0000u32, 0x7f80_0001, 0xffff_ffff, 0x7fff_8000];
+        for b in (0..=u32::MAX).step_by(65_537).chain(special).chain(nans) {
+            let x = f32::from_bits(b);
+            let (ours, theirs) = (f32_to_bf16_bits(x), bf16::from_f32(x).to_bits());
+            if x.is_nan() {
+                assert!(f32::from_bits((ours as u32) << 16).is_nan(), "{b:#x}: NaN became {ours:#x}");
+            } else {
+                assert_eq!(ours, theirs, "{b:#x} ({x:e})");
+            }
+        }
     }
 }

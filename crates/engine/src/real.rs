@@ -49,6 +49,27 @@ pub trait Real:
     fn from_usize(n: usize) -> Self {
         Self::from_f64(n as f64)
     }
+    /// The bfloat16 bit pattern nearest to this value (ties to even; NaN stays NaN).
+    #[inline(always)]
+    fn to_bf16_bits(self) -> u16 {
+        f32_to_bf16_bits(self.to_f64() as f32)
+    }
+    /// The value of a bfloat16 bit pattern (exact).
+    #[inline(always)]
+    fn from_bf16_bits(b: u16) -> Self {
+        Self::from_f64(f32::from_bits((b as u32) << 16) as f64)
+    }
+}
+
+/// f32 → bf16 bits, rounding to nearest with ties to even, in integer arithmetic without
+/// branches so that loops over it vectorise (the `half` crate's conversion is scalar).
+#[inline(always)]
+pub fn f32_to_bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16;
+    // A NaN keeps its sign and top payload bits, made quiet, rather than rounding to infinity.
+    let nan = (b >> 16) | 0x40;
+    (if b & 0x7fff_ffff > 0x7f80_0000 { nan } else { rounded }) as u16
 }
 
 macro_rules! impl_real {
