@@ -153,13 +153,15 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         } else if outcome.interrupted {
             eprintln!("interrupted: checkpoint written at step {}; continue with --resume", outcome.global_step);
         } else {
+            let metric = serde_json::to_value(cfg.best_metric).ok().and_then(|v| v.as_str().map(String::from));
+            let best = match outcome.best_epoch {
+                Some(e) => format!("best epoch {e} ({} {:.5})", metric.unwrap_or_default(), outcome.best_value),
+                None => "no best epoch yet".to_string(),
+            };
             eprintln!(
-                "done: {} epochs, {} steps; best epoch {:?} ({:?} = {:.5}); weights in {}",
+                "done: {} epochs, {} steps; {best}; weights in {}",
                 outcome.epochs_completed,
                 outcome.global_step,
-                outcome.best_epoch,
-                cfg.best_metric,
-                outcome.best_value,
                 a.out.join("best.safetensors").display()
             );
         }
