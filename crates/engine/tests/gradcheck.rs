@@ -31,6 +31,14 @@ fn random_graph(
     (GraphInput::new(n, &x, node_dim, &ea, edge_dim, &src, &dst), y, w)
 }
 
+/// The f32 copy of a random graph and its loss weights, for tests of the f32 engine.
+fn to_f32(g: &GraphInput<f64>, w: &[f64]) -> (GraphInput<f32>, Vec<f32>) {
+    let x: Vec<f32> = g.x.iter().map(|&v| v as f32).collect();
+    let ea: Vec<f32> = g.edge_attr.iter().map(|&v| v as f32).collect();
+    let g32 = GraphInput::new(g.num_nodes, &x, g.node_dim, &ea, g.edge_dim, &g.src, &g.dst);
+    (g32, w.iter().map(|&v| v as f32).collect())
+}
+
 fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
     let mut cache = ForwardCache::default();
     model.forward(g, &mut cache);
@@ -147,9 +155,7 @@ fn gradients_across_tiles_and_chunks() {
 #[test]
 fn results_are_bit_identical_at_1_2_and_3_threads() {
     let (g, y, w) = random_graph(3000, 30_000, 3, 0, 4);
-    let g32: GraphInput<f32> =
-        GraphInput::new(g.num_nodes, &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(), 3, &[], 0, &g.src, &g.dst);
-    let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let (g32, w32) = to_f32(&g, &w);
     let base = InteractionGnn::<f32>::new(
         ModelConfig { hidden: 16, iterations: 2, ..ModelConfig::default() },
         3,
@@ -187,16 +193,7 @@ fn checkpointing_gives_the_same_gradients() {
         ModelConfig { hidden: 8, ..ModelConfig::bench_spec() },
     ] {
         let (g, y, w) = random_graph(900, 6000, 3, 2, 12);
-        let g32: GraphInput<f32> = GraphInput::new(
-            g.num_nodes,
-            &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-            3,
-            &g.edge_attr.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-            2,
-            &g.src,
-            &g.dst,
-        );
-        let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+        let (g32, w32) = to_f32(&g, &w);
         let base = InteractionGnn::<f32>::new(cfg.clone(), 3, 2, &mut Rng::new(2));
         let run = |mode: Checkpointing| {
             let mut m = base.clone();
@@ -246,16 +243,7 @@ fn inference_gives_the_forwards_logits_from_two_rolling_states() {
     use trackgnn_engine::Checkpointing;
     let cfg = ModelConfig { hidden: 8, iterations: 6, ..ModelConfig::default() };
     let (g, y, w) = random_graph(900, 6000, 3, 2, 21);
-    let g32: GraphInput<f32> = GraphInput::new(
-        g.num_nodes,
-        &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        3,
-        &g.edge_attr.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        2,
-        &g.src,
-        &g.dst,
-    );
-    let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+    let (g32, w32) = to_f32(&g, &w);
     let mut m = InteractionGnn::<f32>::new(cfg, 3, 2, &mut Rng::new(4));
     m.checkpointing = Checkpointing::PER_ITERATION;
     let mut cache = ForwardCache::default();
@@ -286,16 +274,7 @@ fn memory_estimate_matches_the_counted_buffers() {
     ] {
         for (n, e) in [(600, 9000), (3000, 6000)] {
             let (g, y, w) = random_graph(n, e, 3, 2, 5);
-            let g32: GraphInput<f32> = GraphInput::new(
-                g.num_nodes,
-                &g.x.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-                3,
-                &g.edge_attr.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-                2,
-                &g.src,
-                &g.dst,
-            );
-            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            let (g32, w32) = to_f32(&g, &w);
             for mode in [
                 Checkpointing::NONE,
                 Checkpointing::PER_ITERATION,
