@@ -416,6 +416,10 @@ pub struct TrainArgs {
     /// Positive-class weight of the loss.
     #[arg(long)]
     pub pos_weight: Option<f64>,
+    /// Start from the weights of an earlier run (its directory, for its best.safetensors, or a
+    /// weights file) instead of random ones; optimiser and schedule start afresh.
+    #[arg(long, value_name = "RUN_OR_FILE")]
+    pub init_weights: Option<PathBuf>,
     /// Graphs per optimiser step (per rank).
     #[arg(long)]
     pub graphs_per_step: Option<usize>,
@@ -462,6 +466,17 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
+/// One part of a run's train/validation/test split.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum SplitArg {
+    /// The training events.
+    Train,
+    /// The validation events.
+    Val,
+    /// The test events.
+    Test,
+}
+
 /// `trackgnn eval`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -474,6 +489,12 @@ pub struct EvalArgs {
     /// Evaluate every graph of the directory, even the run's training events.
     #[arg(long)]
     pub all: bool,
+    /// Which of the run's events to evaluate on its own graph directory.
+    #[arg(long, value_enum, default_value = "test")]
+    pub split: SplitArg,
+    /// Score threshold of the edge metrics (default: the run's).
+    #[arg(long)]
+    pub threshold: Option<f64>,
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,

@@ -20,6 +20,33 @@ fn train_and_eval_from_the_command_line() {
         let v = e[k].as_f64().unwrap();
         assert!(v.is_finite() && v >= 0.0, "{k} = {v}");
     }
+    // The validation events alone, at a stricter threshold: fewer edges pass, so efficiency
+    // cannot rise; the loss does not depend on the threshold.
+    let split: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("run/events.json")).unwrap()).unwrap();
+    let val = |t: &str| {
+        json(&ok(trackgnn(d, &["eval", "--run", "run", "--graphs", "g", "--split", "val", "--threshold", t, "--json"])))
+    };
+    let (loose, strict) = (val("0.3"), val("0.9"));
+    assert_eq!(loose["events"], split["val"].as_array().unwrap().len());
+    assert_eq!(strict["threshold"], 0.9);
+    assert!(strict["efficiency"].as_f64() <= loose["efficiency"].as_f64(), "{loose} {strict}");
+    assert_eq!(strict["loss"], loose["loss"]);
+    let err = fails(trackgnn(d, &["eval", "--run", "run", "--graphs", "g", "--threshold", "1.5"]));
+    assert!(err.contains("--threshold 1.5"), "{err}");
+    // Fine-tuning from the run's best weights with another loss weighting.
+    let tuned = json(&ok(trackgnn(
+        d,
+        &["train", "--graphs", "g", "--out", "tuned", "--epochs", "1", "--hidden", "16", "--iterations", "2"]
+            .into_iter()
+            .chain(["--init-weights", "run", "--pos-weight", "2", "--json"])
+            .collect::<Vec<_>>(),
+    )));
+    assert_eq!(tuned["outcome"]["epochs_completed"], 1);
+    let cfg = std::fs::read_to_string(d.join("tuned/config.toml")).unwrap();
+    assert!(cfg.contains("init_weights") && cfg.contains("best.safetensors"), "{cfg}");
+    let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t2", "--init-weights", "nowhere"]));
+    assert!(err.contains("nowhere"), "{err}");
     // Training again into the same directory without --resume is refused.
     let err = fails(trackgnn(d, &args[..args.len() - 1]));
     assert!(err.contains("--resume"), "{err}");

@@ -91,6 +91,10 @@ pub struct TrainConfig {
     pub oversize: Oversize,
     /// φ overlap [rad] on each side of the sectors an oversize graph is cut into.
     pub sector_overlap_phi: f64,
+    /// Start from these weights (a `best.safetensors` of an earlier run with the same model)
+    /// instead of the seed's random ones: fine-tuning, e.g. with another loss weighting. The
+    /// optimiser, schedule and epochs start afresh.
+    pub init_weights: Option<std::path::PathBuf>,
 }
 
 impl Default for TrainConfig {
@@ -118,6 +122,7 @@ impl Default for TrainConfig {
             max_memory_bytes: 0,
             oversize: Oversize::Split,
             sector_overlap_phi: 0.3,
+            init_weights: None,
         }
     }
 }

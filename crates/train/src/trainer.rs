@@ -20,7 +20,7 @@ use trackgnn_engine::{ForwardCache, InteractionGnn};
 use trackgnn_trackml::rng::Rng;
 
 use crate::budget::{self, Oversize};
-use crate::checkpoint::{load_checkpoint, save_checkpoint, save_weights};
+use crate::checkpoint::{load_checkpoint, load_weights, save_checkpoint, save_weights};
 use crate::config::{BestMetric, TrainConfig};
 use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
@@ -268,6 +268,9 @@ impl<'a> Trainer<'a> {
         let mut model =
             InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
         model.checkpointing = cfg.checkpointing;
+        if let (Some(path), false) = (&cfg.init_weights, resume) {
+            load_weights(path, &mut model.params)?;
+        }
         let parts = plan_parts(&cfg, &set, &mut split, &model, (node_dim, edge_dim), comm.is_root())?;
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {
@@ -332,9 +335,14 @@ impl<'a> Trainer<'a> {
             write_atomic(&root.join("recipe.toml"), &text)?;
         }
         let ids = |v: &[usize]| v.iter().map(|&i| self.set.files[i].0).collect::<Vec<u64>>();
-        let events = json!({
+        let mut events = json!({
             "graphs_dir": graphs_dir, "train": ids(&self.split.train), "val": ids(&self.split.val), "test": ids(&self.split.test),
         });
+        if let Some(path) = &self.cfg.init_weights {
+            // The file may later be overwritten (a continuing run's best weights): name its content.
+            let hash = trackgnn_graph::module_map::file_hash(path).map_err(|e| Error::Graph(e.to_string()))?;
+            events["init_weights"] = json!({ "path": path, "hash": hash });
+        }
         write_atomic(&self.run.events(), serde_json::to_string_pretty(&events).expect("json").as_bytes())?;
         let _ = fs::remove_file(self.run.steps());
         MetricsLog::create(root)?;
@@ -524,9 +532,14 @@ impl<'a> Trainer<'a> {
                 break;
             }
             self.check_replicas()?;
-            // Validation, with the training step's activations freed first: the two never need
-            // to be in memory together, and a full event's step holds gigabytes.
-            cache = ForwardCache::default();
+            // Under a memory budget, validation runs with the training step's activations freed:
+            // the two never need to be in memory together, and a full event's step holds
+            // gigabytes. Without one they are kept: freeing and faulting them in again each
+            // epoch costs seconds of kernel time (page zeroing, which two ranks on one memory
+            // bus slow each other at).
+            if self.cfg.max_memory_bytes > 0 {
+                cache = ForwardCache::default();
+            }
             let val = evaluate(&self.model, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
             let a = &self.state.accum;
             let rec = EpochRecord {

@@ -181,6 +181,38 @@ fn a_resume_may_add_a_decay_that_keeps_the_past_learning_rates() {
     assert_eq!(lrs, [3e-3, 3e-3, 1.5e-3, 1.5e-3]);
 }
 
+#[test]
+fn a_run_may_start_from_the_weights_of_another() {
+    let (dir, graphs) = tiny_set(14);
+    let first = dir.path().join("first");
+    let mut comm = SingleProcess;
+    let cfg = TrainConfig { epochs: 2, ..small_config() };
+    Trainer::new(cfg.clone(), &graphs, &first, false, &mut comm)
+        .unwrap()
+        .run(&Silent, &AtomicBool::new(false))
+        .unwrap();
+    let best = first.join("best.safetensors");
+    let tuned = TrainConfig { init_weights: Some(best.clone()), pos_weight: 2.0, ..cfg.clone() };
+    let mut comm_tuned = SingleProcess;
+    let t = Trainer::new(tuned.clone(), &graphs, &dir.path().join("tuned"), false, &mut comm_tuned).unwrap();
+    let mut expected = t.model.params.clone();
+    load_weights(&best, &mut expected).unwrap();
+    let mut comm_fresh = SingleProcess;
+    let fresh = Trainer::new(cfg.clone(), &graphs, &dir.path().join("fresh"), false, &mut comm_fresh).unwrap();
+    assert_ne!(fresh.model.params.data, expected.data, "the first run's best weights are its initial ones");
+    assert_eq!(t.model.params.data, expected.data, "the run did not start from the given weights");
+    let events: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("tuned/events.json")).unwrap()).unwrap();
+    assert!(events["init_weights"]["hash"].as_str().unwrap().starts_with("crc32:"), "{events}");
+    // Weights of another model shape: refused, naming the file.
+    let mut wider = tuned.clone();
+    wider.model.hidden = 48;
+    match Trainer::new(wider, &graphs, &dir.path().join("wider"), false, &mut comm) {
+        Ok(_) => panic!("weights of a 32-wide model initialised a 48-wide one"),
+        Err(e) => assert!(e.to_string().contains("best.safetensors"), "{e}"),
+    }
+}
+
 /// The summed gradient of one step over a graph's parts, as the trainer computes it.
 fn parts_gradient(model: &mut InteractionGnn<f32>, parts: &[trackgnn_train::data::Sample]) -> (f64, Vec<f32>) {
     let mut cache = ForwardCache::default();

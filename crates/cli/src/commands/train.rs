@@ -51,6 +51,11 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
     set!(a.checkpoint_every, c.checkpoint_every_steps);
     set!(a.max_graphs, c.max_graphs);
     set!(a.warmup_epochs, c.schedule.warmup_epochs);
+    if let Some(p) = &a.init_weights {
+        let file = if p.is_dir() { p.join("best.safetensors") } else { p.clone() };
+        let file = std::fs::canonicalize(&file).with_context(|| format!("--init-weights {}", file.display()))?;
+        c.init_weights = Some(file);
+    }
     if let Some(s) = a.lr_scaling {
         c.lr_scaling = match s {
             crate::cli::LrScalingArg::None => LrScaling::None,
@@ -193,16 +198,27 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = &a.run;
     let cfg_path = run.join("config.toml");
     let text = std::fs::read_to_string(&cfg_path).with_context(|| format!("reading {}", cfg_path.display()))?;
-    let cfg: TrainConfig =
+    let mut cfg: TrainConfig =
         toml::from_str(&text).with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
+    if let Some(t) = a.threshold {
+        if !(0.0..1.0).contains(&t) {
+            bail!("--threshold {t} must lie in (0, 1)");
+        }
+        cfg.threshold = t;
+    }
     let set = GraphSet::open(&a.graphs, 0)?;
-    // The test events of the run when evaluating on its own graph directory, else every graph.
+    // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
     let events: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("events.json")).context("reading events.json")?)?;
     let same_dir = events["graphs_dir"].as_str().map(PathBuf::from).is_some_and(|d| same_path(&d, &a.graphs));
     let idx: Vec<usize> = if same_dir && !a.all {
-        let test: Vec<u64> = serde_json::from_value(events["test"].clone())?;
-        (0..set.len()).filter(|&i| test.contains(&set.files[i].0)).collect()
+        let key = match a.split {
+            crate::cli::SplitArg::Train => "train",
+            crate::cli::SplitArg::Val => "val",
+            crate::cli::SplitArg::Test => "test",
+        };
+        let ids: Vec<u64> = serde_json::from_value(events[key].clone()).context("events.json")?;
+        (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
     } else {
         (0..set.len()).collect()
     };
@@ -226,12 +242,18 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     if a.json {
         print_json(&json!({
             "run": run, "graphs": a.graphs, "weights": weights, "events": r.events,
-            "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
+            "threshold": cfg.threshold, "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
             "purity": m.purity, "auc": m.auc, "loss": m.loss,
             "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
         }));
     } else {
-        println!("{} events of {} with {}", r.events, a.graphs.display(), weights.display());
+        println!(
+            "{} events of {} with {}, threshold {}",
+            r.events,
+            a.graphs.display(),
+            weights.display(),
+            cfg.threshold
+        );
         println!(
             "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
         );
