@@ -58,6 +58,15 @@ else
   "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
 fi
 "$tg" eval --run runs/b --graphs graphs_b
+# ... continued from its best weights on full graphs with the map's 10% margin (as for (a): a
+# third of the edges, twice the purity), at the peak learning rate again, with pos_weight 2.
+[ -d graphs_b01 ] || "$tg" build-graphs --input mu40 --out graphs_b01 --method module-map --map map.bin --margin 0.1
+if [ -d runs/b01 ]; then
+  "$tg" train --graphs graphs_b01 --out runs/b01 --resume --config "$here/reference_b_long.toml"
+else
+  "$tg" train --graphs graphs_b01 --out runs/b01 --config "$here/reference_b_long.toml" --init-weights runs/b
+fi
+"$tg" eval --run runs/b01 --graphs graphs_b01
 
 # Reconstruction of the held-out full mu=200 events with model (a) (issue 7).
 "$tg" reconstruct --run runs/a --input mu200_eval --out tracks_a
