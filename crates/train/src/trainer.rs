@@ -354,6 +354,9 @@ impl<'a> Trainer<'a> {
         let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
         let saved: RunState =
             serde_json::from_value(state).map_err(|e| Error::Json { path: dir.join("state.json"), source: e })?;
+        // The starting weights matter only to a fresh run: a resume continues from the
+        // checkpoint's, with or without `init_weights` given again.
+        self.cfg.init_weights = saved.config.init_weights.clone();
         let mut a = saved.config.clone();
         a.epochs = self.cfg.epochs;
         // Checkpointing changes memory and time, never the gradients.

@@ -194,7 +194,7 @@ fn a_run_may_start_from_the_weights_of_another() {
     let best = first.join("best.safetensors");
     let tuned = TrainConfig { init_weights: Some(best.clone()), pos_weight: 2.0, ..cfg.clone() };
     let mut comm_tuned = SingleProcess;
-    let t = Trainer::new(tuned.clone(), &graphs, &dir.path().join("tuned"), false, &mut comm_tuned).unwrap();
+    let mut t = Trainer::new(tuned.clone(), &graphs, &dir.path().join("tuned"), false, &mut comm_tuned).unwrap();
     let mut expected = t.model.params.clone();
     load_weights(&best, &mut expected).unwrap();
     let mut comm_fresh = SingleProcess;
@@ -204,6 +204,16 @@ fn a_run_may_start_from_the_weights_of_another() {
     let events: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("tuned/events.json")).unwrap()).unwrap();
     assert!(events["init_weights"]["hash"].as_str().unwrap().starts_with("crc32:"), "{events}");
+    // A resume continues from the checkpoint, whether or not the starting weights are named again.
+    t.run(&Silent, &AtomicBool::new(false)).unwrap();
+    let done = t.model.params.data.clone();
+    drop(t);
+    for init in [None, Some(best.clone())] {
+        let again = TrainConfig { init_weights: init, ..tuned.clone() };
+        let mut comm_again = SingleProcess;
+        let r = Trainer::new(again, &graphs, &dir.path().join("tuned"), true, &mut comm_again).unwrap();
+        assert_eq!(r.model.params.data, done, "a resume did not start from the checkpoint");
+    }
     // Weights of another model shape: refused, naming the file.
     let mut wider = tuned.clone();
     wider.model.hidden = 48;
