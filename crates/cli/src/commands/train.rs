@@ -201,10 +201,8 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let mut cfg: TrainConfig =
         toml::from_str(&text).with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
     if let Some(t) = a.threshold {
-        if !(0.0..1.0).contains(&t) {
-            bail!("--threshold {t} must lie in (0, 1)");
-        }
         cfg.threshold = t;
+        cfg.validate().map_err(|e| anyhow::anyhow!("--threshold {t}: {e}"))?;
     }
     let set = GraphSet::open(&a.graphs, 0)?;
     // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
