@@ -138,8 +138,21 @@ pub enum ModuleMapCommand {
 #[derive(Debug, Args)]
 pub struct ModuleMapBuildArgs {
     /// Directory of training events (with truth).
-    #[arg(long, value_name = "DIR")]
-    pub input: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "simulate", conflicts_with = "simulate")]
+    pub input: Option<PathBuf>,
+    /// Instead of reading events, draw this many from the generator in memory: only the prompt
+    /// charged particles above --pt-min are propagated, so no event is written.
+    #[arg(long, value_name = "N")]
+    pub simulate: Option<u64>,
+    /// With --simulate: pile-up of the drawn events.
+    #[arg(long, default_value_t = 200.0, requires = "simulate")]
+    pub pileup: f64,
+    /// With --simulate: seed of the drawn events (use another than the evaluation events').
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub seed: u64,
+    /// With --simulate: id of the first drawn event.
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub first_event: u64,
     /// Where to write the map.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -201,6 +214,13 @@ pub struct BuildGraphsArgs {
     /// Relative margin around the module map's ranges.
     #[arg(long)]
     pub margin: Option<f64>,
+    /// Module map: keep doublets without the triplet stage (no triplet window, no shortcut
+    /// removal).
+    #[arg(long)]
+    pub no_triplets: bool,
+    /// Module map: keep edges a → c that skip a hit b of a consistent triplet a → b → c.
+    #[arg(long)]
+    pub keep_shortcuts: bool,
     /// Geometric builder: largest |dphi/dr| [rad/mm].
     #[arg(long)]
     pub phi_slope_max: Option<f64>,

@@ -24,7 +24,11 @@ const MAGIC: &[u8; 8] = b"TGNNMMAP";
 const DPHI: usize = 0;
 /// Index of Δφ/Δr among the pair quantities.
 const PHI_SLOPE: usize = 3;
-const VERSION: u32 = 1;
+/// Format 2 adds the triplets; format 1 files (pairs only) still load.
+const VERSION: u32 = 2;
+/// Bytes of one pair entry and of one triplet entry in the file.
+const PAIR_BYTES: usize = 52;
+const TRIPLET_BYTES: usize = 44;
 
 /// The quantities of a directed hit pair (a → b) the map records.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,7 +52,8 @@ impl PairQuantities {
         let dr = t.r[b] - t.r[a];
         PairQuantities { dphi: dp, dz, z0: t.z[a] - t.r[a] * dz / dr, phi_slope: dp / dr }
     }
-    fn as_array(&self) -> [f32; 4] {
+    /// (dphi, dz, z0, phi_slope) as an array.
+    pub fn as_array(&self) -> [f32; 4] {
         [self.dphi, self.dz, self.z0, self.phi_slope]
     }
 }
@@ -77,12 +82,107 @@ impl PairRanges {
             }
         }
     }
+    /// The accepted window of (dphi, dz, z0, phi_slope): the seen ranges, Δφ and Δφ/Δr mirrored
+    /// about zero, grown by `margin`. A bound that is not finite does not constrain.
+    pub fn window(&self, margin: &MapMargin) -> ([f32; 4], [f32; 4]) {
+        let (mut lo, mut hi) = (self.min, self.max);
+        for k in 0..4 {
+            let (mut min, mut max) = (self.min[k] as f64, self.max[k] as f64);
+            if k == DPHI || k == PHI_SLOPE {
+                // The opposite charge bends the other way: Δφ and Δφ/Δr ranges seen from a few
+                // tracks are mirrored.
+                let m = min.abs().max(max.abs());
+                (min, max) = (-m, m);
+            }
+            let grow = margin.relative * (max - min).max(0.0) + margin.absolute[k];
+            lo[k] = (min - grow) as f32;
+            hi[k] = (max + grow) as f32;
+        }
+        (lo, hi)
+    }
+
     fn merge(&mut self, o: &PairRanges) {
         self.count += o.count;
         for k in 0..4 {
             self.min[k] = self.min[k].min(o.min[k]);
             self.max[k] = self.max[k].max(o.max[k]);
         }
+    }
+}
+
+/// True if every quantity lies in its window; a bound that is not finite (a quantity never seen
+/// finite in training) does not constrain.
+#[inline]
+fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool {
+    (0..N).all(|k| !lo[k].is_finite() || (q[k] >= lo[k] && q[k] <= hi[k]))
+}
+
+/// The quantities of a hit triplet a → b → c the map records: how the direction of the
+/// segment b → c differs from that of a → b.
+///
+/// Why these: a helix keeps its polar angle, so the change of the segments' polar angle is
+/// multiple scattering (and hit resolution) only, and the change of their azimuthal direction is
+/// the bending over the segment length plus scattering. Both hold for any particle, wherever it
+/// was produced, unlike z0 and Δφ/Δr, which assume a track from the beam line.
+#[inline]
+pub fn triplet_quantities(t: &HitTable, a: usize, b: usize, c: usize) -> [f32; 2] {
+    let d1 = [t.x[b] - t.x[a], t.y[b] - t.y[a], t.z[b] - t.z[a]];
+    let d2 = [t.x[c] - t.x[b], t.y[c] - t.y[b], t.z[c] - t.z[b]];
+    let theta = |d: [f32; 3]| d[0].hypot(d[1]).atan2(d[2]);
+    let phi = |d: [f32; 3]| d[1].atan2(d[0]);
+    [theta(d2) - theta(d1), dphi(phi(d1), phi(d2))]
+}
+
+/// Index of the azimuthal direction change among the triplet quantities.
+const TRIPLET_DPHI: usize = 1;
+
+/// Ranges seen for one module triplet: [min, max] of the polar and azimuthal direction changes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TripletRanges {
+    /// True triplets seen.
+    pub count: u32,
+    /// Minimum of each quantity (dtheta, dphi_direction).
+    pub min: [f32; 2],
+    /// Maximum of each quantity.
+    pub max: [f32; 2],
+}
+
+impl TripletRanges {
+    fn new() -> Self {
+        TripletRanges { count: 0, min: [f32::INFINITY; 2], max: [f32::NEG_INFINITY; 2] }
+    }
+    fn add(&mut self, q: [f32; 2]) {
+        self.count += 1;
+        for (k, v) in q.into_iter().enumerate() {
+            if v.is_finite() {
+                self.min[k] = self.min[k].min(v);
+                self.max[k] = self.max[k].max(v);
+            }
+        }
+    }
+    fn merge(&mut self, o: &TripletRanges) {
+        self.count += o.count;
+        for k in 0..2 {
+            self.min[k] = self.min[k].min(o.min[k]);
+            self.max[k] = self.max[k].max(o.max[k]);
+        }
+    }
+
+    /// The accepted window: the seen ranges, the azimuthal change mirrored about zero (the
+    /// other charge), grown by `margin`.
+    pub fn window(&self, margin: &MapMargin) -> ([f32; 2], [f32; 2]) {
+        let (mut lo, mut hi) = (self.min, self.max);
+        for k in 0..2 {
+            let (mut min, mut max) = (self.min[k] as f64, self.max[k] as f64);
+            if k == TRIPLET_DPHI {
+                let m = min.abs().max(max.abs());
+                (min, max) = (-m, m);
+            }
+            let grow = margin.relative * (max - min).max(0.0) + margin.triplet_absolute[k];
+            lo[k] = (min - grow) as f32;
+            hi[k] = (max + grow) as f32;
+        }
+        (lo, hi)
     }
 }
 
@@ -94,11 +194,26 @@ pub struct MapMargin {
     pub relative: f64,
     /// And by these absolute amounts: dphi [rad], dz [mm], z0 [mm], phi_slope [rad/mm].
     pub absolute: [f64; 4],
+    /// Keep only edges that form, with a neighbouring edge, a module triplet of the map whose
+    /// direction changes lie in its ranges (when the map has triplets).
+    pub triplets: bool,
+    /// Absolute growth of the triplet ranges: polar and azimuthal direction change [rad].
+    pub triplet_absolute: [f64; 2],
+    /// Drop an edge a → c when edges a → b → c form a mapped triplet in its window (when the
+    /// map has triplets): a → c skips the hit b of the same track, and module-wise truth joins
+    /// only consecutive hits.
+    pub drop_shortcuts: bool,
 }
 
 impl Default for MapMargin {
     fn default() -> Self {
-        MapMargin { relative: 0.1, absolute: [1e-3, 2.0, 10.0, 5e-5] }
+        MapMargin {
+            relative: 0.1,
+            absolute: [1e-3, 2.0, 10.0, 5e-5],
+            triplets: true,
+            triplet_absolute: [2e-3, 2e-3],
+            drop_shortcuts: true,
+        }
     }
 }
 
@@ -131,6 +246,7 @@ pub struct ModuleMap {
     /// Training events seen.
     pub events: u64,
     entries: HashMap<(ModuleId, ModuleId), PairRanges>,
+    triplets: HashMap<(ModuleId, ModuleId, ModuleId), TripletRanges>,
 }
 
 /// What the map file records besides the entries.
@@ -139,12 +255,14 @@ struct MapHeader {
     config: MapConfig,
     events: u64,
     entries: u64,
+    #[serde(default)]
+    triplets: u64,
 }
 
 impl ModuleMap {
     /// An empty map recording edges of particles selected by `config`.
     pub fn new(config: MapConfig) -> Self {
-        ModuleMap { config, events: 0, entries: HashMap::new() }
+        ModuleMap { config, events: 0, entries: HashMap::new(), triplets: HashMap::new() }
     }
 
     /// Number of module pairs.
@@ -157,6 +275,16 @@ impl ModuleMap {
         self.entries.is_empty()
     }
 
+    /// Number of module triplets.
+    pub fn triplet_count(&self) -> usize {
+        self.triplets.len()
+    }
+
+    /// The ranges recorded for a module triplet a → b → c.
+    pub fn get_triplet(&self, a: ModuleId, b: ModuleId, c: ModuleId) -> Option<&TripletRanges> {
+        self.triplets.get(&(a, b, c))
+    }
+
     /// The ranges recorded for a module pair.
     pub fn get(&self, a: ModuleId, b: ModuleId) -> Option<&PairRanges> {
         self.entries.get(&(a, b))
@@ -167,16 +295,33 @@ impl ModuleMap {
     pub fn add_event(&mut self, t: &HitTable, truth: &TruthEdges) {
         self.events += 1;
         let vertex_r = t.truth.as_ref().map(|nt| &nt.vertex_r);
+        let selected = |i: usize| {
+            truth.target[i]
+                && match (self.config.max_vertex_r, vertex_r) {
+                    (Some(max), Some(vr)) => vr[truth.src[i] as usize] as f64 <= max,
+                    _ => true,
+                }
+        };
+        // Selected edges by source node, for the triplets a → b → c.
+        let mut out_of: HashMap<u32, Vec<u32>> = HashMap::new();
+        for i in (0..truth.len()).filter(|&i| selected(i)) {
+            out_of.entry(truth.src[i]).or_default().push(truth.dst[i]);
+        }
+        for i in (0..truth.len()).filter(|&i| selected(i)) {
+            let (a, b) = (truth.src[i] as usize, truth.dst[i] as usize);
+            for &c in out_of.get(&(b as u32)).map_or(&[][..], |v| v.as_slice()) {
+                let c = c as usize;
+                self.triplets
+                    .entry((t.module[a], t.module[b], t.module[c]))
+                    .or_insert_with(TripletRanges::new)
+                    .add(triplet_quantities(t, a, b, c));
+            }
+        }
         for i in 0..truth.len() {
-            if !truth.target[i] {
+            if !selected(i) {
                 continue;
             }
             let (a, b) = (truth.src[i] as usize, truth.dst[i] as usize);
-            if let (Some(max), Some(vr)) = (self.config.max_vertex_r, vertex_r)
-                && vr[a] as f64 > max
-            {
-                continue;
-            }
             let mut q = PairQuantities::of(t, a, b);
             if t.layer[a] == t.layer[b] {
                 // Two hits on overlapping modules of one layer differ in r by a fraction of a
@@ -194,6 +339,9 @@ impl ModuleMap {
         for (k, r) in &other.entries {
             self.entries.entry(*k).or_insert_with(PairRanges::new).merge(r);
         }
+        for (k, r) in &other.triplets {
+            self.triplets.entry(*k).or_insert_with(TripletRanges::new).merge(r);
+        }
     }
 
     /// The edges (src, dst) of a graph: node pairs on mapped module pairs whose quantities
@@ -208,19 +356,7 @@ impl ModuleMap {
         let mut targets: HashMap<ModuleId, Vec<Window>> = HashMap::new();
         for (&(a, b), r) in &self.entries {
             if by_module.contains_key(&a) && by_module.contains_key(&b) {
-                let (mut lo, mut hi) = (r.min, r.max);
-                for k in 0..4 {
-                    let (mut min, mut max) = (r.min[k] as f64, r.max[k] as f64);
-                    if k == DPHI || k == PHI_SLOPE {
-                        // The opposite charge bends the other way: Δφ and Δφ/Δr ranges seen
-                        // from a few tracks are mirrored.
-                        let m = min.abs().max(max.abs());
-                        (min, max) = (-m, m);
-                    }
-                    let grow = margin.relative * (max - min).max(0.0) + margin.absolute[k];
-                    lo[k] = (min - grow) as f32;
-                    hi[k] = (max + grow) as f32;
-                }
+                let (lo, hi) = r.window(margin);
                 targets.entry(a).or_default().push((b, lo, hi));
             }
         }
@@ -234,11 +370,7 @@ impl ModuleMap {
                 for (b_mod, lo, hi) in &outs {
                     for &b in &by_module[b_mod] {
                         let q = PairQuantities::of(t, a as usize, b as usize).as_array();
-                        let inside = (0..4).all(|k| {
-                            // A range never seen finite (Δr = 0 in training) does not constrain.
-                            !lo[k].is_finite() || (q[k] >= lo[k] && q[k] <= hi[k])
-                        });
-                        if inside && a != b {
+                        if a != b && in_window(&q, lo, hi) {
                             src.push(a);
                             dst.push(b);
                         }
@@ -246,24 +378,153 @@ impl ModuleMap {
                 }
             }
         }
-        (src, dst)
+        if self.triplets.is_empty() {
+            return (src, dst);
+        }
+        let (src, dst) = if margin.triplets { self.keep_triplet_edges(t, margin, src, dst) } else { (src, dst) };
+        if margin.drop_shortcuts { self.drop_shortcuts(t, margin, src, dst) } else { (src, dst) }
+    }
+
+    /// Keeps the directed edges a → b that, with an edge b → c or an edge before a → b, form a
+    /// mapped module triplet whose direction changes lie in its window.
+    fn keep_triplet_edges(
+        &self,
+        t: &HitTable,
+        margin: &MapMargin,
+        src: Vec<u32>,
+        dst: Vec<u32>,
+    ) -> (Vec<u32>, Vec<u32>) {
+        let n = t.len();
+        // Edge indices by destination (in) and by source (out), each sorted by the other end's
+        // module so edges to one module form a run.
+        let csr = |key: &[u32], other: &[u32]| {
+            let mut start = vec![0u32; n + 1];
+            for &k in key {
+                start[k as usize + 1] += 1;
+            }
+            for i in 0..n {
+                start[i + 1] += start[i];
+            }
+            let mut fill = start.clone();
+            let mut idx = vec![0u32; key.len()];
+            for (e, &k) in key.iter().enumerate() {
+                idx[fill[k as usize] as usize] = e as u32;
+                fill[k as usize] += 1;
+            }
+            for i in 0..n {
+                idx[start[i] as usize..start[i + 1] as usize]
+                    .sort_unstable_by_key(|&e| t.module[other[e as usize] as usize]);
+            }
+            (start, idx)
+        };
+        let (in_start, in_idx) = csr(&dst, &src);
+        let (out_start, out_idx) = csr(&src, &dst);
+        let runs = |edges: &[u32], end: &[u32]| -> Vec<(ModuleId, usize, usize)> {
+            let mut out: Vec<(ModuleId, usize, usize)> = Vec::new();
+            for (k, &e) in edges.iter().enumerate() {
+                let m = t.module[end[e as usize] as usize];
+                match out.last_mut() {
+                    Some(last) if last.0 == m => last.2 = k + 1,
+                    _ => out.push((m, k, k + 1)),
+                }
+            }
+            out
+        };
+        let mut keep = vec![false; src.len()];
+        for b in 0..n {
+            let ins = &in_idx[in_start[b] as usize..in_start[b + 1] as usize];
+            let outs = &out_idx[out_start[b] as usize..out_start[b + 1] as usize];
+            if ins.is_empty() || outs.is_empty() {
+                continue;
+            }
+            let mb = t.module[b];
+            let out_runs = runs(outs, &dst);
+            for (ma, i0, i1) in runs(ins, &src) {
+                for &(mc, o0, o1) in &out_runs {
+                    let Some(r) = self.triplets.get(&(ma, mb, mc)) else { continue };
+                    let (lo, hi) = r.window(margin);
+                    for &e1 in &ins[i0..i1] {
+                        let a = src[e1 as usize] as usize;
+                        for &e2 in &outs[o0..o1] {
+                            let c = dst[e2 as usize] as usize;
+                            if in_window(&triplet_quantities(t, a, b, c), &lo, &hi) {
+                                keep[e1 as usize] = true;
+                                keep[e2 as usize] = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let (mut s2, mut d2) = (Vec::new(), Vec::new());
+        for (e, k) in keep.into_iter().enumerate() {
+            if k {
+                s2.push(src[e]);
+                d2.push(dst[e]);
+            }
+        }
+        (s2, d2)
+    }
+
+    /// Drops each edge a → c for which edges a → b and b → c exist and (a, b, c) lies in the
+    /// window of its mapped module triplet.
+    fn drop_shortcuts(&self, t: &HitTable, margin: &MapMargin, src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
+        // Edges sorted by (src, dst): the out-neighbours of a node are a sorted run.
+        let mut edges: Vec<(u32, u32)> = src.into_iter().zip(dst).collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let n = t.len();
+        let mut start = vec![0usize; n + 1];
+        for &(a, _) in &edges {
+            start[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let out = |a: u32| &edges[start[a as usize]..start[a as usize + 1]];
+        let has_edge = |b: u32, c: u32| out(b).binary_search(&(b, c)).is_ok();
+        let explained = |a: u32, c: u32| {
+            out(a).iter().any(|&(_, b)| {
+                b != c && has_edge(b, c) && {
+                    let (a, b, c) = (a as usize, b as usize, c as usize);
+                    self.triplets.get(&(t.module[a], t.module[b], t.module[c])).is_some_and(|r| {
+                        let (lo, hi) = r.window(margin);
+                        in_window(&triplet_quantities(t, a, b, c), &lo, &hi)
+                    })
+                }
+            })
+        };
+        edges.iter().filter(|&&(a, c)| !explained(a, c)).map(|&(a, c)| (a, c)).unzip()
     }
 
     /// Writes the map atomically; returns its size in bytes.
     pub fn save(&self, path: &Path) -> Result<u64> {
         let mut keys: Vec<&(ModuleId, ModuleId)> = self.entries.keys().collect();
         keys.sort_unstable();
+        let mut tkeys: Vec<&(ModuleId, ModuleId, ModuleId)> = self.triplets.keys().collect();
+        tkeys.sort_unstable();
         let header = serde_json::to_vec(&MapHeader {
             config: self.config.clone(),
             events: self.events,
             entries: keys.len() as u64,
+            triplets: tkeys.len() as u64,
         })
         .expect("the header serialises");
-        let mut body = Vec::with_capacity(keys.len() * 52);
+        let mut body = Vec::with_capacity(keys.len() * PAIR_BYTES + tkeys.len() * TRIPLET_BYTES);
         for k in keys {
             let r = &self.entries[k];
             body.extend_from_slice(&k.0.raw().to_le_bytes());
             body.extend_from_slice(&k.1.raw().to_le_bytes());
+            body.extend_from_slice(&r.count.to_le_bytes());
+            for v in r.min.iter().chain(r.max.iter()) {
+                body.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for k in tkeys {
+            let r = &self.triplets[k];
+            for m in [k.0, k.1, k.2] {
+                body.extend_from_slice(&m.raw().to_le_bytes());
+            }
             body.extend_from_slice(&r.count.to_le_bytes());
             for v in r.min.iter().chain(r.max.iter()) {
                 body.extend_from_slice(&v.to_le_bytes());
@@ -294,8 +555,8 @@ impl ModuleMap {
             return Err(corrupt("not a trackgnn module map (bad magic)".into()));
         }
         let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-        if version != VERSION {
-            return Err(corrupt(format!("module map format version {version}, this build reads {VERSION}")));
+        if !(1..=VERSION).contains(&version) {
+            return Err(corrupt(format!("module map format version {version}, this build reads 1 to {VERSION}")));
         }
         let hlen = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
         let hend = 16 + hlen;
@@ -304,12 +565,14 @@ impl ModuleMap {
         }
         let header: MapHeader =
             serde_json::from_slice(&bytes[16..hend]).map_err(|e| corrupt(format!("bad header: {e}")))?;
-        let body_len = header.entries as usize * 52;
+        let pairs_len = header.entries as usize * PAIR_BYTES;
+        let body_len = pairs_len + header.triplets as usize * TRIPLET_BYTES;
         if bytes.len() != hend + body_len + 4 {
             return Err(corrupt(format!(
-                "truncated or padded: {} bytes, {} entries need {}",
+                "truncated or padded: {} bytes, {} pairs and {} triplets need {}",
                 bytes.len(),
                 header.entries,
+                header.triplets,
                 hend + body_len + 4
             )));
         }
@@ -320,7 +583,7 @@ impl ModuleMap {
         }
         let f32_at = |c: &[u8], i: usize| f32::from_le_bytes(c[i..i + 4].try_into().unwrap());
         let mut entries = HashMap::with_capacity(header.entries as usize);
-        for c in body.chunks_exact(52) {
+        for c in body[..pairs_len].chunks_exact(PAIR_BYTES) {
             let a = ModuleId::from_raw(u64::from_le_bytes(c[0..8].try_into().unwrap()));
             let b = ModuleId::from_raw(u64::from_le_bytes(c[8..16].try_into().unwrap()));
             let count = u32::from_le_bytes(c[16..20].try_into().unwrap());
@@ -331,7 +594,14 @@ impl ModuleMap {
             }
             entries.insert((a, b), r);
         }
-        Ok(ModuleMap { config: header.config, events: header.events, entries })
+        let mut triplets = HashMap::with_capacity(header.triplets as usize);
+        for c in body[pairs_len..].chunks_exact(TRIPLET_BYTES) {
+            let m = |i: usize| ModuleId::from_raw(u64::from_le_bytes(c[i..i + 8].try_into().unwrap()));
+            let count = u32::from_le_bytes(c[24..28].try_into().unwrap());
+            let r = TripletRanges { count, min: [f32_at(c, 28), f32_at(c, 32)], max: [f32_at(c, 36), f32_at(c, 40)] };
+            triplets.insert((m(0), m(8), m(16)), r);
+        }
+        Ok(ModuleMap { config: header.config, events: header.events, entries, triplets })
     }
 }
 

@@ -81,15 +81,40 @@ fn module_map_round_trip_and_self_consistency() {
     let back = ModuleMap::load(&path).unwrap();
     assert_eq!(back, map);
     assert!(file_hash(&path).unwrap().starts_with("crc32:"));
-    // A map applied to its own training events finds every target edge.
+    assert!(map.triplet_count() > 100);
+    // A map applied to its own training events finds every target edge with no margin: with
+    // the triplet stage, every edge of a particle crossing three modules or more.
+    let exact = MapMargin {
+        relative: 0.0,
+        absolute: [0.0; 4],
+        triplets: false,
+        triplet_absolute: [0.0; 2],
+        drop_shortcuts: false,
+    };
     for t in &tables {
         let te = truth_edges(t, &TargetConfig::default());
-        let (s, d) = map.build_edges(t, &MapMargin { relative: 0.0, absolute: [0.0; 4] });
-        let built: std::collections::HashSet<(u32, u32)> = s.into_iter().zip(d).collect();
-        for i in (0..te.len()).filter(|&i| te.target[i]) {
-            assert!(built.contains(&(te.src[i], te.dst[i])), "training edge {i} not rebuilt");
+        let (s, d) = map.build_edges(t, &exact);
+        let doublets: std::collections::HashSet<(u32, u32)> = s.into_iter().zip(d).collect();
+        let (s, d) = map.build_edges(t, &MapMargin { triplets: true, ..exact.clone() });
+        let with_triplets: std::collections::HashSet<(u32, u32)> = s.into_iter().zip(d).collect();
+        assert!(with_triplets.is_subset(&doublets));
+        let targets: Vec<usize> = (0..te.len()).filter(|&i| te.target[i]).collect();
+        let in_triplet = |i: usize| targets.iter().any(|&j| te.dst[j] == te.src[i] || te.src[j] == te.dst[i]);
+        for &i in &targets {
+            assert!(doublets.contains(&(te.src[i], te.dst[i])), "training edge {i} not rebuilt");
+            if in_triplet(i) {
+                assert!(with_triplets.contains(&(te.src[i], te.dst[i])), "training edge {i} lost to the triplets");
+            }
         }
     }
+    // Format 1 files (pairs only, before triplets) still load.
+    let pairs_only = ModuleMap::new(map.config.clone());
+    pairs_only.save(&path).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(ModuleMap::load(&path).unwrap(), pairs_only);
+    map.save(&path).unwrap();
     // A corrupt map is a clear error naming the file.
     let mut bytes = std::fs::read(&path).unwrap();
     let n = bytes.len();
@@ -121,4 +146,71 @@ fn built_graphs_round_trip_through_files_and_inference_needs_no_truth() {
     let (gi, _) = build_graph(&bare, &det, &with_cut.for_inference(), None).unwrap();
     assert!(gi.truth.is_none());
     assert_eq!((gi.src.clone(), gi.dst.clone()), (g.src.clone(), g.dst.clone()));
+}
+
+/// A node table of straight tracks from the origin in the barrel: each track is (particle id,
+/// φ [rad], the barrel layers (index into `RADII`) it has hits on).
+fn barrel_tracks(tracks: &[(u64, f32, &[usize])]) -> HitTable {
+    use trackgnn_graph::features::NodeTruth;
+    use trackgnn_trackml::ids::ModuleId;
+    const RADII: [f32; 4] = [32.0, 72.0, 116.0, 172.0];
+    let (mut t, mut nt) = (HitTable::default(), NodeTruth::default());
+    for &(pid, phi, layers) in tracks {
+        for &l in layers {
+            let r = RADII[l];
+            let z = 0.5 * r;
+            t.hit_index.push(t.hit_id.len() as u32);
+            t.hit_id.push(t.hit_id.len() as u64 + 1);
+            t.x.push(r * phi.cos());
+            t.y.push(r * phi.sin());
+            t.z.push(z);
+            t.r.push(r);
+            t.phi.push(phi);
+            t.eta.push((z / r).asinh());
+            // One module per layer: every track crosses the same four modules.
+            t.module.push(ModuleId::new(8, 2 * (l as u16 + 1), 1));
+            t.layer.push(l as u16);
+            t.cluster_size.push(1.0);
+            t.charge_sum.push(1.0);
+            nt.particle_id.push(pid);
+            nt.particle_pt.push(2.0);
+            nt.particle_eta.push((z / r).asinh());
+            nt.dist_from_vertex.push((r * r + z * z).sqrt());
+            nt.vertex_r.push(0.0);
+        }
+    }
+    t.truth = Some(nt);
+    t
+}
+
+#[test]
+fn the_triplet_stage_drops_edges_that_skip_a_hit_of_a_consistent_triplet() {
+    // Training: tracks through all four layers, and one that misses layer 2, so the map learns
+    // the pair (layer 1 → layer 3) as well as the consecutive ones.
+    let train = barrel_tracks(&[(1, 0.10, &[0, 1, 2, 3]), (2, 0.12, &[0, 1, 2, 3]), (3, 0.11, &[0, 1, 3])]);
+    let mut map = ModuleMap::new(MapConfig::default());
+    map.add_event(&train, &truth_edges(&train, &TargetConfig::default()));
+    // Evaluation: one track through all four layers.
+    let eval = barrel_tracks(&[(7, 0.11, &[0, 1, 2, 3])]);
+    let doublets_only = MapMargin { triplets: false, ..MapMargin::default() };
+    let (s, d) = map.build_edges(&eval, &doublets_only);
+    // 0 → 1 → 2 → 3 plus the learned skip 1 → 3.
+    assert_eq!(sorted_edges(s, d), vec![(0, 1), (1, 2), (1, 3), (2, 3)]);
+    let (s, d) = map.build_edges(&eval, &MapMargin::default());
+    assert_eq!(sorted_edges(s, d), vec![(0, 1), (1, 2), (2, 3)], "the skip 1 → 3 is explained by 1 → 2 → 3");
+    let keep = MapMargin { drop_shortcuts: false, ..MapMargin::default() };
+    let (s, d) = map.build_edges(&eval, &keep);
+    assert_eq!(sorted_edges(s, d), vec![(0, 1), (1, 2), (1, 3), (2, 3)]);
+    // A track that really misses layer 2 keeps its skip edge: nothing explains it.
+    let gap = barrel_tracks(&[(8, 0.11, &[0, 1, 3])]);
+    let (s, d) = map.build_edges(&gap, &MapMargin::default());
+    assert_eq!(sorted_edges(s, d), vec![(0, 1), (1, 2)]);
+    // A kinked continuation (a hit far off the track's direction) fails the triplet window,
+    // so the doublet that only a kinked triplet supports is dropped.
+    let mut kink = barrel_tracks(&[(9, 0.11, &[0, 1, 2])]);
+    kink.z[2] += 1.5;
+    let (s, d) = map.build_edges(&kink, &doublets_only);
+    assert_eq!(sorted_edges(s, d).len(), 2);
+    let (s, d) = map.build_edges(&kink, &MapMargin::default());
+    assert!(s.is_empty() && d.is_empty(), "{s:?} {d:?}");
 }

@@ -41,6 +41,12 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
     if let Some(m) = a.margin {
         r.map_margin.relative = m;
     }
+    if a.no_triplets {
+        r.map_margin.triplets = false;
+    }
+    if a.keep_shortcuts {
+        r.map_margin.drop_shortcuts = false;
+    }
     if let Some(v) = a.phi_slope_max {
         r.geometric.phi_slope_max = v;
     }

@@ -65,6 +65,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         pt_min: None,
         remove_noise: false,
         margin: None,
+        no_triplets: false,
+        keep_shortcuts: false,
         phi_slope_max: None,
         z0_max: None,
         skip_layers: None,

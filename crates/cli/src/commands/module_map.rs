@@ -10,34 +10,84 @@ use trackgnn_graph::ModuleMap;
 use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
-use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
+use trackgnn_simulate::primaries::Produced;
+use trackgnn_simulate::{Generator, SimConfig};
+use trackgnn_trackml::Event;
+use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
 
 use crate::cli::ModuleMapBuildArgs;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
 
+/// Where the map's training events come from.
+enum Source {
+    /// Event files found in a directory.
+    Files(Vec<EventFiles>),
+    /// Event ids drawn from the generator, only their prompt particles above the map's pT.
+    Generated { generator: Box<Generator>, seed: u64, ids: Vec<u64> },
+}
+
 pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
-    let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events {
         anyhow::ensure!(n > 0, "--events must be at least 1");
-        events.truncate(n);
     }
+    let source = match (&a.input, a.simulate) {
+        (Some(dir), _) => {
+            let mut events = discover_events(dir)?;
+            if let Some(n) = a.events {
+                events.truncate(n);
+            }
+            Source::Files(events)
+        }
+        (None, Some(n)) => {
+            anyhow::ensure!(n > 0, "--simulate must be at least 1");
+            let n = a.events.map_or(n, |e| n.min(e as u64));
+            let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
+            cfg.validate()?;
+            let generator = Box::new(Generator::new(det.clone(), cfg));
+            Source::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
+        }
+        (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
+    };
     let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
-    let config =
-        MapConfig { target: target.clone(), max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
+    let max_vertex_r = if a.all_particles { None } else { Some(a.max_vertex_r) };
+    let config = MapConfig { target: target.clone(), max_vertex_r };
     let cuts = NodeCuts { pt_min: Some(a.pt_min), remove_noise: true, eta_range: None };
+    let n_events = match &source {
+        Source::Files(f) => f.len(),
+        Source::Generated { ids, .. } => ids.len(),
+    };
     let pool = thread_pool(a.threads)?;
-    let pb = progress::bar(events.len() as u64, "module map");
+    let pb = progress::bar(n_events as u64, "module map");
     let t = Instant::now();
+    let load = |k: usize| -> Result<Event> {
+        match &source {
+            Source::Files(files) => {
+                let opts = ReadOptions { truth: true, particles: true, cells: false };
+                Ok(read_event(&files[k], opts)?)
+            }
+            Source::Generated { generator, seed, ids } => {
+                // The map records prompt particles (primaries) above its pT. With
+                // --all-particles secondaries count too. Their primaries need not pass the cut,
+                // but a decay or conversion product gains at most the decay momentum (≤ 0.21
+                // GeV for K0_S) in pT over its parent, and a nuclear-interaction product rarely
+                // more, so primaries below half the cut are left out.
+                let keep = |p: &Produced| {
+                    let pt = p.momentum[0].hypot(p.momentum[1]);
+                    if max_vertex_r.is_none() { pt >= 0.5 * a.pt_min } else { p.species.is_charged() && pt >= a.pt_min }
+                };
+                Ok(generator.event_of(*seed, ids[k], keep, false).0)
+            }
+        }
+    };
     let map = pool.install(|| {
-        events
-            .par_iter()
+        (0..n_events)
+            .into_par_iter()
             .try_fold(
                 || ModuleMap::new(config.clone()),
-                |mut map, files| -> Result<ModuleMap> {
-                    let opts = ReadOptions { truth: true, particles: true, cells: false };
-                    let event = read_event(files, opts)?;
+                |mut map, k| -> Result<ModuleMap> {
+                    let event = load(k)?;
                     let table = HitTable::build(&event, &det, &cuts)?;
                     map.add_event(&table, &truth_edges(&table, &target));
                     pb.inc(1);
@@ -55,18 +105,25 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let seconds = t.elapsed().as_secs_f64();
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
+    let drawn = matches!(source, Source::Generated { .. });
     if a.json {
         print_json(&json!({
-            "out": a.out, "events": map.events, "module_pairs": map.len(), "bytes": bytes,
+            "out": a.out, "events": map.events, "module_pairs": map.len(), "module_triplets": map.triplet_count(), "bytes": bytes,
             "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "max_vertex_r_mm": map.config.max_vertex_r, "seconds": seconds,
+            "simulated": drawn, "pileup": drawn.then_some(a.pileup), "seed": drawn.then_some(a.seed),
         }));
     } else {
+        let from = if drawn {
+            format!("{} generated mu={} events (seed {})", map.events, a.pileup, a.seed)
+        } else {
+            format!("{} events", map.events)
+        };
         println!(
-            "module map from {} events (particles with pT >= {} GeV, >= {} hits): {} module pairs, {} bytes, {:.1} s -> {}",
-            map.events,
+            "module map from {from} (particles with pT >= {} GeV, >= {} hits): {} module pairs, {} module triplets, {} bytes, {:.1} s -> {}",
             a.pt_min,
             a.min_hits,
             map.len(),
+            map.triplet_count(),
             bytes,
             seconds,
             a.out.display()
