@@ -53,14 +53,21 @@ pub struct SimConfig {
     /// Field at the centre [T]; the profile along z keeps the TrackML shape, scaled.
     pub field_tesla: f64,
     /// Propagation stops after the particle turned through this many full turns in the
-    /// transverse plane (the "loop protection" of ACTS, whose default is half a turn).
+    /// transverse plane (the "loop protection" of ACTS, whose default is half a turn: the path
+    /// limit is `loopFraction` = 0.5 of a full helix turn). Letting loopers come back (1 turn
+    /// at μ = 200) raises the short-strip barrel's share of hits by 0.01, but also raises
+    /// long-strip barrel cells per hit from 3.3 to 3.6 (real 2.7–3.0; grazing crossings near
+    /// the turning radius), mean hits per particle from 10.5 to 11.1 (real 10.0), overlaps from
+    /// 0.28 to 0.31 (real 0.28) and hits per event by 8%: the real table is that of half-turn
+    /// propagation.
     pub max_turns: f64,
     /// Propagation step [mm] (the helix is exact within a step; this sets how often the field
     /// is re-evaluated and the geometry queried).
     pub step_mm: f64,
     /// Probability that a particle crossing a module leaves no hit.
     pub hit_inefficiency: f64,
-    /// Fraction of all hits that are noise (real TrackML: 15%).
+    /// Fraction of all hits that are noise (real TrackML: 15%). Noise hits are spread uniformly
+    /// over the modules (see `Generator`), not like the particle hits.
     pub noise_fraction: f64,
     /// Beam pipe radius [mm] and thickness [mm] of beryllium.
     pub beam_pipe: [f64; 2],
@@ -104,6 +111,9 @@ pub struct DigiConfig {
     pub fluctuation: f64,
     /// Binary readout: the cluster position is the unweighted mean of its cells (strip
     /// detectors such as the ATLAS SCT record only hit/no-hit), instead of charge-weighted.
+    /// Strips stay binary because the real table says so: charge-weighting the short strips
+    /// (μ = 200, seed 5) takes the short-strip barrel r-φ residual from 15 to 7 µm (real
+    /// 16 µm) and leaves its z residual at 0.26 mm.
     pub binary: bool,
 }
 

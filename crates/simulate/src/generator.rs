@@ -104,21 +104,23 @@ impl Generator {
         (self.assemble(event_id, prop), stats)
     }
 
-    /// Adds noise hits so they make `noise_fraction` of all hits, spread over layers like the
-    /// signal (uniformly over the modules of a layer and over each module's area).
+    /// Adds noise hits so they make `noise_fraction` of all hits, spread uniformly over all
+    /// modules (and over each module's area).
+    ///
+    /// Noise is a property of each module's readout (a random cluster above threshold), not of
+    /// the particle flux, so every module is equally likely to have one, wherever it sits. With
+    /// 5,712 of the 18,728 modules in the long-strip barrel, that puts about 30% of the noise
+    /// there: the real table's share of volume 17 (0.084, counted with noise) is about half
+    /// particle hits and half noise, and the busy pixel volumes carry less noise than signal.
     fn add_noise(&self, prop: &mut Propagated, rng: &mut Rng) -> usize {
         let f = self.cfg.noise_fraction;
         if f <= 0.0 || prop.hits.is_empty() {
             return 0;
         }
         let n_noise = (prop.hits.len() as f64 * f / (1.0 - f)).round() as usize;
-        let mut per_layer = vec![0.0; self.det.layers.len()];
-        for h in &prop.hits {
-            per_layer[self.det.layer_of(h.module as usize)] += 1.0;
-        }
+        let n_modules = self.det.modules.len() as u64;
         for _ in 0..n_noise {
-            let layer = &self.det.layers[rng.weighted_index(&per_layer)];
-            let mi = layer.modules[rng.below(layer.modules.len() as u64) as usize];
+            let mi = rng.below(n_modules) as u32;
             let m = &self.det.modules[mi as usize];
             let (u, v) = loop {
                 let v = rng.range(-m.hv, m.hv);

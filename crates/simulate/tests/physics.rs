@@ -73,3 +73,41 @@ fn pileup_200_makes_a_trackml_sized_event() {
     assert!((8_000..=12_000).contains(&with_hits), "{with_hits} particles with hits");
     assert!(stats.interactions > 150);
 }
+
+#[test]
+fn noise_is_spread_uniformly_over_modules_not_like_the_signal() {
+    // Noise is a property of each module's readout: every module is equally likely to carry a
+    // noise hit, so a volume's share of the noise is its share of the modules, however few
+    // particles reach it (the long-strip barrel: 5,712 of 18,728 modules, about 30%).
+    let g = generator(20.0);
+    let det = g.detector();
+    let mut modules_per_volume: std::collections::BTreeMap<u16, f64> = Default::default();
+    for m in &det.modules {
+        *modules_per_volume.entry(m.id.volume()).or_default() += 1.0 / det.modules.len() as f64;
+    }
+    let (mut noise, mut signal): (std::collections::BTreeMap<u16, f64>, std::collections::BTreeMap<u16, f64>) =
+        Default::default();
+    let (mut n_noise, mut n_signal) = (0.0, 0.0);
+    for id in 1..=3 {
+        let (ev, _) = g.event(9, id);
+        let truth = ev.truth.unwrap();
+        for (m, p) in ev.hits.module.iter().zip(&truth.particle_id) {
+            if p.is_noise() {
+                *noise.entry(m.volume()).or_default() += 1.0;
+                n_noise += 1.0;
+            } else {
+                *signal.entry(m.volume()).or_default() += 1.0;
+                n_signal += 1.0;
+            }
+        }
+    }
+    assert!(n_noise > 3000.0, "{n_noise} noise hits");
+    for (v, share) in &modules_per_volume {
+        let got = noise.get(v).copied().unwrap_or(0.0) / n_noise;
+        assert!((got - share).abs() < 0.02, "volume {v}: noise share {got:.3}, module share {share:.3}");
+    }
+    // The long-strip barrel has a larger share of the noise than of the particle hits, the
+    // pixel barrel a smaller one.
+    assert!(noise[&17] / n_noise > 2.0 * signal[&17] / n_signal);
+    assert!(noise[&8] / n_noise < 0.7 * signal[&8] / n_signal);
+}
