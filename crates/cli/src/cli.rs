@@ -132,6 +132,22 @@ pub struct InspectArgs {
 pub enum ModuleMapCommand {
     /// Learn a module map from training events.
     Build(ModuleMapBuildArgs),
+    /// Merge module maps learned on different events into one (ranges widened to cover all).
+    Merge(ModuleMapMergeArgs),
+}
+
+/// `trackgnn module-map merge`.
+#[derive(Debug, Args)]
+pub struct ModuleMapMergeArgs {
+    /// The maps to merge (same target definition).
+    #[arg(required = true, num_args = 2.., value_name = "MAP")]
+    pub maps: Vec<PathBuf>,
+    /// Where to write the merged map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `trackgnn module-map build`.

@@ -117,6 +117,23 @@ fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool
     (0..N).all(|k| !lo[k].is_finite() || (q[k] >= lo[k] && q[k] <= hi[k]))
 }
 
+/// How far [mm] a hit b on the layer of a or c may lie from the line a → c in the transverse
+/// plane and still explain a → c away as a shortcut.
+///
+/// Why: the direction of a same-layer segment (two overlapping modules, millimetres apart) is
+/// too poorly measured for the triplet window to tell the track's own second hit on the layer
+/// (on its line, within the hits' r-φ resolution of 10–40 µm and the helix's deviation from the
+/// chord near its end, well under 0.1 mm) from another particle's hit nearby.
+const SAME_LAYER_OFFSET_MM: f32 = 1.0;
+
+/// The distance of hit `b` from the line through hits `a` and `c` in the transverse plane [mm].
+fn transverse_offset(t: &HitTable, a: usize, c: usize, b: usize) -> f32 {
+    let (ux, uy) = (t.x[c] - t.x[a], t.y[c] - t.y[a]);
+    let (vx, vy) = (t.x[b] - t.x[a], t.y[b] - t.y[a]);
+    let len = ux.hypot(uy);
+    if len > 0.0 { (ux * vy - uy * vx).abs() / len } else { vx.hypot(vy) }
+}
+
 /// The quantities of a hit triplet a → b → c the map records: how the direction of the
 /// segment b → c differs from that of a → b.
 ///
@@ -126,11 +143,20 @@ fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool
 /// was produced, unlike z0 and Δφ/Δr, which assume a track from the beam line.
 #[inline]
 pub fn triplet_quantities(t: &HitTable, a: usize, b: usize, c: usize) -> [f32; 2] {
-    let d1 = [t.x[b] - t.x[a], t.y[b] - t.y[a], t.z[b] - t.z[a]];
-    let d2 = [t.x[c] - t.x[b], t.y[c] - t.y[b], t.z[c] - t.z[b]];
-    let theta = |d: [f32; 3]| d[0].hypot(d[1]).atan2(d[2]);
-    let phi = |d: [f32; 3]| d[1].atan2(d[0]);
-    [theta(d2) - theta(d1), dphi(phi(d1), phi(d2))]
+    direction_change(segment_direction(t, a, b), segment_direction(t, b, c))
+}
+
+/// The (polar, azimuthal) angle of the direction of the segment a → b.
+#[inline]
+fn segment_direction(t: &HitTable, a: usize, b: usize) -> [f32; 2] {
+    let d = [t.x[b] - t.x[a], t.y[b] - t.y[a], t.z[b] - t.z[a]];
+    [d[0].hypot(d[1]).atan2(d[2]), d[1].atan2(d[0])]
+}
+
+/// The triplet quantities from the directions of its two segments.
+#[inline]
+fn direction_change(d1: [f32; 2], d2: [f32; 2]) -> [f32; 2] {
+    [d2[0] - d1[0], dphi(d1[1], d2[1])]
 }
 
 /// Index of the azimuthal direction change among the triplet quantities.
@@ -430,6 +456,9 @@ impl ModuleMap {
             }
             out
         };
+        // Each edge's direction once: a node's in × out combinations then cost a subtraction.
+        let dir: Vec<[f32; 2]> =
+            src.iter().zip(&dst).map(|(&a, &b)| segment_direction(t, a as usize, b as usize)).collect();
         let mut keep = vec![false; src.len()];
         for b in 0..n {
             let ins = &in_idx[in_start[b] as usize..in_start[b + 1] as usize];
@@ -444,12 +473,12 @@ impl ModuleMap {
                     let Some(r) = self.triplets.get(&(ma, mb, mc)) else { continue };
                     let (lo, hi) = r.window(margin);
                     for &e1 in &ins[i0..i1] {
-                        let a = src[e1 as usize] as usize;
+                        let e1 = e1 as usize;
                         for &e2 in &outs[o0..o1] {
-                            let c = dst[e2 as usize] as usize;
-                            if in_window(&triplet_quantities(t, a, b, c), &lo, &hi) {
-                                keep[e1 as usize] = true;
-                                keep[e2 as usize] = true;
+                            let e2 = e2 as usize;
+                            if !(keep[e1] && keep[e2]) && in_window(&direction_change(dir[e1], dir[e2]), &lo, &hi) {
+                                keep[e1] = true;
+                                keep[e2] = true;
                             }
                         }
                     }
@@ -483,14 +512,25 @@ impl ModuleMap {
         }
         let out = |a: u32| &edges[start[a as usize]..start[a as usize + 1]];
         let has_edge = |b: u32, c: u32| out(b).binary_search(&(b, c)).is_ok();
+        let dist2 = |i: usize, j: usize| {
+            let (dx, dy, dz) = (t.x[j] - t.x[i], t.y[j] - t.y[i], t.z[j] - t.z[i]);
+            dx * dx + dy * dy + dz * dz
+        };
         let explained = |a: u32, c: u32| {
             out(a).iter().any(|&(_, b)| {
                 b != c && has_edge(b, c) && {
                     let (a, b, c) = (a as usize, b as usize, c as usize);
-                    self.triplets.get(&(t.module[a], t.module[b], t.module[c])).is_some_and(|r| {
-                        let (lo, hi) = r.window(margin);
-                        in_window(&triplet_quantities(t, a, b, c), &lo, &hi)
-                    })
+                    // b must lie between a and c: a later hit of c's own track on an overlapping
+                    // module (c → b, which a map may hold reversed) must not explain a → c away.
+                    let ac = dist2(a, c);
+                    dist2(a, b) < ac
+                        && dist2(b, c) < ac
+                        && (t.layer[b] != t.layer[a] && t.layer[b] != t.layer[c]
+                            || transverse_offset(t, a, c, b) <= SAME_LAYER_OFFSET_MM)
+                        && self.triplets.get(&(t.module[a], t.module[b], t.module[c])).is_some_and(|r| {
+                            let (lo, hi) = r.window(margin);
+                            in_window(&triplet_quantities(t, a, b, c), &lo, &hi)
+                        })
                 }
             })
         };

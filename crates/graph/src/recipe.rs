@@ -122,11 +122,24 @@ pub struct BuildStats {
     pub efficiency: f64,
     /// Graph purity: true edges / edges.
     pub purity: f64,
+    /// Target edges of the event whose particle was produced within [`PROMPT_R`] of the beam
+    /// line (prompt), and of those, how many the graph has.
+    pub event_prompt_target_edges: u64,
+    /// Prompt target edges in the graph.
+    pub prompt_target_edges: u64,
+    /// Graph efficiency over prompt target edges.
+    pub efficiency_prompt: f64,
+    /// Graph efficiency over target edges of secondaries (particles produced farther out).
+    pub efficiency_secondary: f64,
     /// Seconds to build (preprocessing, edges, labels; not reading or writing).
     pub build_seconds: f64,
     /// With sectors: the fraction of the whole graph's target edges present in some sector.
     pub sector_coverage: Option<f64>,
 }
+
+/// Particles produced within this distance of the beam line [mm] are prompt (the beam spot is
+/// 15 µm wide); the others are secondaries of decays and of interactions in the material.
+pub const PROMPT_R: f32 = 1.0;
 
 /// Builds an event's graph with a recipe. Truth labels are attached when the event has truth.
 ///
@@ -172,12 +185,19 @@ pub fn build_graph(
         let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
         let targets: HashSet<u64> =
             (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let prompt: HashSet<u64> = (0..te.len())
+            .filter(|&i| te.target[i] && nt.vertex_r[te.src[i] as usize] <= PROMPT_R)
+            .map(|i| pair_key(te.src[i], te.dst[i]))
+            .collect();
         let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
         let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
         stats.true_edges = y.iter().map(|&v| v as u64).sum();
         stats.target_edges = target.iter().map(|&v| v as u64).sum();
         stats.event_true_edges = all.len() as u64;
         stats.event_target_edges = targets.len() as u64;
+        stats.event_prompt_target_edges = prompt.len() as u64;
+        stats.prompt_target_edges =
+            src.iter().zip(&dst).filter(|&(&a, &b)| prompt.contains(&pair_key(a, b))).count() as u64;
         GraphTruth {
             particle_id: nt.particle_id.clone(),
             particle_pt: nt.particle_pt.clone(),
@@ -194,6 +214,12 @@ pub fn build_graph(
         f64::NAN
     };
     stats.purity = if stats.edges > 0 { stats.true_edges as f64 / stats.edges as f64 } else { f64::NAN };
+    let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { f64::NAN };
+    stats.efficiency_prompt = ratio(stats.prompt_target_edges, stats.event_prompt_target_edges);
+    stats.efficiency_secondary = ratio(
+        stats.target_edges - stats.prompt_target_edges,
+        stats.event_target_edges - stats.event_prompt_target_edges,
+    );
     let graph = Graph {
         event_id: event.event_id,
         node_feature_names: recipe.features.features.iter().map(|f| f.name.clone()).collect(),

@@ -53,6 +53,12 @@ fn geometric_graphs_find_most_target_edges() {
         assert_eq!(s.target_edges, truth.target.iter().map(|&v| v as u64).sum::<u64>());
         assert!(truth.y.iter().zip(&truth.target).all(|(&y, &t)| y >= t), "targets are true edges");
         assert!(s.efficiency > 0.93, "efficiency {}", s.efficiency);
+        // The prompt / secondary split adds up to the whole.
+        assert!(s.prompt_target_edges <= s.target_edges && s.event_prompt_target_edges <= s.event_target_edges);
+        assert!(s.event_prompt_target_edges > 0 && s.efficiency_prompt > 0.9, "{s:?}");
+        let found = s.efficiency_prompt * s.event_prompt_target_edges as f64
+            + s.efficiency_secondary.max(0.0) * (s.event_target_edges - s.event_prompt_target_edges) as f64;
+        assert!((found - s.target_edges as f64).abs() < 1e-6, "{s:?}");
         assert!(
             g.src
                 .iter()
@@ -192,7 +198,7 @@ fn the_triplet_stage_drops_edges_that_skip_a_hit_of_a_consistent_triplet() {
     map.add_event(&train, &truth_edges(&train, &TargetConfig::default()));
     // Evaluation: one track through all four layers.
     let eval = barrel_tracks(&[(7, 0.11, &[0, 1, 2, 3])]);
-    let doublets_only = MapMargin { triplets: false, ..MapMargin::default() };
+    let doublets_only = MapMargin { triplets: false, drop_shortcuts: false, ..MapMargin::default() };
     let (s, d) = map.build_edges(&eval, &doublets_only);
     // 0 → 1 → 2 → 3 plus the learned skip 1 → 3.
     assert_eq!(sorted_edges(s, d), vec![(0, 1), (1, 2), (1, 3), (2, 3)]);

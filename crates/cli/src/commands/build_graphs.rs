@@ -43,6 +43,7 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
     }
     if a.no_triplets {
         r.map_margin.triplets = false;
+        r.map_margin.drop_shortcuts = false;
     }
     if a.keep_shortcuts {
         r.map_margin.drop_shortcuts = false;
@@ -144,6 +145,11 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
     let total = |f: fn(&BuildStats) -> u64| built.iter().map(|(s, _)| f(s)).sum::<u64>();
     let eff_total = total(|s| s.target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
     let purity_total = total(|s| s.true_edges) as f64 / total(|s| s.edges).max(1) as f64;
+    let prompt_total = total(|s| s.prompt_target_edges) as f64 / total(|s| s.event_prompt_target_edges).max(1) as f64;
+    let secondary_total = (total(|s| s.target_edges) - total(|s| s.prompt_target_edges)) as f64
+        / (total(|s| s.event_target_edges) - total(|s| s.event_prompt_target_edges)).max(1) as f64;
+    let secondary_share =
+        1.0 - total(|s| s.event_prompt_target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
     let bytes: u64 = built.iter().map(|b| b.1).sum();
     // Target edges of the whole events found in at least one sector graph (sectors only).
     let sector_coverage: Option<f64> = recipe.sectors.as_ref().map(|_| mean(|s| s.sector_coverage.unwrap_or(f64::NAN)));
@@ -153,6 +159,8 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         "true_edges_per_event": mean(|s| s.true_edges as f64), "target_edges_per_event": mean(|s| s.target_edges as f64),
         "efficiency_mean": mean(|s| s.efficiency), "purity_mean": mean(|s| s.purity),
         "efficiency_total": eff_total, "purity_total": purity_total,
+        "efficiency_prompt_total": prompt_total, "efficiency_secondary_total": secondary_total,
+        "secondary_target_fraction": secondary_share,
         "build_seconds_per_event": mean(|s| s.build_seconds), "bytes_written": bytes, "wall_seconds": wall_s,
         "sector_coverage": sector_coverage,
     });
@@ -193,4 +201,13 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         mean(|s| s.build_seconds),
         bytes as f64 / 1e6
     );
+    if total(|s| s.event_target_edges) > 0 {
+        println!(
+            "graph efficiency over target edges of prompt particles (produced within {} mm of the beam line) {:.4}, of secondaries {:.4} ({:.3} of the target edges)",
+            trackgnn_graph::recipe::PROMPT_R,
+            prompt_total,
+            secondary_total,
+            secondary_share
+        );
+    }
 }

@@ -29,6 +29,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Geometry(a) => geometry::run(a),
         Command::Inspect(a) => inspect::run(a),
         Command::ModuleMap(ModuleMapCommand::Build(a)) => module_map::build(a),
+        Command::ModuleMap(ModuleMapCommand::Merge(a)) => module_map::merge(a),
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::ExportParity(a) => parity::run(a),
         Command::Train(a) => train::run(a),

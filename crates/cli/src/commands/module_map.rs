@@ -15,7 +15,7 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Event;
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
 
-use crate::cli::ModuleMapBuildArgs;
+use crate::cli::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -126,6 +126,51 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
             map.triplet_count(),
             bytes,
             seconds,
+            a.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
+    let mut merged: Option<ModuleMap> = None;
+    for p in &a.maps {
+        let map = ModuleMap::load(p)?;
+        match &mut merged {
+            None => merged = Some(map),
+            Some(m) => {
+                anyhow::ensure!(
+                    m.config.target == map.config.target,
+                    "{}: target {:?} differs from {}'s {:?}; maps of different targets cannot be merged",
+                    p.display(),
+                    map.config.target,
+                    a.maps[0].display(),
+                    m.config.target
+                );
+                m.merge(&map);
+                // The merged map holds the secondaries of any map that recorded them.
+                m.config.max_vertex_r = match (m.config.max_vertex_r, map.config.max_vertex_r) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    _ => None,
+                };
+            }
+        }
+    }
+    let map = merged.expect("clap requires two maps or more");
+    let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
+    if a.json {
+        print_json(&json!({
+            "out": a.out, "maps": a.maps, "events": map.events, "module_pairs": map.len(),
+            "module_triplets": map.triplet_count(), "bytes": bytes, "max_vertex_r_mm": map.config.max_vertex_r,
+        }));
+    } else {
+        println!(
+            "merged {} maps ({} events): {} module pairs, {} module triplets, {} bytes -> {}",
+            a.maps.len(),
+            map.events,
+            map.len(),
+            map.triplet_count(),
+            bytes,
             a.out.display()
         );
     }
