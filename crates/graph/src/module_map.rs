@@ -58,55 +58,78 @@ impl PairQuantities {
     }
 }
 
-/// Ranges seen for one module pair: [min, max] of dphi, dz, z0, phi_slope.
+/// Ranges of N quantities seen for one module pair or triplet: how many true edges (or
+/// triplets) were seen, and the min and max of each quantity over them.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PairRanges {
-    /// True edges seen.
+pub struct Ranges<const N: usize> {
+    /// True edges (or triplets) seen.
     pub count: u32,
-    /// Minimum of each quantity (dphi, dz, z0, phi_slope).
-    pub min: [f32; 4],
+    /// Minimum of each quantity.
+    pub min: [f32; N],
     /// Maximum of each quantity.
-    pub max: [f32; 4],
+    pub max: [f32; N],
 }
 
-impl PairRanges {
+/// Ranges of a module pair: dphi, dz, z0, phi_slope.
+pub type PairRanges = Ranges<4>;
+/// Ranges of a module triplet: the polar and azimuthal direction changes.
+pub type TripletRanges = Ranges<2>;
+
+impl<const N: usize> Ranges<N> {
     fn new() -> Self {
-        PairRanges { count: 0, min: [f32::INFINITY; 4], max: [f32::NEG_INFINITY; 4] }
+        Ranges { count: 0, min: [f32::INFINITY; N], max: [f32::NEG_INFINITY; N] }
     }
-    fn add(&mut self, q: PairQuantities) {
+
+    fn add(&mut self, q: [f32; N]) {
         self.count += 1;
-        for (k, v) in q.as_array().into_iter().enumerate() {
+        for (k, v) in q.into_iter().enumerate() {
             if v.is_finite() {
                 self.min[k] = self.min[k].min(v);
                 self.max[k] = self.max[k].max(v);
             }
         }
     }
-    /// The accepted window of (dphi, dz, z0, phi_slope): the seen ranges, Δφ and Δφ/Δr mirrored
-    /// about zero, grown by `margin`. A bound that is not finite does not constrain.
-    pub fn window(&self, margin: &MapMargin) -> ([f32; 4], [f32; 4]) {
+
+    fn merge(&mut self, o: &Ranges<N>) {
+        self.count += o.count;
+        for k in 0..N {
+            self.min[k] = self.min[k].min(o.min[k]);
+            self.max[k] = self.max[k].max(o.max[k]);
+        }
+    }
+
+    /// The seen ranges, those of the `mirrored` quantities made symmetric about zero (the
+    /// opposite charge bends the other way, so ranges seen from a few tracks are mirrored), each
+    /// grown by `relative` of its width plus `absolute`.
+    fn grown(&self, relative: f64, absolute: &[f64; N], mirrored: &[usize]) -> ([f32; N], [f32; N]) {
         let (mut lo, mut hi) = (self.min, self.max);
-        for k in 0..4 {
+        for k in 0..N {
             let (mut min, mut max) = (self.min[k] as f64, self.max[k] as f64);
-            if k == DPHI || k == PHI_SLOPE {
-                // The opposite charge bends the other way: Δφ and Δφ/Δr ranges seen from a few
-                // tracks are mirrored.
+            if mirrored.contains(&k) {
                 let m = min.abs().max(max.abs());
                 (min, max) = (-m, m);
             }
-            let grow = margin.relative * (max - min).max(0.0) + margin.absolute[k];
+            let grow = relative * (max - min).max(0.0) + absolute[k];
             lo[k] = (min - grow) as f32;
             hi[k] = (max + grow) as f32;
         }
         (lo, hi)
     }
+}
 
-    fn merge(&mut self, o: &PairRanges) {
-        self.count += o.count;
-        for k in 0..4 {
-            self.min[k] = self.min[k].min(o.min[k]);
-            self.max[k] = self.max[k].max(o.max[k]);
-        }
+impl Ranges<4> {
+    /// The accepted window of a pair's (dphi, dz, z0, phi_slope): the seen ranges, Δφ and Δφ/Δr
+    /// mirrored about zero, grown by `margin`. A bound that is not finite does not constrain.
+    pub fn window(&self, margin: &MapMargin) -> ([f32; 4], [f32; 4]) {
+        self.grown(margin.relative, &margin.absolute, &[DPHI, PHI_SLOPE])
+    }
+}
+
+impl Ranges<2> {
+    /// The accepted window of a triplet's direction changes: the seen ranges, the azimuthal
+    /// change mirrored about zero, grown by `margin`.
+    pub fn window(&self, margin: &MapMargin) -> ([f32; 2], [f32; 2]) {
+        self.grown(margin.relative, &margin.triplet_absolute, &[TRIPLET_DPHI])
     }
 }
 
@@ -161,56 +184,6 @@ fn direction_change(d1: [f32; 2], d2: [f32; 2]) -> [f32; 2] {
 
 /// Index of the azimuthal direction change among the triplet quantities.
 const TRIPLET_DPHI: usize = 1;
-
-/// Ranges seen for one module triplet: [min, max] of the polar and azimuthal direction changes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TripletRanges {
-    /// True triplets seen.
-    pub count: u32,
-    /// Minimum of each quantity (dtheta, dphi_direction).
-    pub min: [f32; 2],
-    /// Maximum of each quantity.
-    pub max: [f32; 2],
-}
-
-impl TripletRanges {
-    fn new() -> Self {
-        TripletRanges { count: 0, min: [f32::INFINITY; 2], max: [f32::NEG_INFINITY; 2] }
-    }
-    fn add(&mut self, q: [f32; 2]) {
-        self.count += 1;
-        for (k, v) in q.into_iter().enumerate() {
-            if v.is_finite() {
-                self.min[k] = self.min[k].min(v);
-                self.max[k] = self.max[k].max(v);
-            }
-        }
-    }
-    fn merge(&mut self, o: &TripletRanges) {
-        self.count += o.count;
-        for k in 0..2 {
-            self.min[k] = self.min[k].min(o.min[k]);
-            self.max[k] = self.max[k].max(o.max[k]);
-        }
-    }
-
-    /// The accepted window: the seen ranges, the azimuthal change mirrored about zero (the
-    /// other charge), grown by `margin`.
-    pub fn window(&self, margin: &MapMargin) -> ([f32; 2], [f32; 2]) {
-        let (mut lo, mut hi) = (self.min, self.max);
-        for k in 0..2 {
-            let (mut min, mut max) = (self.min[k] as f64, self.max[k] as f64);
-            if k == TRIPLET_DPHI {
-                let m = min.abs().max(max.abs());
-                (min, max) = (-m, m);
-            }
-            let grow = margin.relative * (max - min).max(0.0) + margin.triplet_absolute[k];
-            lo[k] = (min - grow) as f32;
-            hi[k] = (max + grow) as f32;
-        }
-        (lo, hi)
-    }
-}
 
 /// How far beyond the seen ranges graph building accepts a pair.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -355,7 +328,7 @@ impl ModuleMap {
                 q.z0 = f32::NAN;
                 q.phi_slope = f32::NAN;
             }
-            self.entries.entry((t.module[a], t.module[b])).or_insert_with(PairRanges::new).add(q);
+            self.entries.entry((t.module[a], t.module[b])).or_insert_with(PairRanges::new).add(q.as_array());
         }
     }
 
