@@ -133,6 +133,28 @@ impl Ranges<2> {
     }
 }
 
+/// Edge indices grouped by node (`key[e]` is edge e's node), each node's run sorted by `order`:
+/// the edges of node i are `idx[start[i]..start[i + 1]]`.
+fn edges_by_node<K: Ord>(n: usize, key: &[u32], order: impl Fn(u32) -> K) -> (Vec<u32>, Vec<u32>) {
+    let mut start = vec![0u32; n + 1];
+    for &k in key {
+        start[k as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut idx = vec![0u32; key.len()];
+    for (e, &k) in key.iter().enumerate() {
+        idx[fill[k as usize] as usize] = e as u32;
+        fill[k as usize] += 1;
+    }
+    for i in 0..n {
+        idx[start[i] as usize..start[i + 1] as usize].sort_unstable_by_key(|&e| order(e));
+    }
+    (start, idx)
+}
+
 /// True if every quantity lies in its window; a bound that is not finite (a quantity never seen
 /// finite in training) does not constrain.
 #[inline]
@@ -279,11 +301,6 @@ impl ModuleMap {
         self.triplets.len()
     }
 
-    /// The ranges recorded for a module triplet a → b → c.
-    pub fn get_triplet(&self, a: ModuleId, b: ModuleId, c: ModuleId) -> Option<&TripletRanges> {
-        self.triplets.get(&(a, b, c))
-    }
-
     /// The ranges recorded for a module pair.
     pub fn get(&self, a: ModuleId, b: ModuleId) -> Option<&PairRanges> {
         self.entries.get(&(a, b))
@@ -396,28 +413,8 @@ impl ModuleMap {
         let n = t.len();
         // Edge indices by destination (in) and by source (out), each sorted by the other end's
         // module so edges to one module form a run.
-        let csr = |key: &[u32], other: &[u32]| {
-            let mut start = vec![0u32; n + 1];
-            for &k in key {
-                start[k as usize + 1] += 1;
-            }
-            for i in 0..n {
-                start[i + 1] += start[i];
-            }
-            let mut fill = start.clone();
-            let mut idx = vec![0u32; key.len()];
-            for (e, &k) in key.iter().enumerate() {
-                idx[fill[k as usize] as usize] = e as u32;
-                fill[k as usize] += 1;
-            }
-            for i in 0..n {
-                idx[start[i] as usize..start[i + 1] as usize]
-                    .sort_unstable_by_key(|&e| t.module[other[e as usize] as usize]);
-            }
-            (start, idx)
-        };
-        let (in_start, in_idx) = csr(&dst, &src);
-        let (out_start, out_idx) = csr(&src, &dst);
+        let (in_start, in_idx) = edges_by_node(n, &dst, |e| t.module[src[e as usize] as usize]);
+        let (out_start, out_idx) = edges_by_node(n, &src, |e| t.module[dst[e as usize] as usize]);
         let runs = |edges: &[u32], end: &[u32]| -> Vec<(ModuleId, usize, usize)> {
             let mut out: Vec<(ModuleId, usize, usize)> = Vec::new();
             for (k, &e) in edges.iter().enumerate() {
@@ -471,26 +468,16 @@ impl ModuleMap {
     /// Drops each edge a → c for which edges a → b and b → c exist and (a, b, c) lies in the
     /// window of its mapped module triplet.
     fn drop_shortcuts(&self, t: &HitTable, margin: &MapMargin, src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
-        // Edges sorted by (src, dst): the out-neighbours of a node are a sorted run.
-        let mut edges: Vec<(u32, u32)> = src.into_iter().zip(dst).collect();
-        edges.sort_unstable();
-        edges.dedup();
-        let n = t.len();
-        let mut start = vec![0usize; n + 1];
-        for &(a, _) in &edges {
-            start[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            start[i + 1] += start[i];
-        }
-        let out = |a: u32| &edges[start[a as usize]..start[a as usize + 1]];
-        let has_edge = |b: u32, c: u32| out(b).binary_search(&(b, c)).is_ok();
+        // Each node's out-edges, sorted by destination.
+        let (start, idx) = edges_by_node(t.len(), &src, |e| dst[e as usize]);
+        let out = |a: u32| &idx[start[a as usize] as usize..start[a as usize + 1] as usize];
+        let has_edge = |b: u32, c: u32| out(b).binary_search_by_key(&c, |&e| dst[e as usize]).is_ok();
         let dist2 = |i: usize, j: usize| {
             let (dx, dy, dz) = (t.x[j] - t.x[i], t.y[j] - t.y[i], t.z[j] - t.z[i]);
             dx * dx + dy * dy + dz * dz
         };
         let explained = |a: u32, c: u32| {
-            out(a).iter().any(|&(_, b)| {
+            out(a).iter().map(|&e| dst[e as usize]).any(|b| {
                 b != c && has_edge(b, c) && {
                     let (a, b, c) = (a as usize, b as usize, c as usize);
                     // b must lie between a and c: a later hit of c's own track on an overlapping
@@ -507,7 +494,7 @@ impl ModuleMap {
                 }
             })
         };
-        edges.iter().filter(|&&(a, c)| !explained(a, c)).map(|&(a, c)| (a, c)).unzip()
+        src.iter().zip(&dst).filter(|&(&a, &c)| !explained(a, c)).map(|(&a, &c)| (a, c)).unzip()
     }
 
     /// Writes the map atomically; returns its size in bytes.

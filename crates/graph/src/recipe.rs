@@ -185,19 +185,16 @@ pub fn build_graph(
         let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
         let targets: HashSet<u64> =
             (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
-        let prompt: HashSet<u64> = (0..te.len())
-            .filter(|&i| te.target[i] && nt.vertex_r[te.src[i] as usize] <= PROMPT_R)
-            .map(|i| pair_key(te.src[i], te.dst[i]))
-            .collect();
         let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
         let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
         stats.true_edges = y.iter().map(|&v| v as u64).sum();
         stats.target_edges = target.iter().map(|&v| v as u64).sum();
         stats.event_true_edges = all.len() as u64;
         stats.event_target_edges = targets.len() as u64;
-        stats.event_prompt_target_edges = prompt.len() as u64;
-        stats.prompt_target_edges =
-            src.iter().zip(&dst).filter(|&(&a, &b)| prompt.contains(&pair_key(a, b))).count() as u64;
+        // Both ends of a target edge are hits of one particle, so either end's vertex tells.
+        let prompt = |a: u32| nt.vertex_r[a as usize] <= PROMPT_R;
+        stats.event_prompt_target_edges = targets.iter().filter(|&&k| prompt((k >> 32) as u32)).count() as u64;
+        stats.prompt_target_edges = src.iter().zip(&target).filter(|&(&a, &t)| t == 1 && prompt(a)).count() as u64;
         GraphTruth {
             particle_id: nt.particle_id.clone(),
             particle_pt: nt.particle_pt.clone(),
