@@ -13,6 +13,11 @@
 //! - **Candidate**: a track with ≥ `min_track_hits` hits (unassigned hits never are).
 //! - **Reconstructable particle**: a non-noise particle with ≥ `min_particle_hits` hits
 //!   (over the hits given). **Target particle**: reconstructable and pT ≥ `target_pt_min`.
+//! - **Prompt target**: a target produced within `prompt_max_vertex_r` of the beam line
+//!   (transverse production radius; default 1 mm), i.e. not a secondary from an interaction
+//!   in the material. Reported beside the target efficiency as `efficiency_prompt`: the
+//!   field's evaluations (acorn, GNN4ITk) usually count primaries only, and graphs built
+//!   from maps of prompt particles miss secondaries by construction.
 //! - **Double-majority match** (efficiency): a candidate matches particle p if more than
 //!   50 % of the candidate's hits are p's **and** more than 50 % of p's hits are on the
 //!   candidate. Noise is never matched. efficiency = matched targets / targets;
@@ -65,6 +70,9 @@ pub struct MetricsConfig {
     pub min_particle_hits: usize,
     /// Smallest number of hits of a candidate track, ≥ 1. Default 3.
     pub min_track_hits: usize,
+    /// Largest transverse production radius [mm] of a prompt target particle, ≥ 0.
+    /// Default 1.0.
+    pub prompt_max_vertex_r: f64,
     /// Bin edges in pT [GeV] for the target efficiency. Default 10 log bins from 1 to 100.
     pub pt_edges: Vec<f64>,
     /// Bin edges in pT [GeV] for the efficiency of all reconstructable particles. Default 15
@@ -80,6 +88,7 @@ impl Default for MetricsConfig {
             target_pt_min: 1.0,
             min_particle_hits: 3,
             min_track_hits: 3,
+            prompt_max_vertex_r: 1.0,
             pt_edges: log_edges(1.0, 100.0, 10),
             pt_edges_all: log_edges(0.1, 100.0, 15),
             eta_edges: linear_edges(-4.0, 4.0, 16),
@@ -93,6 +102,12 @@ impl MetricsConfig {
         if !(self.target_pt_min.is_finite() && self.target_pt_min >= 0.0) {
             return Err(Error::config("target_pt_min", format!("must be finite and ≥ 0, got {}", self.target_pt_min)));
         }
+        if !(self.prompt_max_vertex_r.is_finite() && self.prompt_max_vertex_r >= 0.0) {
+            return Err(Error::config(
+                "prompt_max_vertex_r",
+                format!("must be finite and ≥ 0, got {}", self.prompt_max_vertex_r),
+            ));
+        }
         if self.min_particle_hits == 0 {
             return Err(Error::config("min_particle_hits", "must be at least 1, got 0"));
         }
@@ -105,10 +120,10 @@ impl MetricsConfig {
     }
 }
 
-/// pT [GeV] and η at production of each particle, by id.
+/// pT [GeV], η and transverse radius [mm] at production of each particle, by id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParticleKinematics {
-    map: HashMap<ParticleId, (f64, f64)>,
+    map: HashMap<ParticleId, (f64, f64, f64)>,
 }
 
 impl ParticleKinematics {
@@ -117,21 +132,36 @@ impl ParticleKinematics {
         Self::default()
     }
 
-    /// The table of an event's particles (pT and η from the production momentum).
+    /// The table of an event's particles (pT and η from the production momentum, the
+    /// radius from the production vertex).
     pub fn from_particles(particles: &Particles) -> Self {
-        let map =
-            (0..particles.len()).map(|i| (particles.particle_id[i], (particles.pt(i), particles.eta(i)))).collect();
+        let map = (0..particles.len())
+            .map(|i| {
+                let r = f64::from(particles.vx[i]).hypot(f64::from(particles.vy[i]));
+                (particles.particle_id[i], (particles.pt(i), particles.eta(i), r))
+            })
+            .collect();
         ParticleKinematics { map }
     }
 
-    /// Sets particle `id`'s pT [GeV] and η.
+    /// Sets particle `id`'s pT [GeV] and η, produced on the beam line.
     pub fn insert(&mut self, id: ParticleId, pt: f64, eta: f64) {
-        self.map.insert(id, (pt, eta));
+        self.insert_at(id, pt, eta, 0.0);
+    }
+
+    /// Sets particle `id`'s pT [GeV], η and transverse production radius [mm].
+    pub fn insert_at(&mut self, id: ParticleId, pt: f64, eta: f64, vertex_r: f64) {
+        self.map.insert(id, (pt, eta, vertex_r));
     }
 
     /// Particle `id`'s (pT [GeV], η), if known.
     pub fn get(&self, id: ParticleId) -> Option<(f64, f64)> {
-        self.map.get(&id).copied()
+        self.map.get(&id).map(|&(pt, eta, _)| (pt, eta))
+    }
+
+    /// Particle `id`'s transverse production radius [mm], if known.
+    pub fn vertex_r(&self, id: ParticleId) -> Option<f64> {
+        self.map.get(&id).map(|v| v.2)
     }
 
     /// The number of particles.
@@ -168,6 +198,12 @@ pub struct TrackMetrics {
     pub n_target_matched: u64,
     /// `n_target_matched / n_target_particles`.
     pub efficiency: f64,
+    /// Prompt target particles (produced within `prompt_max_vertex_r` of the beam line).
+    pub n_prompt_target_particles: u64,
+    /// Prompt target particles matched (double majority) by a candidate.
+    pub n_prompt_target_matched: u64,
+    /// `n_prompt_target_matched / n_prompt_target_particles`.
+    pub efficiency_prompt: f64,
     /// Reconstructable particles (≥ `min_particle_hits` hits, any pT).
     pub n_reconstructable_particles: u64,
     /// Reconstructable particles matched (double majority) by a candidate.
@@ -206,6 +242,7 @@ impl TrackMetrics {
     /// Recomputes the fractions from the counts.
     fn update_fractions(&mut self) {
         self.efficiency = ratio(self.n_target_matched, self.n_target_particles);
+        self.efficiency_prompt = ratio(self.n_prompt_target_matched, self.n_prompt_target_particles);
         self.efficiency_all = ratio(self.n_reconstructable_matched, self.n_reconstructable_particles);
         self.fake_rate = ratio(self.n_fake_candidates, self.n_candidates);
         self.duplicate_rate =
@@ -234,6 +271,8 @@ impl TrackMetrics {
         m.n_events = n;
         m.n_target_particles += other.n_target_particles;
         m.n_target_matched += other.n_target_matched;
+        m.n_prompt_target_particles += other.n_prompt_target_particles;
+        m.n_prompt_target_matched += other.n_prompt_target_matched;
         m.n_reconstructable_particles += other.n_reconstructable_particles;
         m.n_reconstructable_matched += other.n_reconstructable_matched;
         m.n_candidates += other.n_candidates;
@@ -300,6 +339,10 @@ pub fn evaluate(truth: &EventTruth<'_>, track_ids: &[u32], config: &MetricsConfi
         if pt >= config.target_pt_min {
             m.n_target_particles += 1;
             m.n_target_matched += u64::from(ok);
+            if truth.kinematics.vertex_r(p).is_some_and(|r| r <= config.prompt_max_vertex_r) {
+                m.n_prompt_target_particles += 1;
+                m.n_prompt_target_matched += u64::from(ok);
+            }
             bins::fill(&mut m.efficiency_vs_pt, pt, ok);
             bins::fill(&mut m.efficiency_vs_eta, eta, ok);
         }
@@ -451,6 +494,27 @@ mod tests {
         assert_eq!(total(&m.efficiency_all_vs_pt), (2, 1));
         let m = ev.eval(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!((m.n_candidates, m.fake_rate, m.efficiency), (0, 0.0, 0.0), "nothing to divide by");
+    }
+
+    #[test]
+    fn secondaries_count_as_targets_but_not_as_prompt_targets() {
+        let mut ev = Ev::default().particle(1, 2.0, 0.0, 4, 0.1).particle(2, 3.0, 0.0, 4, 0.1).particle(3, 0.5, 0.0, 4, 0.1);
+        ev.kin.insert_at(ParticleId(2), 3.0, 0.0, 70.0); // produced in a pixel layer
+        ev.kin.insert_at(ParticleId(3), 0.5, 0.0, 0.5); // prompt, but below the pT cut
+        // Particle 1 found, the secondary 2 missed, 3 found.
+        let m = ev.eval(&[1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2]);
+        assert_eq!((m.n_target_particles, m.n_target_matched), (2, 1));
+        assert_eq!((m.n_prompt_target_particles, m.n_prompt_target_matched, m.efficiency_prompt), (1, 1, 1.0));
+        // The secondary found instead: both efficiencies change.
+        let m = ev.eval(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+        assert_eq!((m.efficiency, m.efficiency_prompt), (0.5, 0.0));
+        // A wider prompt radius takes the secondary in.
+        let cfg = MetricsConfig { prompt_max_vertex_r: 100.0, ..MetricsConfig::default() };
+        let t = EventTruth { particle_id: &ev.pid, weight: &ev.w, kinematics: &ev.kin };
+        let m = evaluate(&t, &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], &cfg).unwrap();
+        assert_eq!((m.n_prompt_target_particles, m.n_prompt_target_matched), (2, 1));
+        let bad = MetricsConfig { prompt_max_vertex_r: f64::NAN, ..MetricsConfig::default() };
+        assert!(evaluate(&t, &[0; 12], &bad).unwrap_err().to_string().contains("prompt_max_vertex_r"));
     }
 
     #[test]

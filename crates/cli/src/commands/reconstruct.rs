@@ -207,10 +207,12 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         );
         if let Some(m) = &total {
             println!(
-                "track efficiency {:.4} (target: pT >= {} GeV, >= {} hits; double majority), all reconstructable {:.4}; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
+                "track efficiency {:.4} (target: pT >= {} GeV, >= {} hits; double majority), prompt targets {:.4} (produced within {} mm of the beam line), all reconstructable {:.4}; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
                 m.efficiency,
                 cfg.target_pt_min,
                 cfg.min_particle_hits,
+                m.efficiency_prompt,
+                cfg.prompt_max_vertex_r,
                 m.efficiency_all,
                 m.fake_rate,
                 m.duplicate_rate,
