@@ -4,7 +4,10 @@
 #       10,000 events' prompt particles merged with 5,000 events' prompt and secondary particles,
 #       ids 1001 on, disjoint from the 100 training events), hidden 128, 8 iterations, then
 #       fine-tuned with pos_weight 1.5 (runs/a_tune: the reference model (a));
-#   (b) full graphs (all hits, no truth cut) of 100 mu=40 events, target pT >= 1 GeV.
+#   (b) full graphs (all hits, no truth cut) of 100 mu=40 events, target pT >= 1 GeV, then
+#       fine-tuned with pos_weight 6 (runs/b_tune: the reference model (b));
+#   (c) model (b) fine-tuned on full graphs of the 100 mu=200 events of (a) (runs/c: the model
+#       tracks are reconstructed with, issue 7);
 # and the 20 held-out mu=200 events reconstruction is measured on.
 # Usage: tools/recipes/reference.sh [WORKDIR]   (default ./reference; ~2.5 h of 2 cores for (a))
 # Interrupt at any time: re-running resumes training (--resume) and skips finished steps.
@@ -46,7 +49,8 @@ else
 fi
 "$tg" eval --run runs/a_tune --graphs graphs_a
 
-# (b) full mu=40 graphs (no truth cut; the prompt map's ranges with a 30% margin) and training.
+# (b) full mu=40 graphs (no truth cut; the prompt map's ranges with a 30% margin) and training
+# (~30 min of 2 cores) ...
 [ -d graphs_b ] || "$tg" build-graphs --input mu40 --out graphs_b --method module-map --map map_prompt.bin --margin 0.3
 if [ -d runs/b ]; then
   "$tg" train --graphs graphs_b --out runs/b --resume --config "$here/reference_b.toml"
@@ -54,15 +58,23 @@ else
   "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
 fi
 "$tg" eval --run runs/b --graphs graphs_b
-# ... continued from its best weights on full graphs with the map's 10% margin (fewer edges,
-# higher purity), at the peak learning rate again, with pos_weight 2.
-[ -d graphs_b01 ] || "$tg" build-graphs --input mu40 --out graphs_b01 --method module-map --map map_prompt.bin --margin 0.1
-if [ -d runs/b01 ]; then
-  "$tg" train --graphs graphs_b01 --out runs/b01 --resume --config "$here/reference_b_long.toml"
+# ... then fine-tuned from its best weights with pos_weight 6 (~15 min).
+if [ -d runs/b_tune ]; then
+  "$tg" train --graphs graphs_b --out runs/b_tune --resume --config "$here/reference_b_tune.toml"
 else
-  "$tg" train --graphs graphs_b01 --out runs/b01 --config "$here/reference_b_long.toml" --init-weights runs/b
+  "$tg" train --graphs graphs_b --out runs/b_tune --config "$here/reference_b_tune.toml" --init-weights runs/b
 fi
-"$tg" eval --run runs/b01 --graphs graphs_b01
+"$tg" eval --run runs/b_tune --graphs graphs_b
 
-# Reconstruction of the held-out full mu=200 events with model (a) (issue 7).
-"$tg" reconstruct --run runs/a --input mu200_eval --out tracks_a
+# (c) model (b) fine-tuned on full graphs of the mu=200 events of (a) (~1 h).
+[ -d graphs_c ] || "$tg" build-graphs --input gnn_a_events --out graphs_c --method module-map --map map_prompt.bin --margin 0.3
+if [ -d runs/c ]; then
+  "$tg" train --graphs graphs_c --out runs/c --resume --config "$here/reference_c.toml"
+else
+  "$tg" train --graphs graphs_c --out runs/c --config "$here/reference_c.toml" --init-weights runs/b_tune
+fi
+"$tg" eval --run runs/c --graphs graphs_c
+
+# Reconstruction of the held-out full mu=200 events (no truth read) with model (c) (issue 7).
+"$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c --method walkthrough
+"$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c_cc --method cc
