@@ -498,7 +498,8 @@ mod tests {
 
     #[test]
     fn secondaries_count_as_targets_but_not_as_prompt_targets() {
-        let mut ev = Ev::default().particle(1, 2.0, 0.0, 4, 0.1).particle(2, 3.0, 0.0, 4, 0.1).particle(3, 0.5, 0.0, 4, 0.1);
+        let mut ev =
+            Ev::default().particle(1, 2.0, 0.0, 4, 0.1).particle(2, 3.0, 0.0, 4, 0.1).particle(3, 0.5, 0.0, 4, 0.1);
         ev.kin.insert_at(ParticleId(2), 3.0, 0.0, 70.0); // produced in a pixel layer
         ev.kin.insert_at(ParticleId(3), 0.5, 0.0, 0.5); // prompt, but below the pT cut
         // Particle 1 found, the secondary 2 missed, 3 found.
