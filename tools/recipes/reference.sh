@@ -9,7 +9,8 @@
 #   (c) model (b) fine-tuned on full graphs of the 100 mu=200 events of (a) (runs/c: the model
 #       tracks are reconstructed with, issue 7);
 # and the 20 held-out mu=200 events reconstruction is measured on.
-# Usage: tools/recipes/reference.sh [WORKDIR]   (default ./reference; ~2.5 h of 2 cores for (a))
+# Usage: tools/recipes/reference.sh [WORKDIR]   (default ./reference). Times on 2 cores:
+#   maps ~30 min, (a) 50 + 11 min, (b) 26 + 14 min, (c) ~4.5 h (30 epochs of 5-7 s per step).
 # Interrupt at any time: re-running resumes training (--resume) and skips finished steps.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -58,7 +59,7 @@ else
   "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
 fi
 "$tg" eval --run runs/b --graphs graphs_b
-# ... then fine-tuned from its best weights with pos_weight 6 (~15 min).
+# ... then fine-tuned from its best weights with pos_weight 6 (~14 min).
 if [ -d runs/b_tune ]; then
   "$tg" train --graphs graphs_b --out runs/b_tune --resume --config "$here/reference_b_tune.toml"
 else
@@ -66,7 +67,7 @@ else
 fi
 "$tg" eval --run runs/b_tune --graphs graphs_b
 
-# (c) model (b) fine-tuned on full graphs of the mu=200 events of (a) (~1 h).
+# (c) model (b) fine-tuned on full graphs of the mu=200 events of (a) (~4.5 h).
 [ -d graphs_c ] || "$tg" build-graphs --input gnn_a_events --out graphs_c --method module-map --map map_prompt.bin --margin 0.3
 if [ -d runs/c ]; then
   "$tg" train --graphs graphs_c --out runs/c --resume --config "$here/reference_c.toml"
