@@ -19,6 +19,17 @@ mkdir -p "$work" && cd "$work"
 cargo build --release --manifest-path "$here/../../Cargo.toml" -p trackgnn
 tg="$here/../../target/release/trackgnn"
 
+# train_and_eval RUN GRAPHS CONFIG [INIT_RUN]: trains runs/RUN (resuming it if it exists; a
+# fresh run starts from INIT_RUN's best weights when given), then evaluates it.
+train_and_eval() {
+  if [ -d "runs/$1" ]; then
+    "$tg" train --graphs "$2" --out "runs/$1" --resume --config "$here/$3"
+  else
+    "$tg" train --graphs "$2" --out "runs/$1" --config "$here/$3" ${4:+--init-weights "runs/$4"}
+  fi
+  "$tg" eval --run "runs/$1" --graphs "$2"
+}
+
 # Events: the training set (seed 11, ids 1-100), held-out evaluation events (seed 12, ids
 # 1001-1020), and low pile-up events for (b) (seed 21).
 [ -d gnn_a_events ] || "$tg" simulate --events 100 --pileup 200 --seed 11 --out gnn_a_events
@@ -36,45 +47,20 @@ tg="$here/../../target/release/trackgnn"
 # (a) pT > 1 GeV module-map graphs (margin 10% of each range) and training.
 [ -d graphs_a ] || "$tg" build-graphs --input gnn_a_events --out graphs_a --method module-map --map map_mix.bin \
   --pt-min 1 --remove-noise --margin 0.1
-if [ -d runs/a ]; then
-  "$tg" train --graphs graphs_a --out runs/a --resume --config "$here/reference_a.toml"
-else
-  "$tg" train --graphs graphs_a --out runs/a --config "$here/reference_a.toml"
-fi
-"$tg" eval --run runs/a --graphs graphs_a
+train_and_eval a graphs_a reference_a.toml
 # ... then fine-tuned from its best weights with a positive-class weight of 1.5.
-if [ -d runs/a_tune ]; then
-  "$tg" train --graphs graphs_a --out runs/a_tune --resume --config "$here/reference_a_tune.toml"
-else
-  "$tg" train --graphs graphs_a --out runs/a_tune --config "$here/reference_a_tune.toml" --init-weights runs/a
-fi
-"$tg" eval --run runs/a_tune --graphs graphs_a
+train_and_eval a_tune graphs_a reference_a_tune.toml a
 
 # (b) full mu=40 graphs (no truth cut; the prompt map's ranges with a 30% margin) and training
 # (~30 min of 2 cores) ...
 [ -d graphs_b ] || "$tg" build-graphs --input mu40 --out graphs_b --method module-map --map map_prompt.bin --margin 0.3
-if [ -d runs/b ]; then
-  "$tg" train --graphs graphs_b --out runs/b --resume --config "$here/reference_b.toml"
-else
-  "$tg" train --graphs graphs_b --out runs/b --config "$here/reference_b.toml"
-fi
-"$tg" eval --run runs/b --graphs graphs_b
+train_and_eval b graphs_b reference_b.toml
 # ... then fine-tuned from its best weights with pos_weight 6 (~14 min).
-if [ -d runs/b_tune ]; then
-  "$tg" train --graphs graphs_b --out runs/b_tune --resume --config "$here/reference_b_tune.toml"
-else
-  "$tg" train --graphs graphs_b --out runs/b_tune --config "$here/reference_b_tune.toml" --init-weights runs/b
-fi
-"$tg" eval --run runs/b_tune --graphs graphs_b
+train_and_eval b_tune graphs_b reference_b_tune.toml b
 
 # (c) model (b) fine-tuned on full graphs of the mu=200 events of (a) (~4.5 h).
 [ -d graphs_c ] || "$tg" build-graphs --input gnn_a_events --out graphs_c --method module-map --map map_prompt.bin --margin 0.3
-if [ -d runs/c ]; then
-  "$tg" train --graphs graphs_c --out runs/c --resume --config "$here/reference_c.toml"
-else
-  "$tg" train --graphs graphs_c --out runs/c --config "$here/reference_c.toml" --init-weights runs/b_tune
-fi
-"$tg" eval --run runs/c --graphs graphs_c
+train_and_eval c graphs_c reference_c.toml b_tune
 
 # Reconstruction of the held-out full mu=200 events (no truth read) with model (c) (issue 7).
 "$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c --method walkthrough
