@@ -16,8 +16,8 @@
 //! - **Prompt target**: a target produced within `prompt_max_vertex_r` of the beam line
 //!   (transverse production radius; default 1 mm), i.e. not a secondary from an interaction
 //!   in the material. Reported beside the target efficiency as `efficiency_prompt`: the
-//!   field's evaluations (acorn, GNN4ITk) usually count primaries only, and graphs built
-//!   from maps of prompt particles miss secondaries by construction.
+//!   field's evaluations often count primaries only, and graphs built from maps of prompt
+//!   particles miss secondaries by construction.
 //! - **Double-majority match** (efficiency): a candidate matches particle p if more than
 //!   50 % of the candidate's hits are p's **and** more than 50 % of p's hits are on the
 //!   candidate. Noise is never matched. efficiency = matched targets / targets;
@@ -71,7 +71,7 @@ pub struct MetricsConfig {
     /// Smallest number of hits of a candidate track, ≥ 1. Default 3.
     pub min_track_hits: usize,
     /// Largest transverse production radius [mm] of a prompt target particle, ≥ 0.
-    /// Default 1.0.
+    /// Default [`PROMPT_R`](trackgnn_graph::recipe::PROMPT_R) (1 mm), the graphs' definition.
     pub prompt_max_vertex_r: f64,
     /// Bin edges in pT [GeV] for the target efficiency. Default 10 log bins from 1 to 100.
     pub pt_edges: Vec<f64>,
@@ -88,7 +88,7 @@ impl Default for MetricsConfig {
             target_pt_min: 1.0,
             min_particle_hits: 3,
             min_track_hits: 3,
-            prompt_max_vertex_r: 1.0,
+            prompt_max_vertex_r: f64::from(trackgnn_graph::recipe::PROMPT_R),
             pt_edges: log_edges(1.0, 100.0, 10),
             pt_edges_all: log_edges(0.1, 100.0, 15),
             eta_edges: linear_edges(-4.0, 4.0, 16),
@@ -136,10 +136,7 @@ impl ParticleKinematics {
     /// radius from the production vertex).
     pub fn from_particles(particles: &Particles) -> Self {
         let map = (0..particles.len())
-            .map(|i| {
-                let r = f64::from(particles.vx[i]).hypot(f64::from(particles.vy[i]));
-                (particles.particle_id[i], (particles.pt(i), particles.eta(i), r))
-            })
+            .map(|i| (particles.particle_id[i], (particles.pt(i), particles.eta(i), particles.vertex_r(i))))
             .collect();
         ParticleKinematics { map }
     }

@@ -152,6 +152,10 @@ impl Particles {
     pub fn pt(&self, i: usize) -> f64 {
         (self.px[i] as f64).hypot(self.py[i] as f64)
     }
+    /// Transverse distance of particle `i`'s production vertex from the beam line [mm].
+    pub fn vertex_r(&self, i: usize) -> f64 {
+        (self.vx[i] as f64).hypot(self.vy[i] as f64)
+    }
     /// Pseudorapidity of particle `i` at production.
     pub fn eta(&self, i: usize) -> f64 {
         crate::physics::eta_of(self.px[i] as f64, self.py[i] as f64, self.pz[i] as f64)
