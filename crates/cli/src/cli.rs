@@ -569,6 +569,15 @@ pub struct ReconstructArgs {
     /// Track building method.
     #[arg(long, value_enum, default_value_t = TrackMethodArg::Cc)]
     pub method: TrackMethodArg,
+    /// Smallest track candidate, in hits: shorter groups are left out (their hits become
+    /// singletons in the submission). 5 is the field's usual track-quality cut (acorn's
+    /// `min_track_length`); 3 keeps every candidate the metrics count.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_hits: u32,
+    /// Walk-through only: branchings whose second edge scores at least this are explored
+    /// (the longest path wins). Default: the larger of 0.8 and the score cut.
+    #[arg(long)]
+    pub branch_cut: Option<f64>,
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,

@@ -47,6 +47,25 @@ fn train_and_eval_from_the_command_line() {
     assert!(cfg.contains("init_weights") && cfg.contains("best.safetensors"), "{cfg}");
     let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t2", "--init-weights", "nowhere"]));
     assert!(err.contains("nowhere"), "{err}");
+    // Reconstruction: a stricter candidate length keeps fewer tracks; a score cut above the
+    // default branch cut (0.8) is accepted; a zero length is refused by name.
+    let reco = |extra: &[&str]| {
+        let mut args = vec!["reconstruct", "--run", "run", "--input", "ev", "--events", "2", "--json"];
+        args.extend_from_slice(extra);
+        let out = json(&ok(trackgnn(d, &args)));
+        let tracks: u64 = out["events"].as_array().unwrap().iter().map(|e| e["tracks"].as_u64().unwrap()).sum();
+        (out, tracks)
+    };
+    let (r3, t3) = reco(&["--out", "t3", "--method", "walkthrough", "--min-hits", "3"]);
+    let (r6, t6) = reco(&["--out", "t6", "--method", "walkthrough", "--min-hits", "6"]);
+    assert_eq!((r3["min_hits"].as_u64(), r6["min_hits"].as_u64()), (Some(3), Some(6)));
+    assert!(t6 <= t3, "{t6} tracks of >= 6 hits, {t3} of >= 3");
+    let m3 = r3["metrics"]["n_candidates"].as_u64().unwrap();
+    assert!(r6["metrics"]["n_candidates"].as_u64().unwrap() <= m3);
+    let (strict, _) = reco(&["--out", "t9", "--method", "walkthrough", "--score-cut", "0.9"]);
+    assert_eq!(strict["branch_cut"], 0.9);
+    let err = fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "t0", "--min-hits", "0"]));
+    assert!(err.contains("--min-hits"), "{err}");
     // Training again into the same directory without --resume is refused.
     let err = fails(trackgnn(d, &args[..args.len() - 1]));
     assert!(err.contains("--resume"), "{err}");

@@ -131,6 +131,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         out: p("tracks"),
         score_cut: 0.5,
         method: TrackMethodArg::Walkthrough,
+        min_hits: 5,
+        branch_cut: None,
         weights: "best".into(),
         events: None,
         threads: a.threads,

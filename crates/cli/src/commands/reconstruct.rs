@@ -126,8 +126,15 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         TrackMethodArg::Cc => TrackMethod::Cc,
         TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,
     };
-    let builder =
-        TrackBuilder::new(TrackBuilderConfig { method, score_cut: a.score_cut, ..TrackBuilderConfig::default() })?;
+    let defaults = TrackBuilderConfig::default();
+    let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(a.score_cut, |b| b.max(a.score_cut)));
+    let builder = TrackBuilder::new(TrackBuilderConfig {
+        method,
+        score_cut: a.score_cut,
+        min_hits: a.min_hits as usize,
+        branch_cut: Some(branch_cut),
+        ..defaults
+    })?;
     let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events {
         events.truncate(n);
@@ -184,15 +191,16 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     });
     if a.json {
         print_json(
-            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": a.score_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": a.score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
         );
     } else {
         println!(
-            "{} events reconstructed into {} ({:?}, score cut {})",
+            "{} events reconstructed into {} ({:?}, score cut {}, candidates of >= {} hits)",
             rows.len(),
             a.out.display(),
             method,
-            a.score_cut
+            a.score_cut,
+            a.min_hits
         );
         println!(
             "per event: {:.0} nodes, {:.0} edges, {:.0} tracks; seconds: read {:.3}, graph {:.3}, GNN {:.3}, tracks {:.3}, write {:.3}",
