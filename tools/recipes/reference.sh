@@ -63,5 +63,6 @@ train_and_eval b_tune graphs_b reference_b_tune.toml b
 train_and_eval c graphs_c reference_c.toml b_tune
 
 # Reconstruction of the held-out full mu=200 events (no truth read) with model (c) (issue 7).
-"$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c --method walkthrough
+"$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c --method follow
+"$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c_walk --method walkthrough
 "$tg" reconstruct --run runs/c --input mu200_eval --out tracks_c_cc --method cc

@@ -549,6 +549,8 @@ pub enum TrackMethodArg {
     Cc,
     /// Walk along the best-scoring edges, resolving branchings.
     Walkthrough,
+    /// Follow the helix along the edges down to a low score cut (for dense events).
+    Follow,
 }
 
 /// `trackgnn reconstruct`.
@@ -563,9 +565,10 @@ pub struct ReconstructArgs {
     /// Output directory for the submission files and plots.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Edge score cut.
-    #[arg(long, default_value_t = 0.5)]
-    pub score_cut: f64,
+    /// Edge score cut. Default: 0.5 (cc, walkthrough), 0.02 (follow, whose windows on the
+    /// helix do the rest of the selection).
+    #[arg(long)]
+    pub score_cut: Option<f64>,
     /// Track building method.
     #[arg(long, value_enum, default_value_t = TrackMethodArg::Cc)]
     pub method: TrackMethodArg,

@@ -5,7 +5,7 @@
 //!
 //! - [`tracks`]: [`TrackBuilder`] (configured by [`TrackBuilderConfig`]) cuts the edges at a
 //!   score threshold and groups the nodes by [`connected_components`] or by a
-//!   [`walkthrough()`] that resolves branchings. Output: a track id per node, [`NO_TRACK`]
+//!   [`walkthrough()`] that resolves branchings, or follows the helix along them ([`follow()`]). Output: a track id per node, [`NO_TRACK`]
 //!   for nodes in no track.
 //! - [`metrics`]: [`evaluate`] computes [`TrackMetrics`] for one event: double-majority
 //!   efficiency (target and all particles, and against pT and η), fake and duplicate rates,
@@ -62,5 +62,6 @@ pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };
 pub use tracks::{
-    Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, connected_components, num_tracks, walkthrough,
+    FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, connected_components, follow,
+    num_tracks, walkthrough,
 };

@@ -8,6 +8,9 @@
 //! - [`Method::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
 //!   outgoing edge from each start node (acorn's "CC & walk"), which separates tracks that a
 //!   fake edge joins at a branching.
+//! - [`Method::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
+//!   every step the hit that best continues the helix (curvature and polar angle), weighed
+//!   against its score. Needs the nodes' positions. For dense (high pile-up) events.
 //!
 //! # Output convention
 //! The result has one `u32` per node. Tracks of at least `min_hits` nodes are numbered
@@ -21,6 +24,7 @@
 //! pairs, the node radii and `config`, not on the order in which edges are listed.
 
 mod components;
+mod follow;
 mod walkthrough;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +33,7 @@ use trackgnn_graph::Graph;
 use crate::error::{Error, Result};
 
 pub use components::connected_components;
+pub use follow::{FollowConfig, follow};
 pub use walkthrough::walkthrough;
 
 /// The track id of nodes that are in no track of at least `min_hits` nodes.
@@ -43,6 +48,8 @@ pub enum Method {
     Cc,
     /// Walk-through along the best-scoring outgoing edges.
     Walkthrough,
+    /// Track following along the kept edges, guided by helix continuity and the scores.
+    Follow,
 }
 
 /// Settings of track building. `Default` gives the reference values.
@@ -66,11 +73,20 @@ pub struct TrackBuilderConfig {
     /// (bounds the work on dense graphs; once reached, only the best edge is followed).
     /// Default 64.
     pub max_paths: usize,
+    /// Track following only: its windows and weights.
+    pub follow: FollowConfig,
 }
 
 impl Default for TrackBuilderConfig {
     fn default() -> Self {
-        TrackBuilderConfig { method: Method::Cc, score_cut: 0.5, min_hits: 3, branch_cut: Some(0.8), max_paths: 64 }
+        TrackBuilderConfig {
+            method: Method::Cc,
+            score_cut: 0.5,
+            min_hits: 3,
+            branch_cut: Some(0.8),
+            max_paths: 64,
+            follow: FollowConfig::default(),
+        }
     }
 }
 
@@ -94,7 +110,7 @@ impl TrackBuilderConfig {
         if self.max_paths == 0 {
             return Err(Error::config("max_paths", "must be at least 1, got 0"));
         }
-        Ok(())
+        self.follow.validate()
     }
 }
 
@@ -115,6 +131,10 @@ pub struct ScoredEdges<'a> {
     /// Optional radius r [mm] of each node: the walk-through starts from inner nodes first.
     /// Without it, node index order is used.
     pub r: Option<&'a [f32]>,
+    /// Optional azimuth phi [rad] of each node (track following needs it).
+    pub phi: Option<&'a [f32]>,
+    /// Optional z [mm] of each node (track following needs it).
+    pub z: Option<&'a [f32]>,
 }
 
 impl<'a> ScoredEdges<'a> {
@@ -124,7 +144,7 @@ impl<'a> ScoredEdges<'a> {
     /// If `src`, `dst` and `scores` differ in length.
     #[track_caller]
     pub fn new(num_nodes: usize, src: &'a [u32], dst: &'a [u32], scores: &'a [f32]) -> Self {
-        let e = ScoredEdges { num_nodes, src, dst, scores, r: None };
+        let e = ScoredEdges { num_nodes, src, dst, scores, r: None, phi: None, z: None };
         e.assert_shapes();
         e
     }
@@ -140,15 +160,34 @@ impl<'a> ScoredEdges<'a> {
         e
     }
 
+    /// The same edges with node positions in cylindrical coordinates (r [mm], phi [rad],
+    /// z [mm]).
+    ///
+    /// # Panics
+    /// If a slice's length differs from `num_nodes`.
+    #[track_caller]
+    pub fn with_positions(self, r: &'a [f32], phi: &'a [f32], z: &'a [f32]) -> Self {
+        let e = ScoredEdges { r: Some(r), phi: Some(phi), z: Some(z), ..self };
+        e.assert_shapes();
+        e
+    }
+
     /// The edges of `graph` with `scores` (one per edge, e.g. the GNN's sigmoid outputs) and
-    /// the graph's node radii.
+    /// the graph's node positions.
     ///
     /// # Panics
     /// If `scores.len() != graph.num_edges()` or the graph's arrays are inconsistent.
     #[track_caller]
     pub fn from_graph(graph: &'a Graph, scores: &'a [f32]) -> Self {
         let e = ScoredEdges::new(graph.num_nodes(), &graph.src, &graph.dst, scores);
-        if graph.r.len() == graph.num_nodes() { e.with_r(&graph.r) } else { e }
+        let n = graph.num_nodes();
+        if graph.r.len() == n && graph.phi.len() == n && graph.z.len() == n {
+            e.with_positions(&graph.r, &graph.phi, &graph.z)
+        } else if graph.r.len() == n {
+            e.with_r(&graph.r)
+        } else {
+            e
+        }
     }
 
     /// The number of edges.
@@ -160,8 +199,10 @@ impl<'a> ScoredEdges<'a> {
     pub(crate) fn assert_shapes(&self) {
         assert_eq!(self.src.len(), self.dst.len(), "src and dst differ in length");
         assert_eq!(self.src.len(), self.scores.len(), "one score per edge");
-        if let Some(r) = self.r {
-            assert_eq!(r.len(), self.num_nodes, "one r per node");
+        for (name, v) in [("r", self.r), ("phi", self.phi), ("z", self.z)] {
+            if let Some(v) = v {
+                assert_eq!(v.len(), self.num_nodes, "one {name} per node");
+            }
         }
     }
 
@@ -217,6 +258,7 @@ impl TrackBuilder {
         match self.config.method {
             Method::Cc => connected_components(edges, &self.config),
             Method::Walkthrough => walkthrough(edges, &self.config),
+            Method::Follow => follow(edges, &self.config),
         }
     }
 }

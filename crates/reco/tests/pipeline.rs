@@ -85,7 +85,7 @@ fn reconstruct_write_read_and_score() {
     let dir = tempfile::tempdir().unwrap();
 
     let mut results = Vec::new();
-    for method in [Method::Cc, Method::Walkthrough] {
+    for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
         let builder = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
         let node_tracks = builder.build(&edges).unwrap();
         let per_hit = event_track_ids(&ev.hits.hit_id, &g.hit_id, &node_tracks).unwrap();
@@ -105,7 +105,9 @@ fn reconstruct_write_read_and_score() {
         assert!((trackml_score(&truth.particle_id, &truth.weight, &back) - m.trackml_score).abs() < 1e-12);
         results.push(m);
     }
-    let (cc, walk) = (&results[0], &results[1]);
+    let (cc, walk, follow) = (&results[0], &results[1], &results[2]);
+    // Following the straight lines refuses the 0.6 edge's kink as the walk does.
+    assert_eq!(follow, walk);
 
     // CC merges particles 100 and 101 through the 0.6 edge: a 10-hit track with 5 + 5 hits,
     // neither more than half: a fake. Particle 103 (4 hits in the graph) is found.

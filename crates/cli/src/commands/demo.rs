@@ -129,7 +129,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         run: p("run"),
         input: p("heldout"),
         out: p("tracks"),
-        score_cut: 0.5,
+        score_cut: None,
         method: TrackMethodArg::Walkthrough,
         min_hits: 5,
         branch_cut: None,

@@ -125,12 +125,14 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let method = match a.method {
         TrackMethodArg::Cc => TrackMethod::Cc,
         TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,
+        TrackMethodArg::Follow => TrackMethod::Follow,
     };
+    let score_cut = a.score_cut.unwrap_or(if method == TrackMethod::Follow { 0.02 } else { 0.5 });
     let defaults = TrackBuilderConfig::default();
-    let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(a.score_cut, |b| b.max(a.score_cut)));
+    let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
     let builder = TrackBuilder::new(TrackBuilderConfig {
         method,
-        score_cut: a.score_cut,
+        score_cut,
         min_hits: a.min_hits as usize,
         branch_cut: Some(branch_cut),
         ..defaults
@@ -191,7 +193,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     });
     if a.json {
         print_json(
-            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": a.score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
         );
     } else {
         println!(
@@ -199,7 +201,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
             rows.len(),
             a.out.display(),
             method,
-            a.score_cut,
+            score_cut,
             a.min_hits
         );
         println!(

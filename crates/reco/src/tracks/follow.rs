@@ -1,0 +1,407 @@
+//! Track following: walks guided by the edge scores and by helix continuity.
+//!
+//! In dense events the GNN's scores alone are a poor guide at a branching: the walk-through
+//! follows the best-scoring edge, and a track whose true edge scores 0.3 next to a fake at
+//! 0.6 is lost or merged. A charged particle in a solenoid keeps its curvature in the
+//! transverse plane and its polar angle (up to multiple scattering and the hits' position
+//! errors), so the hits already on a path predict where the next one can be. Track following
+//! keeps edges down to a low score cut and chooses, at every step, among the hits that
+//! continue the helix, weighting the geometric agreement against the score: the way
+//! combinatorial track finders (ACTS's CKF, the Kalman filter of ATLAS and CMS) extend
+//! seeds, with the GNN's edges as the search space.
+//!
+//! # The algorithm
+//! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped); order each node's
+//!    outgoing kept edges best score first (ties: lower destination first).
+//! 2. Start nodes: those without an incoming kept edge first, then all others; within each
+//!    group innermost first (by r, then node index).
+//! 3. From each start node not yet used: the first step takes the best outgoing edge with
+//!    score ≥ [`FollowConfig::seed_cut`] to an unused node (none: no track). Every later step
+//!    from the last node `b` looks at its outgoing kept edges to nodes `c` that are unused and
+//!    not on the path, and computes
+//!    - Δκ: the transverse curvature of the circle through (`a`, `b`, `c`) minus that through
+//!      (`p`, `a`, `b`), where `a` is the latest path node at least
+//!      [`min_lever_arm`](FollowConfig::min_lever_arm) from `b` in the transverse plane and
+//!      `p` the latest at least as far from `a` (without `p`, the beam line at the origin
+//!      stands in for it and the window is three times wider); allowed:
+//!      `curvature_abs + curvature_rel · |κ(a, b, c)|`;
+//!    - Δθ: the polar angle of `b → c` minus that of `a' → b`, `a'` the latest path node at
+//!      least `min_lever_arm` from `b` in 3D; allowed: `theta_window` × (2 mrad + 2σ_c/|bc| +
+//!      2σ_a'/|a'b|), σ the position error at the hit's radius
+//!      ([`position_sigma`](FollowConfig::position_sigma)).
+//!
+//!    A term whose points are too close together is left out. `c` is compatible if
+//!    χ² = (Δκ/allowed)² + (Δθ/allowed)² < 1; the compatible `c` with the lowest
+//!    χ² − `score_weight` · ln(score) is followed (ties: the better score). None: the path
+//!    ends.
+//! 4. A path of at least `min_hits` nodes becomes a track and its nodes are used; otherwise
+//!    only its start node is marked used.
+//!
+//! No recursion, no branching: the cost is linear in the kept edges times the path length.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
+use crate::error::{Error, Result};
+
+/// Settings of [`follow`]. `Default` gives values measured on full mu = 200 TrackML-like events
+/// (the windows hold ~99.5% of true triplets of pT ≥ 1 GeV particles).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FollowConfig {
+    /// A path starts only along an edge scoring at least this, in [0, 1]. Default 0.1.
+    pub seed_cut: f64,
+    /// Absolute curvature window [1/mm], > 0. Default 3e-4 (a 1 GeV track in 2 T has 6e-4).
+    pub curvature_abs: f64,
+    /// Curvature window relative to the candidate's curvature, ≥ 0. Default 0.1.
+    pub curvature_rel: f64,
+    /// Polar-angle window in units of its expected spread, > 0. Default 1.3.
+    pub theta_window: f64,
+    /// Weight of −ln(score) against the geometric χ², ≥ 0. Default 0.3.
+    pub score_weight: f64,
+    /// Shortest distance [mm] between the points of a curvature or angle estimate, > 0.
+    /// Default 15 (closer hits, e.g. overlapping modules of one layer, give no lever arm).
+    pub min_lever_arm: f64,
+    /// Position error σ [mm] of a hit by radius: `[r_max, sigma]` pairs with increasing
+    /// `r_max`; hits beyond the last `r_max` take the last σ. Default: the TrackML detector's
+    /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips 5.
+    pub position_sigma: Vec<[f64; 2]>,
+}
+
+impl Default for FollowConfig {
+    fn default() -> Self {
+        FollowConfig {
+            seed_cut: 0.1,
+            curvature_abs: 3e-4,
+            curvature_rel: 0.1,
+            theta_window: 1.3,
+            score_weight: 0.3,
+            min_lever_arm: 15.0,
+            position_sigma: vec![[200.0, 0.025], [700.0, 0.6], [f64::INFINITY, 5.0]],
+        }
+    }
+}
+
+impl FollowConfig {
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field: &'static str, msg: String| Err(Error::config(field, msg));
+        if !(0.0..=1.0).contains(&self.seed_cut) {
+            return bad("follow.seed_cut", format!("must be in [0, 1], got {}", self.seed_cut));
+        }
+        for (field, v, min_inclusive) in [
+            ("follow.curvature_abs", self.curvature_abs, false),
+            ("follow.curvature_rel", self.curvature_rel, true),
+            ("follow.theta_window", self.theta_window, false),
+            ("follow.score_weight", self.score_weight, true),
+            ("follow.min_lever_arm", self.min_lever_arm, false),
+        ] {
+            let ok = v.is_finite() && if min_inclusive { v >= 0.0 } else { v > 0.0 };
+            if !ok {
+                let want = if min_inclusive { "finite and ≥ 0" } else { "finite and > 0" };
+                return bad(field, format!("must be {want}, got {v}"));
+            }
+        }
+        if self.position_sigma.is_empty()
+            || self.position_sigma.iter().any(|p| !(p[1] > 0.0 && p[1].is_finite()) || p[0].is_nan())
+            || self.position_sigma.windows(2).any(|w| w[0][0] >= w[1][0])
+        {
+            return bad(
+                "follow.position_sigma",
+                format!("must be [r_max, sigma > 0] pairs with increasing r_max, got {:?}", self.position_sigma),
+            );
+        }
+        Ok(())
+    }
+
+    fn sigma(&self, r: f64) -> f64 {
+        let last = self.position_sigma.last().expect("validated: not empty")[1];
+        self.position_sigma.iter().find(|p| r < p[0]).map_or(last, |p| p[1])
+    }
+}
+
+/// Signed curvature [1/mm] of the circle through three transverse points (0: collinear).
+fn curvature(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> f64 {
+    let (ux, uy, vx, vy) = (b[0] - a[0], b[1] - a[1], c[0] - b[0], c[1] - b[1]);
+    let d = ((ux * ux + uy * uy) * (vx * vx + vy * vy) * ((c[0] - a[0]).powi(2) + (c[1] - a[1]).powi(2))).sqrt();
+    if d == 0.0 { 0.0 } else { 2.0 * (ux * vy - uy * vx) / d }
+}
+
+/// Node positions in Cartesian coordinates and the checks of step 3 of the module docs.
+struct Geometry<'a> {
+    xy: Vec<[f64; 2]>,
+    z: Vec<f64>,
+    r: &'a [f32],
+    cfg: &'a FollowConfig,
+}
+
+impl Geometry<'_> {
+    fn dxy(&self, p: usize, q: usize) -> f64 {
+        (self.xy[q][0] - self.xy[p][0]).hypot(self.xy[q][1] - self.xy[p][1])
+    }
+
+    fn d3(&self, p: usize, q: usize) -> f64 {
+        self.dxy(p, q).hypot(self.z[q] - self.z[p])
+    }
+
+    fn theta(&self, p: usize, q: usize) -> f64 {
+        self.dxy(p, q).atan2(self.z[q] - self.z[p])
+    }
+
+    /// The latest node of `path[..end]` at least the lever arm from `from` under `dist`, as
+    /// (index in path, node).
+    fn anchor(
+        &self,
+        path: &[usize],
+        end: usize,
+        from: usize,
+        dist: impl Fn(usize, usize) -> f64,
+    ) -> Option<(usize, usize)> {
+        (0..end).rev().map(|k| (k, path[k])).find(|&(_, q)| dist(q, from) >= self.cfg.min_lever_arm)
+    }
+
+    /// χ² of extending `path` by `c`, or `None` if `c` is outside the windows.
+    fn chi2(&self, path: &[usize], c: usize) -> Option<f64> {
+        let cfg = self.cfg;
+        let b = *path.last().expect("a path is never empty");
+        let last = path.len() - 1;
+        let mut chi2 = 0.0;
+        if self.dxy(b, c) >= cfg.min_lever_arm
+            && let Some((ia, a)) = self.anchor(path, last, b, |p, q| self.dxy(p, q))
+        {
+            let k_new = curvature(self.xy[a], self.xy[b], self.xy[c]);
+            let (k_ref, widen) = match self.anchor(path, ia, a, |p, q| self.dxy(p, q)) {
+                Some((_, p)) => (curvature(self.xy[p], self.xy[a], self.xy[b]), 1.0),
+                None => (curvature([0.0, 0.0], self.xy[a], self.xy[b]), 3.0),
+            };
+            let allowed = widen * (cfg.curvature_abs + cfg.curvature_rel * k_new.abs());
+            chi2 += ((k_new - k_ref) / allowed).powi(2);
+        }
+        if self.d3(b, c) >= cfg.min_lever_arm
+            && let Some((_, a)) = self.anchor(path, last, b, |p, q| self.d3(p, q))
+        {
+            let sigma = |n: usize| cfg.sigma(f64::from(self.r[n]));
+            let spread = 0.002 + 2.0 * sigma(c) / self.d3(b, c) + 2.0 * sigma(a) / self.d3(a, b);
+            chi2 += ((self.theta(b, c) - self.theta(a, b)) / (cfg.theta_window * spread)).powi(2);
+        }
+        (chi2 < 1.0).then_some(chi2)
+    }
+}
+
+/// Track following (see the module docs for the exact algorithm); `config.method` and
+/// `config.branch_cut` are not read. The edges need node positions
+/// ([`ScoredEdges::with_positions`]), else [`Error::Config`]. Tracks are numbered as the
+/// [module docs](super) say.
+///
+/// # Panics
+/// If the slices of `edges` differ in length.
+#[track_caller]
+pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Vec<u32>> {
+    edges.assert_shapes();
+    config.validate()?;
+    edges.check_nodes()?;
+    let (Some(r), Some(phi), Some(z)) = (edges.r, edges.phi, edges.z) else {
+        return Err(Error::config("method", "`follow` needs the nodes' r, phi and z"));
+    };
+    let cfg = &config.follow;
+    let n = edges.num_nodes;
+    let geo = Geometry {
+        xy: (0..n)
+            .map(|i| [f64::from(r[i]) * f64::from(phi[i]).cos(), f64::from(r[i]) * f64::from(phi[i]).sin()])
+            .collect(),
+        z: z.iter().map(|&v| f64::from(v)).collect(),
+        r,
+        cfg,
+    };
+    let mut kept: Vec<(u32, u32, f32)> = edges.kept(config.score_cut).collect();
+    kept.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)).then(a.1.cmp(&b.1)));
+    let mut start = vec![0usize; n + 1];
+    let mut has_incoming = vec![false; n];
+    for &(s, d, _) in &kept {
+        start[s as usize + 1] += 1;
+        has_incoming[d as usize] = true;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let out = |v: usize| &kept[start[v]..start[v + 1]];
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| has_incoming[a].cmp(&has_incoming[b]).then(r[a].total_cmp(&r[b])).then(a.cmp(&b)));
+
+    let mut used = vec![false; n];
+    let mut on_path = vec![false; n];
+    let mut labels = vec![u32::MAX; n];
+    let mut path: Vec<usize> = Vec::new();
+    for &s in &order {
+        if used[s] {
+            continue;
+        }
+        path.clear();
+        path.push(s);
+        on_path[s] = true;
+        loop {
+            let b = *path.last().expect("not empty");
+            let free = out(b).iter().filter(|e| !used[e.1 as usize] && !on_path[e.1 as usize]);
+            let next = if path.len() == 1 {
+                free.take_while(|e| f64::from(e.2) >= cfg.seed_cut).map(|e| e.1 as usize).next()
+            } else {
+                let mut best: Option<(f64, usize)> = None;
+                for e in free {
+                    let c = e.1 as usize;
+                    let Some(chi2) = geo.chi2(&path, c) else { continue };
+                    let cost = chi2 - cfg.score_weight * f64::from(e.2).ln();
+                    // Strictly lower: on a tie the earlier (better-scored) edge stays.
+                    if best.is_none_or(|(bc, _)| cost < bc) {
+                        best = Some((cost, c));
+                    }
+                }
+                best.map(|b| b.1)
+            };
+            let Some(c) = next else { break };
+            path.push(c);
+            on_path[c] = true;
+        }
+        for &v in &path {
+            on_path[v] = false;
+        }
+        if path.len() >= config.min_hits {
+            for &v in &path {
+                used[v] = true;
+                labels[v] = s as u32;
+            }
+        } else {
+            used[s] = true;
+        }
+    }
+    Ok(number_tracks(&labels, |_| true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tracks::{Method, TrackBuilder, walkthrough};
+
+    type E = (u32, u32, f32);
+
+    const RADII: [f32; 6] = [32.0, 72.0, 116.0, 172.0, 260.0, 360.0];
+
+    /// Nodes of a prompt helix with transverse radius of curvature `big_r` [mm] (sign: sense
+    /// of bending), starting azimuth `phi0` and dz/dr = `cot`, at the six radii.
+    fn helix(big_r: f32, phi0: f32, cot: f32) -> Vec<[f32; 3]> {
+        RADII.iter().map(|&r| [r, phi0 + (r / (2.0 * big_r)).asin(), cot * r]).collect()
+    }
+
+    fn build(nodes: &[[f32; 3]], edges: &[E], cfg: &TrackBuilderConfig) -> Result<Vec<u32>> {
+        let (r, phi, z): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+            nodes.iter().map(|n| n[0]).collect(),
+            nodes.iter().map(|n| n[1]).collect(),
+            nodes.iter().map(|n| n[2]).collect(),
+        );
+        let (s, d, sc): (Vec<u32>, Vec<u32>, Vec<f32>) = (
+            edges.iter().map(|e| e.0).collect(),
+            edges.iter().map(|e| e.1).collect(),
+            edges.iter().map(|e| e.2).collect(),
+        );
+        let e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
+        TrackBuilder::new(cfg.clone())?.build(&e)
+    }
+
+    fn chain(first: u32, scores: [f32; 5]) -> Vec<E> {
+        (0..5).map(|k| (first + k, first + k + 1, scores[k as usize])).collect()
+    }
+
+    /// Track a (nodes 0-5, bending one way, 1.5 GeV in 2 T) and track b (6-11, bending the
+    /// other way, from nearly the same azimuth). a's third edge scores 0.4; a fake edge from
+    /// a's third hit to b's fourth scores 0.9.
+    fn kinked() -> (Vec<[f32; 3]>, Vec<E>) {
+        let mut nodes = helix(2500.0, 0.1, 0.5);
+        nodes.extend(helix(-2500.0, 0.1 + 0.02, 0.5));
+        let mut edges = chain(0, [0.9, 0.9, 0.4, 0.9, 0.9]);
+        edges.extend(chain(6, [0.9; 5]));
+        edges.push((2, 9, 0.9));
+        (nodes, edges)
+    }
+
+    fn follow_cfg() -> TrackBuilderConfig {
+        TrackBuilderConfig { method: Method::Follow, score_cut: 0.02, ..Default::default() }
+    }
+
+    #[test]
+    fn the_helix_wins_over_a_better_scored_kink() {
+        let (nodes, edges) = kinked();
+        assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
+        // The walk-through follows the 0.9 fake: a's inner half continues on b's outer half.
+        let walk = TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, ..Default::default() };
+        assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 3, 3, 3, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_kink_in_z_is_refused_too() {
+        // b has a's transverse path but a polar angle 0.1 rad steeper beyond its third hit.
+        let a = helix(2500.0, 0.1, 0.5);
+        let mut b = a.clone();
+        for n in &mut b[3..] {
+            n[2] = a[2][2] + (n[0] - a[2][0]) * 0.62;
+        }
+        let nodes: Vec<[f32; 3]> = a.iter().chain(&b[3..]).copied().collect();
+        // a: 0-5; the steep branch 6, 7, 8 hangs off node 2 with better scores. a stays whole;
+        // the branch, left over, is a track of its own.
+        let mut edges = chain(0, [0.9, 0.9, 0.5, 0.9, 0.9]);
+        edges.extend([(2, 6, 0.95), (6, 7, 0.95), (7, 8, 0.95)]);
+        assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2]);
+        let walk = TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, ..Default::default() };
+        assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 1, 1, 1]);
+    }
+
+    #[test]
+    fn a_path_starts_only_on_a_seed_edge() {
+        let nodes = helix(2500.0, 0.1, 0.5);
+        let edges = chain(0, [0.05, 0.9, 0.9, 0.9, 0.9]);
+        // Node 0's only edge is below seed_cut (0.1): the track starts at node 1.
+        assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [0, 1, 1, 1, 1, 1]);
+        let lax = TrackBuilderConfig { follow: FollowConfig { seed_cut: 0.05, ..Default::default() }, ..follow_cfg() };
+        assert_eq!(build(&nodes, &edges, &lax).unwrap(), [1; 6]);
+        // Edges below score_cut do not exist for the walk.
+        let strict = TrackBuilderConfig { score_cut: 0.5, ..lax };
+        assert_eq!(build(&nodes, &edges, &strict).unwrap(), [0, 1, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn results_do_not_depend_on_edge_order() {
+        let (nodes, edges) = kinked();
+        let reference = build(&nodes, &edges, &follow_cfg()).unwrap();
+        let mut rev = edges.clone();
+        rev.reverse();
+        assert_eq!(build(&nodes, &rev, &follow_cfg()).unwrap(), reference);
+        rev.rotate_left(4);
+        assert_eq!(build(&nodes, &rev, &follow_cfg()).unwrap(), reference);
+    }
+
+    #[test]
+    fn follow_needs_positions_and_valid_windows() {
+        let (s, d, sc) = (vec![0u32, 1], vec![1u32, 2], vec![0.9f32, 0.9]);
+        let e = ScoredEdges::new(3, &s, &d, &sc);
+        let err = follow(&e, &follow_cfg()).unwrap_err().to_string();
+        assert!(err.contains("phi"), "{err}");
+        // The other methods do not need them.
+        assert_eq!(walkthrough(&e, &TrackBuilderConfig::default()).unwrap(), [1, 1, 1]);
+        let bad =
+            |f: FollowConfig| TrackBuilderConfig { follow: f, ..follow_cfg() }.validate().unwrap_err().to_string();
+        let unsorted = FollowConfig { position_sigma: vec![[700.0, 0.6], [200.0, 0.025]], ..Default::default() };
+        assert!(bad(unsorted).contains("follow.position_sigma"));
+        assert!(bad(FollowConfig { theta_window: 0.0, ..Default::default() }).contains("follow.theta_window"));
+        assert!(bad(FollowConfig { seed_cut: 1.5, ..Default::default() }).contains("follow.seed_cut"));
+        assert_eq!(FollowConfig::default().sigma(100.0), 0.025);
+        assert_eq!(FollowConfig::default().sigma(1000.0), 5.0);
+    }
+
+    #[test]
+    fn curvature_of_three_points_on_a_circle() {
+        // Points on the circle of radius 500 around (0, 500), counter-clockwise: κ = +1/500.
+        let p = |t: f64| [500.0 * t.sin(), 500.0 - 500.0 * t.cos()];
+        let k = curvature(p(0.1), p(0.2), p(0.35));
+        assert!((k - 1.0 / 500.0).abs() < 1e-9, "{k}");
+        assert!((curvature(p(0.35), p(0.2), p(0.1)) + 1.0 / 500.0).abs() < 1e-9);
+        assert_eq!(curvature([0.0, 0.0], [1.0, 1.0], [2.0, 2.0]), 0.0);
+    }
+}
