@@ -130,7 +130,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         input: p("heldout"),
         out: p("tracks"),
         score_cut: None,
-        method: TrackMethodArg::Walkthrough,
+        method: TrackMethodArg::Follow,
         min_hits: 5,
         branch_cut: None,
         weights: "best".into(),
