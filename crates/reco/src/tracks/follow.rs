@@ -41,6 +41,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::walkthrough::Adjacency;
 use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::{Error, Result};
 
@@ -213,18 +214,8 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
         r,
         cfg,
     };
-    let mut kept: Vec<(u32, u32, f32)> = edges.kept(config.score_cut).collect();
-    kept.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)).then(a.1.cmp(&b.1)));
-    let mut start = vec![0usize; n + 1];
-    let mut has_incoming = vec![false; n];
-    for &(s, d, _) in &kept {
-        start[s as usize + 1] += 1;
-        has_incoming[d as usize] = true;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let out = |v: usize| &kept[start[v]..start[v + 1]];
+    let adj = Adjacency::new(edges, config.score_cut);
+    let has_incoming: Vec<bool> = adj.indegree.iter().map(|&d| d > 0).collect();
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_unstable_by(|&a, &b| has_incoming[a].cmp(&has_incoming[b]).then(r[a].total_cmp(&r[b])).then(a.cmp(&b)));
 
@@ -241,15 +232,15 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
         on_path[s] = true;
         loop {
             let b = *path.last().expect("not empty");
-            let free = out(b).iter().filter(|e| !used[e.1 as usize] && !on_path[e.1 as usize]);
+            let free = adj.out(b as u32).filter(|&(c, _)| !used[c as usize] && !on_path[c as usize]);
             let next = if path.len() == 1 {
-                free.take_while(|e| f64::from(e.2) >= cfg.seed_cut).map(|e| e.1 as usize).next()
+                free.take_while(|&(_, sc)| f64::from(sc) >= cfg.seed_cut).map(|(c, _)| c as usize).next()
             } else {
                 let mut best: Option<(f64, usize)> = None;
-                for e in free {
-                    let c = e.1 as usize;
+                for (c, sc) in free {
+                    let c = c as usize;
                     let Some(chi2) = geo.chi2(&path, c) else { continue };
-                    let cost = chi2 - cfg.score_weight * f64::from(e.2).ln();
+                    let cost = chi2 - cfg.score_weight * f64::from(sc).ln();
                     // Strictly lower: on a tie the earlier (better-scored) edge stays.
                     if best.is_none_or(|(bc, _)| cost < bc) {
                         best = Some((cost, c));

@@ -33,15 +33,16 @@ use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::Result;
 
 /// The kept edges in compressed rows by source, each row sorted best score first.
-struct Adjacency {
+pub(crate) struct Adjacency {
     start: Vec<usize>,
     dst: Vec<u32>,
     score: Vec<f32>,
-    indegree: Vec<u32>,
+    pub(crate) indegree: Vec<u32>,
 }
 
 impl Adjacency {
-    fn new(edges: &ScoredEdges<'_>, cut: f64) -> Adjacency {
+    /// The edges of `edges` with score ≥ `cut` (self-loops dropped).
+    pub(crate) fn new(edges: &ScoredEdges<'_>, cut: f64) -> Adjacency {
         let n = edges.num_nodes;
         let mut kept: Vec<(u32, u32, f32)> = edges.kept(cut).collect();
         // By source, then best score first, then destination: independent of input order.
@@ -60,7 +61,9 @@ impl Adjacency {
         Adjacency { start, dst, score, indegree }
     }
 
-    fn out(&self, node: u32) -> impl Iterator<Item = (u32, f32)> + '_ {
+    /// The kept edges out of `node` as (destination, score), best score first (ties: lower
+    /// destination first).
+    pub(crate) fn out(&self, node: u32) -> impl Iterator<Item = (u32, f32)> + '_ {
         let r = self.start[node as usize]..self.start[node as usize + 1];
         self.dst[r.clone()].iter().copied().zip(self.score[r].iter().copied())
     }
