@@ -4,9 +4,9 @@
 //! this crate turns the scores into track candidates and measures them against the truth.
 //!
 //! - [`tracks`]: [`TrackBuilder`] (configured by [`TrackBuilderConfig`]) cuts the edges at a
-//!   score threshold and groups the nodes by [`connected_components`] or by a
-//!   [`walkthrough()`] that resolves branchings, or follows the helix along them ([`follow()`]). Output: a track id per node, [`NO_TRACK`]
-//!   for nodes in no track.
+//!   score threshold and groups the nodes by [`connected_components`], by a
+//!   [`walkthrough()`] that resolves branchings, or by following the helix along them
+//!   ([`follow()`]). Output: a track id per node, [`NO_TRACK`] for nodes in no track.
 //! - [`metrics`]: [`evaluate`] computes [`TrackMetrics`] for one event: double-majority
 //!   efficiency (target and all particles, and against pT and η), fake and duplicate rates,
 //!   the TrackML score ([`trackml_score`]); metrics of several events [`merge`](TrackMetrics::merge).

@@ -20,8 +20,8 @@
 //! submission, [`singleton_track_ids`](crate::submission::singleton_track_ids) gives each of
 //! those hits a track id of its own.
 //!
-//! Both methods are deterministic: the result depends only on the set of (edge, score)
-//! pairs, the node radii and `config`, not on the order in which edges are listed.
+//! All methods are deterministic: the result depends only on the set of (edge, score)
+//! pairs, the node positions and `config`, not on the order in which edges are listed.
 
 mod components;
 mod follow;
