@@ -41,7 +41,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::walkthrough::Adjacency;
+use super::walkthrough::{Adjacency, order_key};
 use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::{Error, Result};
 
@@ -215,9 +215,8 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
         cfg,
     };
     let adj = Adjacency::new(edges, config.score_cut);
-    let has_incoming: Vec<bool> = adj.indegree.iter().map(|&d| d > 0).collect();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_unstable_by(|&a, &b| has_incoming[a].cmp(&has_incoming[b]).then(r[a].total_cmp(&r[b])).then(a.cmp(&b)));
+    order.sort_unstable_by_key(|&i| (adj.indegree[i] > 0, order_key(Some(r), i as u32)));
 
     let mut used = vec![false; n];
     let mut on_path = vec![false; n];

@@ -70,7 +70,7 @@ impl Adjacency {
 }
 
 /// A sort key: innermost first (by r in a total order), then node index.
-fn order_key(r: Option<&[f32]>, node: u32) -> u64 {
+pub(crate) fn order_key(r: Option<&[f32]>, node: u32) -> u64 {
     let bits = r.map_or(0, |r| {
         // Map the f32 bit pattern to an unsigned key with the same order (total_cmp order).
         let b = r[node as usize].to_bits();
