@@ -52,6 +52,17 @@ pub enum Method {
     Follow,
 }
 
+impl Method {
+    /// The method's usual edge score cut: 0.5 (the field's edge threshold) for `Cc` and
+    /// `Walkthrough`; 0.02 for `Follow`, whose helix windows do the rest of the selection.
+    pub fn default_score_cut(self) -> f64 {
+        match self {
+            Method::Cc | Method::Walkthrough => 0.5,
+            Method::Follow => 0.02,
+        }
+    }
+}
+
 /// Settings of track building. `Default` gives the reference values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -81,7 +92,7 @@ impl Default for TrackBuilderConfig {
     fn default() -> Self {
         TrackBuilderConfig {
             method: Method::Cc,
-            score_cut: 0.5,
+            score_cut: Method::Cc.default_score_cut(),
             min_hits: 3,
             branch_cut: Some(0.8),
             max_paths: 64,

@@ -127,7 +127,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,
         TrackMethodArg::Follow => TrackMethod::Follow,
     };
-    let score_cut = a.score_cut.unwrap_or(if method == TrackMethod::Follow { 0.02 } else { 0.5 });
+    let score_cut = a.score_cut.unwrap_or(method.default_score_cut());
     let defaults = TrackBuilderConfig::default();
     let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
     let builder = TrackBuilder::new(TrackBuilderConfig {
