@@ -581,6 +581,9 @@ pub struct ReconstructArgs {
     /// (the longest path wins). Default: the larger of 0.8 and the score cut.
     #[arg(long)]
     pub branch_cut: Option<f64>,
+    /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
+    #[arg(long)]
+    pub no_hit_search: bool,
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,

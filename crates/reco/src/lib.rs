@@ -6,7 +6,8 @@
 //! - [`tracks`]: [`TrackBuilder`] (configured by [`TrackBuilderConfig`]) cuts the edges at a
 //!   score threshold and groups the nodes by [`connected_components`], by a
 //!   [`walkthrough()`] that resolves branchings, or by following the helix along them
-//!   ([`follow()`]). Output: a track id per node, [`NO_TRACK`] for nodes in no track.
+//!   ([`follow()`], whose paths a hit search beyond the graph's edges extends:
+//!   [`tracks::search`]). Output: a track id per node, [`NO_TRACK`] for nodes in no track.
 //! - [`metrics`]: [`evaluate`] computes [`TrackMetrics`] for one event: double-majority
 //!   efficiency (target and all particles, and against pT and η), fake and duplicate rates,
 //!   the TrackML score ([`trackml_score`]); metrics of several events [`merge`](TrackMetrics::merge).

@@ -10,7 +10,9 @@
 //!   fake edge joins at a branching.
 //! - [`Method::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
 //!   every step the hit that best continues the helix (curvature and polar angle), weighed
-//!   against its score. Needs the nodes' positions. For dense (high pile-up) events.
+//!   against its score. Needs the nodes' positions. For dense (high pile-up) events. With
+//!   the nodes' layers ([`ScoredEdges::with_layers`]) it then extends the paths by a hit
+//!   search beyond the edges ([`search`]).
 //!
 //! # Output convention
 //! The result has one `u32` per node. Tracks of at least `min_hits` nodes are numbered
@@ -25,6 +27,7 @@
 
 mod components;
 mod follow;
+pub mod search;
 mod walkthrough;
 
 use serde::{Deserialize, Serialize};
@@ -146,6 +149,9 @@ pub struct ScoredEdges<'a> {
     pub phi: Option<&'a [f32]>,
     /// Optional z [mm] of each node (track following needs it).
     pub z: Option<&'a [f32]>,
+    /// Optional layer of each node: track following then extends its paths by a hit search
+    /// beyond the edges ([`search`]).
+    pub layers: Option<search::NodeLayers<'a>>,
 }
 
 impl<'a> ScoredEdges<'a> {
@@ -155,7 +161,7 @@ impl<'a> ScoredEdges<'a> {
     /// If `src`, `dst` and `scores` differ in length.
     #[track_caller]
     pub fn new(num_nodes: usize, src: &'a [u32], dst: &'a [u32], scores: &'a [f32]) -> Self {
-        let e = ScoredEdges { num_nodes, src, dst, scores, r: None, phi: None, z: None };
+        let e = ScoredEdges { num_nodes, src, dst, scores, r: None, phi: None, z: None, layers: None };
         e.assert_shapes();
         e
     }
@@ -179,6 +185,17 @@ impl<'a> ScoredEdges<'a> {
     #[track_caller]
     pub fn with_positions(self, r: &'a [f32], phi: &'a [f32], z: &'a [f32]) -> Self {
         let e = ScoredEdges { r: Some(r), phi: Some(phi), z: Some(z), ..self };
+        e.assert_shapes();
+        e
+    }
+
+    /// The same edges with each node's layer, for the hit search of track following.
+    ///
+    /// # Panics
+    /// If `layers.layer.len() != num_nodes`.
+    #[track_caller]
+    pub fn with_layers(self, layers: search::NodeLayers<'a>) -> Self {
+        let e = ScoredEdges { layers: Some(layers), ..self };
         e.assert_shapes();
         e
     }
@@ -214,6 +231,9 @@ impl<'a> ScoredEdges<'a> {
             if let Some(v) = v {
                 assert_eq!(v.len(), self.num_nodes, "one {name} per node");
             }
+        }
+        if let Some(l) = self.layers {
+            assert_eq!(l.layer.len(), self.num_nodes, "one layer per node");
         }
     }
 

@@ -133,6 +133,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         method: TrackMethodArg::Follow,
         min_hits: 5,
         branch_cut: None,
+        no_hit_search: false,
         weights: "best".into(),
         events: None,
         threads: a.threads,

@@ -13,6 +13,7 @@ use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::{GraphRecipe, Method, ModuleMap, build_graph};
 use trackgnn_reco::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use trackgnn_reco::tracks::Method as TrackMethod;
+use trackgnn_reco::tracks::search::{NodeLayers, Surface, node_layers};
 use trackgnn_reco::{MetricsConfig, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMetrics, evaluate_event};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
@@ -41,6 +42,8 @@ pub struct Reconstructor {
     map: Option<ModuleMap>,
     model: InteractionGnn<f32>,
     det: Detector,
+    /// The detector's layers for the hit search of track following.
+    surfaces: Vec<Surface>,
 }
 
 impl Reconstructor {
@@ -81,7 +84,8 @@ impl Reconstructor {
             other => PathBuf::from(other),
         };
         load_weights(&wp, &mut model.params)?;
-        Ok(Reconstructor { recipe, map, model, det })
+        let surfaces = Surface::of_detector(&det);
+        Ok(Reconstructor { recipe, map, model, det, surfaces })
     }
 
     /// Tracks of one event (hits only).
@@ -108,7 +112,13 @@ impl Reconstructor {
         let scores: Vec<f32> = logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
         let t_gnn = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let node_tracks = builder.build(&ScoredEdges::from_graph(&graph, &scores))?;
+        let edges = ScoredEdges::from_graph(&graph, &scores);
+        let node_tracks = if builder.config().method == TrackMethod::Follow && builder.config().follow.search {
+            let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
+            builder.build(&edges.with_layers(NodeLayers { layer: &layer, surfaces: &self.surfaces }))?
+        } else {
+            builder.build(&edges)?
+        };
         let hit_tracks = event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)?;
         let t_tracks = t.elapsed().as_secs_f64();
         Ok(EventTracks {
@@ -130,11 +140,14 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let score_cut = a.score_cut.unwrap_or(method.default_score_cut());
     let defaults = TrackBuilderConfig::default();
     let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
+    let mut follow = defaults.follow.clone();
+    follow.search = !a.no_hit_search;
     let builder = TrackBuilder::new(TrackBuilderConfig {
         method,
         score_cut,
         min_hits: a.min_hits as usize,
         branch_cut: Some(branch_cut),
+        follow,
         ..defaults
     })?;
     let mut events = discover_events(&a.input)?;
@@ -193,7 +206,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     });
     if a.json {
         print_json(
-            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "hit_search": method == TrackMethod::Follow && !a.no_hit_search, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
         );
     } else {
         println!(

@@ -36,11 +36,19 @@
 //!    ends.
 //! 4. A path of at least `min_hits` nodes becomes a track and its nodes are used; otherwise
 //!    only its start node is marked used.
+//! 5. Hit search ([`search`](super::search), when [`FollowConfig::search`] is set and the
+//!    edges carry node layers): each track, in the order found, is extended outward layer by
+//!    layer through the hits no track holds, with the χ² of step 3, beyond the edges of the
+//!    graph. Then each path of 3 to `min_hits − 1` nodes whose nodes are all still free is
+//!    extended the same way and becomes a track if it reaches
+//!    [`rescue_min_hits`](FollowConfig::rescue_min_hits).
 //!
-//! No recursion, no branching: the cost is linear in the kept edges times the path length.
+//! No recursion, no branching: the cost is linear in the kept edges times the path length,
+//! plus a few layer look-ups per added hit.
 
 use serde::{Deserialize, Serialize};
 
+use super::search::{LayerIndex, NO_LAYER, extend_path};
 use super::walkthrough::{Adjacency, order_key};
 use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::{Error, Result};
@@ -67,6 +75,16 @@ pub struct FollowConfig {
     /// `r_max`; hits beyond the last `r_max` take the last σ. Default: the TrackML detector's
     /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips 5.
     pub position_sigma: Vec<[f64; 2]>,
+    /// Extend paths by the hit search beyond the graph's edges ([`search`](super::search))
+    /// when the edges carry node layers ([`ScoredEdges::with_layers`]). Default true.
+    pub search: bool,
+    /// Hit search: a path ends after more than this many layers in a row crossed without a
+    /// compatible hit. Default 1.
+    pub max_holes: usize,
+    /// Hit search: a path of 3 to `min_hits − 1` nodes, too short to be a track, is extended
+    /// too and becomes one if it reaches this many nodes (at least `min_hits`). Default 7:
+    /// extended to just 5 or 6 hits, such paths were mostly fakes on mu = 200 events.
+    pub rescue_min_hits: usize,
 }
 
 impl Default for FollowConfig {
@@ -79,6 +97,9 @@ impl Default for FollowConfig {
             score_weight: 0.3,
             min_lever_arm: 15.0,
             position_sigma: vec![[200.0, 0.025], [700.0, 0.6], [f64::INFINITY, 5.0]],
+            search: true,
+            max_holes: 1,
+            rescue_min_hits: 7,
         }
     }
 }
@@ -115,33 +136,37 @@ impl FollowConfig {
         Ok(())
     }
 
-    fn sigma(&self, r: f64) -> f64 {
+    pub(super) fn sigma(&self, r: f64) -> f64 {
         let last = self.position_sigma.last().expect("validated: not empty")[1];
         self.position_sigma.iter().find(|p| r < p[0]).map_or(last, |p| p[1])
     }
 }
 
 /// Signed curvature [1/mm] of the circle through three transverse points (0: collinear).
-fn curvature(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> f64 {
+pub(super) fn curvature(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> f64 {
     let (ux, uy, vx, vy) = (b[0] - a[0], b[1] - a[1], c[0] - b[0], c[1] - b[1]);
     let d = ((ux * ux + uy * uy) * (vx * vx + vy * vy) * ((c[0] - a[0]).powi(2) + (c[1] - a[1]).powi(2))).sqrt();
     if d == 0.0 { 0.0 } else { 2.0 * (ux * vy - uy * vx) / d }
 }
 
 /// Node positions in Cartesian coordinates and the checks of step 3 of the module docs.
-struct Geometry<'a> {
-    xy: Vec<[f64; 2]>,
-    z: Vec<f64>,
+pub(super) struct Geometry<'a> {
+    pub(super) xy: Vec<[f64; 2]>,
+    pub(super) z: Vec<f64>,
     r: &'a [f32],
-    cfg: &'a FollowConfig,
+    pub(super) cfg: &'a FollowConfig,
 }
 
 impl Geometry<'_> {
-    fn dxy(&self, p: usize, q: usize) -> f64 {
+    pub(super) fn r_of(&self, n: usize) -> f64 {
+        f64::from(self.r[n])
+    }
+
+    pub(super) fn dxy(&self, p: usize, q: usize) -> f64 {
         (self.xy[q][0] - self.xy[p][0]).hypot(self.xy[q][1] - self.xy[p][1])
     }
 
-    fn d3(&self, p: usize, q: usize) -> f64 {
+    pub(super) fn d3(&self, p: usize, q: usize) -> f64 {
         self.dxy(p, q).hypot(self.z[q] - self.z[p])
     }
 
@@ -151,7 +176,7 @@ impl Geometry<'_> {
 
     /// The latest node of `path[..end]` at least the lever arm from `from` under `dist`, as
     /// (index in path, node).
-    fn anchor(
+    pub(super) fn anchor(
         &self,
         path: &[usize],
         end: usize,
@@ -162,7 +187,7 @@ impl Geometry<'_> {
     }
 
     /// χ² of extending `path` by `c`, or `None` if `c` is outside the windows.
-    fn chi2(&self, path: &[usize], c: usize) -> Option<f64> {
+    pub(super) fn chi2(&self, path: &[usize], c: usize) -> Option<f64> {
         let cfg = self.cfg;
         let b = *path.last().expect("a path is never empty");
         let last = path.len() - 1;
@@ -204,6 +229,12 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
     let (Some(r), Some(phi), Some(z)) = (edges.r, edges.phi, edges.z) else {
         return Err(Error::config("method", "`follow` needs the nodes' r, phi and z"));
     };
+    if let Some(l) = edges.layers
+        && let Some(bad) = l.layer.iter().find(|&&x| x != NO_LAYER && x as usize >= l.surfaces.len())
+    {
+        let msg = format!("node layer {bad} is not one of the {} surfaces", l.surfaces.len());
+        return Err(Error::config("layers", msg));
+    }
     let cfg = &config.follow;
     let n = edges.num_nodes;
     let geo = Geometry {
@@ -220,7 +251,8 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
 
     let mut used = vec![false; n];
     let mut on_path = vec![false; n];
-    let mut labels = vec![u32::MAX; n];
+    let mut tracks: Vec<Vec<usize>> = Vec::new();
+    let mut short: Vec<Vec<usize>> = Vec::new();
     let mut path: Vec<usize> = Vec::new();
     for &s in &order {
         if used[s] {
@@ -257,10 +289,47 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
         if path.len() >= config.min_hits {
             for &v in &path {
                 used[v] = true;
-                labels[v] = s as u32;
             }
+            tracks.push(path.clone());
         } else {
             used[s] = true;
+            if path.len() >= 3 {
+                short.push(path.clone());
+            }
+        }
+    }
+    if let (true, Some(layers)) = (cfg.search, edges.layers) {
+        let index = LayerIndex::new(&layers, phi);
+        let mut free = vec![true; n];
+        for &v in tracks.iter().flatten() {
+            free[v] = false;
+        }
+        for t in &mut tracks {
+            extend_path(&geo, &layers, &index, &mut free, t, cfg.max_holes);
+        }
+        // Paths too short to be tracks get a second chance: extended through the hits left,
+        // they must then be clearly longer than a chance alignment.
+        for mut p in short {
+            if !p.iter().all(|&v| free[v]) {
+                continue;
+            }
+            for &v in &p {
+                free[v] = false;
+            }
+            extend_path(&geo, &layers, &index, &mut free, &mut p, cfg.max_holes);
+            if p.len() >= cfg.rescue_min_hits.max(config.min_hits) {
+                tracks.push(p);
+            } else {
+                for &v in &p {
+                    free[v] = true;
+                }
+            }
+        }
+    }
+    let mut labels = vec![u32::MAX; n];
+    for t in &tracks {
+        for &v in t {
+            labels[v] = t[0] as u32;
         }
     }
     Ok(number_tracks(&labels, |_| true))
@@ -269,6 +338,7 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracks::search::{NodeLayers, Surface};
     use crate::tracks::{Method, TrackBuilder, walkthrough};
 
     type E = (u32, u32, f32);
@@ -383,6 +453,86 @@ mod tests {
         assert!(bad(FollowConfig { seed_cut: 1.5, ..Default::default() }).contains("follow.seed_cut"));
         assert_eq!(FollowConfig::default().sigma(100.0), 0.025);
         assert_eq!(FollowConfig::default().sigma(1000.0), 5.0);
+    }
+
+    const SEARCH_RADII: [f32; 8] = [32.0, 72.0, 116.0, 172.0, 260.0, 360.0, 500.0, 660.0];
+
+    /// A helix's hits on eight barrel layers (layer k at `SEARCH_RADII[k]`) and the surfaces.
+    fn barrel_helix() -> (Vec<[f32; 3]>, Vec<Surface>) {
+        let (big_r, phi0, cot) = (2500.0f32, 0.1f32, 0.5f32);
+        let nodes = SEARCH_RADII.iter().map(|&r| [r, phi0 + (r / (2.0 * big_r)).asin(), cot * r]).collect();
+        let surfaces = SEARCH_RADII
+            .iter()
+            .map(|&r| Surface::Cylinder { r: f64::from(r), z_min: -1000.0, z_max: 1000.0 })
+            .collect();
+        (nodes, surfaces)
+    }
+
+    /// Tracks of `nodes` (on `layer`) with `edges`, with or without the layers.
+    fn build_on_layers(
+        nodes: &[[f32; 3]],
+        edges: &[E],
+        layer: Option<(&[u16], &[Surface])>,
+        cfg: &TrackBuilderConfig,
+    ) -> Result<Vec<u32>> {
+        let (r, phi, z): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+            nodes.iter().map(|n| n[0]).collect(),
+            nodes.iter().map(|n| n[1]).collect(),
+            nodes.iter().map(|n| n[2]).collect(),
+        );
+        let (s, d, sc): (Vec<u32>, Vec<u32>, Vec<f32>) = (
+            edges.iter().map(|e| e.0).collect(),
+            edges.iter().map(|e| e.1).collect(),
+            edges.iter().map(|e| e.2).collect(),
+        );
+        let mut e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
+        if let Some((layer, surfaces)) = layer {
+            e = e.with_layers(NodeLayers { layer, surfaces });
+        }
+        TrackBuilder::new(cfg.clone())?.build(&e)
+    }
+
+    #[test]
+    fn the_hit_search_continues_a_path_beyond_its_edges() {
+        let (mut nodes, surfaces) = barrel_helix();
+        // A decoy on layer 5, 20 mm off the helix in r·phi.
+        nodes.push([360.0, nodes[5][1] + 20.0 / 360.0, nodes[5][2]]);
+        let layer: Vec<u16> = vec![0, 1, 2, 3, 4, 5, 6, 7, 5];
+        // Edges only along the first four hits: a path too short for a track (min_hits 5).
+        let edges = [(0, 1, 0.9), (1, 2, 0.9), (2, 3, 0.9)];
+        let cfg = follow_cfg();
+        let cfg = TrackBuilderConfig { min_hits: 5, ..cfg };
+        assert_eq!(build_on_layers(&nodes, &edges, None, &cfg).unwrap(), [0; 9]);
+        // With the layers, the search finds the other four hits and leaves the decoy.
+        let layers = Some((&layer[..], &surfaces[..]));
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &cfg).unwrap(), [1, 1, 1, 1, 1, 1, 1, 1, 0]);
+        // A rescued path must reach rescue_min_hits: 8 hits are not 9.
+        let strict =
+            TrackBuilderConfig { follow: FollowConfig { rescue_min_hits: 9, ..Default::default() }, ..cfg.clone() };
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &strict).unwrap(), [0; 9]);
+        let off = TrackBuilderConfig { follow: FollowConfig { search: false, ..Default::default() }, ..cfg };
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &off).unwrap(), [0; 9]);
+    }
+
+    #[test]
+    fn the_hit_search_crosses_at_most_max_holes_empty_layers() {
+        let (all, surfaces) = barrel_helix();
+        // No hit on layer 5; the graph has edges along the first five hits: a track.
+        let nodes: Vec<[f32; 3]> = all.iter().enumerate().filter(|&(k, _)| k != 5).map(|(_, n)| *n).collect();
+        let layer: Vec<u16> = vec![0, 1, 2, 3, 4, 6, 7];
+        let edges = chain(0, [0.9, 0.9, 0.9, 0.9, 0.0]);
+        let layers = Some((&layer[..], &surfaces[..]));
+        let with_holes = |max_holes| TrackBuilderConfig {
+            min_hits: 5,
+            follow: FollowConfig { max_holes, ..Default::default() },
+            ..follow_cfg()
+        };
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &with_holes(0)).unwrap(), [1, 1, 1, 1, 1, 0, 0]);
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &with_holes(1)).unwrap(), [1; 7]);
+        // A node layer outside the surfaces is an error.
+        let bad = [0u16, 1, 2, 3, 4, 6, 8];
+        let err = build_on_layers(&nodes, &edges, Some((&bad, &surfaces)), &with_holes(1)).unwrap_err();
+        assert!(err.to_string().contains("layer 8"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,441 @@
+//! Hit search beyond the graph's edges: track-following paths extended layer by layer.
+//!
+//! Graph construction loses some true edges: a module map learned from prompt tracks has no
+//! entry for many module pairs that a particle produced in the material connects, and the
+//! GNN scores a few true edges below the cut. A path that stops for want of an edge is
+//! therefore often not at the end of its particle. The hit search continues it the way a
+//! combinatorial Kalman filter does: the helix through the path's last hits is intersected
+//! with the detector's layers in the order the particle would cross them, and on each layer
+//! the free hit that best continues the helix (the χ² of track following) is added. A layer
+//! crossed without a compatible hit is a hole; the search stops after more than
+//! `max_holes` holes in a row, or once the helix has turned by a quarter circle.
+
+use std::f64::consts::{FRAC_PI_2, PI, TAU};
+
+use trackgnn_trackml::geometry::{Detector, LayerKind};
+use trackgnn_trackml::ids::ModuleId;
+
+use super::follow::Geometry;
+use crate::error::{Error, Result};
+
+/// The layer index of a node that is on no known layer (never searched for).
+pub const NO_LAYER: u16 = u16::MAX;
+
+/// A detector layer as the hit search sees it: an ideal cylinder or disk with its extent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Surface {
+    /// A barrel layer: the cylinder of radius `r` [mm] between `z_min` and `z_max`.
+    Cylinder {
+        /// Radius [mm].
+        r: f64,
+        /// Lower end [mm].
+        z_min: f64,
+        /// Upper end [mm].
+        z_max: f64,
+    },
+    /// An end-cap layer: the disk at `z` [mm] between radii `r_min` and `r_max`.
+    Disk {
+        /// Position along the beam [mm].
+        z: f64,
+        /// Inner radius [mm].
+        r_min: f64,
+        /// Outer radius [mm].
+        r_max: f64,
+    },
+}
+
+impl Surface {
+    /// One surface per layer of `det`, in the order of [`Detector::layers`].
+    pub fn of_detector(det: &Detector) -> Vec<Surface> {
+        det.layers
+            .iter()
+            .map(|l| match l.kind {
+                LayerKind::Barrel => Surface::Cylinder { r: l.r_mean, z_min: l.z_min, z_max: l.z_max },
+                LayerKind::Endcap => Surface::Disk { z: l.z_mean, r_min: l.r_min, r_max: l.r_max },
+            })
+            .collect()
+    }
+}
+
+/// Each node's layer, for the hit search: `layer[node]` indexes `surfaces` ([`NO_LAYER`]: none).
+#[derive(Clone, Copy, Debug)]
+pub struct NodeLayers<'a> {
+    /// The layer of each node.
+    pub layer: &'a [u16],
+    /// The layers' surfaces.
+    pub surfaces: &'a [Surface],
+}
+
+/// The layer index in `det` of each node, found from the module of the hit with the node's
+/// hit id (`hit_id` and `module` are the event's hits, `node_hit_id` the graph's nodes).
+/// A node whose hit or module is unknown is an [`Error::Config`] naming the hit.
+pub fn node_layers(det: &Detector, hit_id: &[u64], module: &[ModuleId], node_hit_id: &[u64]) -> Result<Vec<u16>> {
+    let index: std::collections::HashMap<u64, usize> = hit_id.iter().enumerate().map(|(i, &h)| (h, i)).collect();
+    node_hit_id
+        .iter()
+        .map(|h| {
+            let i =
+                index.get(h).ok_or_else(|| Error::config("layers", format!("node hit_id {h} is not in the event")))?;
+            let m = det.module_index(module[*i]).ok_or_else(|| {
+                Error::config("layers", format!("hit {h}: module {} is not in the detector", module[*i]))
+            })?;
+            Ok(det.layer_of(m) as u16)
+        })
+        .collect()
+}
+
+/// The free hits of each layer, sorted by azimuth.
+pub(super) struct LayerIndex {
+    by_layer: Vec<Vec<(f64, usize)>>,
+}
+
+impl LayerIndex {
+    pub(super) fn new(layers: &NodeLayers<'_>, phi: &[f32]) -> Self {
+        let mut by_layer = vec![Vec::new(); layers.surfaces.len()];
+        for (node, &l) in layers.layer.iter().enumerate() {
+            if let Some(v) = by_layer.get_mut(l as usize) {
+                v.push((f64::from(phi[node]), node));
+            }
+        }
+        for v in &mut by_layer {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        }
+        LayerIndex { by_layer }
+    }
+
+    /// The nodes of `layer` with azimuth within `half` of `phi`.
+    fn around(&self, layer: usize, phi: f64, half: f64) -> impl Iterator<Item = usize> + '_ {
+        let v = &self.by_layer[layer];
+        let range = |lo: f64, hi: f64| {
+            let a = v.partition_point(|p| p.0 < lo);
+            let b = v.partition_point(|p| p.0 <= hi);
+            &v[a..b.max(a)]
+        };
+        let half = half.min(PI);
+        let (lo, hi) = (phi - half, phi + half);
+        // The window may wrap around ±π: at most two ranges.
+        let (first, second) = if lo < -PI {
+            (range(lo + TAU, PI), range(-PI, hi))
+        } else if hi > PI {
+            (range(lo, PI), range(-PI, hi - TAU))
+        } else {
+            (range(lo, hi), &v[0..0])
+        };
+        first.iter().chain(second).map(|p| p.1)
+    }
+}
+
+/// The helix through a path's last hits: a circle in the transverse plane (or a line) and a
+/// constant dz/ds.
+struct Helix {
+    b: [f64; 2],
+    zb: f64,
+    /// Centre and radius of the circle; `None` for a straight line.
+    circle: Option<([f64; 2], f64)>,
+    /// +1 counter-clockwise, −1 clockwise.
+    sense: f64,
+    /// Unit transverse direction of motion at `b`.
+    dir: [f64; 2],
+    /// dz per transverse path length.
+    tan_lambda: f64,
+}
+
+/// Centre of the circle through three transverse points (`None`: collinear).
+fn circle_center(p: [f64; 2], a: [f64; 2], b: [f64; 2]) -> Option<[f64; 2]> {
+    let d = 2.0 * (p[0] * (a[1] - b[1]) + a[0] * (b[1] - p[1]) + b[0] * (p[1] - a[1]));
+    if d.abs() < 1e-9 {
+        return None;
+    }
+    let (pp, aa, bb) = (p[0] * p[0] + p[1] * p[1], a[0] * a[0] + a[1] * a[1], b[0] * b[0] + b[1] * b[1]);
+    Some([
+        (pp * (a[1] - b[1]) + aa * (b[1] - p[1]) + bb * (p[1] - a[1])) / d,
+        (pp * (b[0] - a[0]) + aa * (p[0] - b[0]) + bb * (a[0] - p[0])) / d,
+    ])
+}
+
+impl Helix {
+    /// The helix through the path's last hits, with the same anchors as the χ² of track
+    /// following; `None` without a transverse lever arm or polar-angle anchor.
+    fn of_path(geo: &Geometry<'_>, path: &[usize]) -> Option<Helix> {
+        let b = *path.last()?;
+        let last = path.len() - 1;
+        let (ia, a) = geo.anchor(path, last, b, |p, q| geo.dxy(p, q))?;
+        let p = geo.anchor(path, ia, a, |p, q| geo.dxy(p, q)).map_or([0.0, 0.0], |(_, p)| geo.xy[p]);
+        let (_, a3) = geo.anchor(path, last, b, |p, q| geo.d3(p, q))?;
+        let (xa, xb) = (geo.xy[a], geo.xy[b]);
+        let chord = [xb[0] - xa[0], xb[1] - xa[1]];
+        let len = chord[0].hypot(chord[1]);
+        let k = super::follow::curvature(p, xa, xb);
+        let mut helix = Helix {
+            b: xb,
+            zb: geo.z[b],
+            circle: None,
+            sense: 1.0,
+            dir: [chord[0] / len, chord[1] / len],
+            tan_lambda: 0.0,
+        };
+        if k.abs() > 1e-7
+            && let Some(c) = circle_center(p, xa, xb)
+        {
+            let rho = (xb[0] - c[0]).hypot(xb[1] - c[1]);
+            let sense = k.signum();
+            let u = [(xb[0] - c[0]) / rho, (xb[1] - c[1]) / rho];
+            helix.circle = Some((c, rho));
+            helix.sense = sense;
+            helix.dir = [-sense * u[1], sense * u[0]];
+        }
+        let chord3 = geo.dxy(a3, b);
+        let s3 = match helix.circle {
+            Some((_, rho)) => 2.0 * rho * (chord3 / (2.0 * rho)).min(1.0).asin(),
+            None => chord3,
+        };
+        helix.tan_lambda = if s3 > 0.0 { (geo.z[b] - geo.z[a3]) / s3 } else { 0.0 };
+        Some(helix)
+    }
+
+    /// The transverse point after path length `s` from `b`.
+    fn at(&self, s: f64) -> [f64; 2] {
+        match self.circle {
+            None => [self.b[0] + s * self.dir[0], self.b[1] + s * self.dir[1]],
+            Some((c, rho)) => {
+                let t = self.sense * s / rho;
+                let (u0, u1) = ((self.b[0] - c[0]) / rho, (self.b[1] - c[1]) / rho);
+                let (sn, cs) = t.sin_cos();
+                [c[0] + rho * (u0 * cs - u1 * sn), c[1] + rho * (u0 * sn + u1 * cs)]
+            }
+        }
+    }
+
+    /// The largest path length searched: a quarter turn (a few metres for a straight line).
+    fn s_max(&self) -> f64 {
+        self.circle.map_or(5000.0, |(_, rho)| FRAC_PI_2 * rho)
+    }
+
+    /// Path length from `b` to the first crossing of the cylinder of radius `r` ahead.
+    fn to_cylinder(&self, r: f64) -> Option<f64> {
+        let s = match self.circle {
+            None => {
+                let bd = self.b[0] * self.dir[0] + self.b[1] * self.dir[1];
+                let disc = bd * bd - (self.b[0] * self.b[0] + self.b[1] * self.b[1]) + r * r;
+                (disc >= 0.0).then(|| -bd + disc.sqrt())?
+            }
+            Some((c, rho)) => {
+                // |C + ρ·u(t)| = r with u(t) the unit vector from C turned by sense·t:
+                // A cos t + B sin t = k.
+                let u0 = [(self.b[0] - c[0]) / rho, (self.b[1] - c[1]) / rho];
+                let v0 = [-self.sense * u0[1], self.sense * u0[0]];
+                let (a, bb) = (c[0] * u0[0] + c[1] * u0[1], c[0] * v0[0] + c[1] * v0[1]);
+                let k = (r * r - c[0] * c[0] - c[1] * c[1] - rho * rho) / (2.0 * rho);
+                let m = a.hypot(bb);
+                if m == 0.0 || k.abs() > m {
+                    return None;
+                }
+                let (phi0, w) = (bb.atan2(a), (k / m).acos());
+                let t = [phi0 - w, phi0 + w]
+                    .into_iter()
+                    .map(|t| t.rem_euclid(TAU))
+                    .filter(|&t| t * rho > MIN_STEP)
+                    .min_by(f64::total_cmp)?;
+                t * rho
+            }
+        };
+        (s > MIN_STEP && s <= self.s_max()).then_some(s)
+    }
+
+    /// The first crossing of `surf` ahead, within its extent (widened by [`EDGE`]): path
+    /// length, transverse point and z.
+    fn cross(&self, surf: &Surface) -> Option<(f64, [f64; 2], f64)> {
+        let s = match *surf {
+            Surface::Cylinder { r, .. } => self.to_cylinder(r)?,
+            Surface::Disk { z, .. } => self.to_plane(z)?,
+        };
+        let (xy, z) = (self.at(s), self.zb + self.tan_lambda * s);
+        let inside = match *surf {
+            Surface::Cylinder { z_min, z_max, .. } => z >= z_min - EDGE && z <= z_max + EDGE,
+            Surface::Disk { r_min, r_max, .. } => {
+                let r = xy[0].hypot(xy[1]);
+                r >= r_min - EDGE && r <= r_max + EDGE
+            }
+        };
+        inside.then_some((s, xy, z))
+    }
+
+    /// Path length from `b` to the plane z = `z` ahead.
+    fn to_plane(&self, z: f64) -> Option<f64> {
+        if self.tan_lambda == 0.0 {
+            return None;
+        }
+        let s = (z - self.zb) / self.tan_lambda;
+        (s > MIN_STEP && s <= self.s_max()).then_some(s)
+    }
+}
+
+/// Crossings closer than this [mm] are the layer of the path's last hit.
+const MIN_STEP: f64 = 1.0;
+
+/// A predicted crossing of a layer.
+struct Crossing {
+    s: f64,
+    layer: usize,
+    xy: [f64; 2],
+    z: f64,
+}
+
+/// Extends `path` outward (beyond its last node, in the direction of its last nodes)
+/// through the free hits (`free[node]`) with the hit search of the module docs; the added
+/// nodes are marked not free.
+pub(super) fn extend_path(
+    geo: &Geometry<'_>,
+    layers: &NodeLayers<'_>,
+    index: &LayerIndex,
+    free: &mut [bool],
+    path: &mut Vec<usize>,
+    max_holes: usize,
+) {
+    let mut crossings: Vec<Crossing> = Vec::new();
+    loop {
+        let Some(helix) = Helix::of_path(geo, path) else { return };
+        let on_path = |l: usize| path.iter().any(|&n| layers.layer[n] as usize == l);
+        crossings.clear();
+        for (l, surf) in layers.surfaces.iter().enumerate() {
+            if let Some((s, xy, z)) = helix.cross(surf)
+                && !on_path(l)
+            {
+                crossings.push(Crossing { s, layer: l, xy, z });
+            }
+        }
+        crossings.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.layer.cmp(&b.layer)));
+        let found =
+            crossings.iter().take(max_holes + 1).find_map(|x| best_on_layer(geo, layers, index, free, path, &helix, x));
+        let Some(c) = found else { return };
+        free[c] = false;
+        path.push(c);
+    }
+}
+
+/// The free hit on the layer of crossing `x` with the lowest χ² of track following.
+fn best_on_layer(
+    geo: &Geometry<'_>,
+    layers: &NodeLayers<'_>,
+    index: &LayerIndex,
+    free: &[bool],
+    path: &[usize],
+    helix: &Helix,
+    x: &Crossing,
+) -> Option<usize> {
+    let cfg = geo.cfg;
+    let b = *path.last().expect("not empty");
+    // A generous pre-selection around the prediction (three times the curvature window, the
+    // polar-angle window seen along the surface); the χ² decides.
+    let k = 1.0 / helix.circle.map_or(f64::INFINITY, |c| c.1);
+    let r_pred = x.xy[0].hypot(x.xy[1]).max(1.0);
+    let margin = 3.0 * cfg.sigma(r_pred) + 2.0;
+    let transverse = 3.0 * (cfg.curvature_abs + cfg.curvature_rel * k) * x.s * (x.s + 100.0) / 2.0 + margin;
+    let sin_t = 1.0 / (1.0 + helix.tan_lambda * helix.tan_lambda).sqrt();
+    let cos_t = (helix.tan_lambda * sin_t).abs();
+    let slope =
+        cfg.theta_window * (0.002 + 2.0 * cfg.sigma(r_pred) / x.s + 2.0 * cfg.sigma(geo.r_of(b)) / cfg.min_lever_arm);
+    let cylinder = matches!(layers.surfaces[x.layer], Surface::Cylinder { .. });
+    let along = if cylinder {
+        slope * x.s / sin_t.max(0.05).powi(2) + margin
+    } else {
+        slope * x.s / cos_t.max(0.05).powi(2) + transverse
+    };
+    let mut best: Option<(f64, usize)> = None;
+    for c in index.around(x.layer, x.xy[1].atan2(x.xy[0]), transverse / r_pred) {
+        if !free[c] || geo.d3(b, c) < cfg.min_lever_arm {
+            continue;
+        }
+        let dxy = (geo.xy[c][0] - x.xy[0]).hypot(geo.xy[c][1] - x.xy[1]);
+        let near = if cylinder { dxy <= transverse && (geo.z[c] - x.z).abs() <= along } else { dxy <= along };
+        if !near {
+            continue;
+        }
+        if let Some(chi2) = geo.chi2(path, c)
+            && best.is_none_or(|(bc, bn)| chi2 < bc || (chi2 == bc && c < bn))
+        {
+            best = Some((chi2, c));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// Layer edges are this much [mm] wider than the modules' extent (staggered modules).
+const EDGE: f64 = 10.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn circle_crossings_lie_on_the_cylinder_and_the_circle() {
+        // A circle of radius 1000 through the origin (centre (0, 1000)), moving
+        // counter-clockwise from b at radius ~100.
+        let c = [0.0, 1000.0];
+        let at = |t: f64| [1000.0 * t.sin(), 1000.0 - 1000.0 * t.cos()];
+        let b = at(0.1);
+        let h = Helix {
+            b,
+            zb: 10.0,
+            circle: Some((c, 1000.0)),
+            sense: 1.0,
+            dir: [0.1f64.cos(), 0.1f64.sin()],
+            tan_lambda: 0.5,
+        };
+        let s = h.to_cylinder(500.0).unwrap();
+        let p = h.at(s);
+        assert!((p[0].hypot(p[1]) - 500.0).abs() < 1e-6, "{p:?}");
+        assert!(((p[0] - c[0]).hypot(p[1] - c[1]) - 1000.0).abs() < 1e-6);
+        // Chord 500 from the origin on a circle of radius 1000: turning angle 2·asin(0.25).
+        assert!((s - 1000.0 * (2.0 * 0.25f64.asin() - 0.1)).abs() < 1e-6, "{s}");
+        // Behind b (radius 50) there is no crossing ahead, and beyond the diameter none at all.
+        assert!(h.to_cylinder(50.0).is_none());
+        assert!(h.to_cylinder(2100.0).is_none());
+        let s = h.to_plane(110.0).unwrap();
+        assert!((s - 200.0).abs() < 1e-9);
+        assert!(h.to_plane(0.0).is_none());
+    }
+
+    #[test]
+    fn straight_line_crossing() {
+        let h = Helix { b: [30.0, 0.0], zb: 0.0, circle: None, sense: 1.0, dir: [1.0, 0.0], tan_lambda: 0.0 };
+        assert!((h.to_cylinder(100.0).unwrap() - 70.0).abs() < 1e-9);
+        assert!(h.to_plane(100.0).is_none());
+    }
+
+    #[test]
+    fn azimuth_window_wraps_around() {
+        let phi = [3.1f32, -3.1, 0.0, 1.0];
+        let layer = [0u16, 0, 0, NO_LAYER];
+        let surfaces = [Surface::Cylinder { r: 100.0, z_min: -500.0, z_max: 500.0 }];
+        let index = LayerIndex::new(&NodeLayers { layer: &layer, surfaces: &surfaces }, &phi);
+        let mut got: Vec<usize> = index.around(0, PI, 0.1).collect();
+        got.sort_unstable();
+        assert_eq!(got, [0, 1]);
+        assert_eq!(index.around(0, 0.05, 0.1).collect::<Vec<_>>(), [2]);
+    }
+
+    #[test]
+    fn nodes_get_their_hits_layer_and_unknown_hits_are_errors() {
+        let det = Detector::trackml();
+        // Two modules of different layers: the first and the last of the detector.
+        let (m0, m1) = (det.modules[0].id, det.modules[det.modules.len() - 1].id);
+        let layer = node_layers(&det, &[7, 9], &[m0, m1], &[9, 7, 9]).unwrap();
+        let want = |m: ModuleId| det.layer_of(det.module_index(m).unwrap()) as u16;
+        assert_eq!(layer, [want(m1), want(m0), want(m1)]);
+        assert_ne!(want(m0), want(m1));
+        let surfaces = Surface::of_detector(&det);
+        assert_eq!(surfaces.len(), det.layers.len());
+        // The first layer (volume 7, a pixel end-cap) is a disk at negative z.
+        assert!(matches!(surfaces[0], Surface::Disk { z, .. } if z < 0.0), "{:?}", surfaces[0]);
+        let err = node_layers(&det, &[7, 9], &[m0, m1], &[8]).unwrap_err().to_string();
+        assert!(err.contains("hit_id 8"), "{err}");
+    }
+
+    #[test]
+    fn circle_center_of_three_points() {
+        let c = circle_center([1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]).unwrap();
+        assert!(c[0].abs() < 1e-12 && c[1].abs() < 1e-12);
+        assert!(circle_center([0.0, 0.0], [1.0, 1.0], [2.0, 2.0]).is_none());
+    }
+}
