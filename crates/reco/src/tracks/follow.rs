@@ -41,14 +41,16 @@
 //!    layer through the hits no track holds, with the χ² of step 3, beyond the edges of the
 //!    graph. Then each path of 3 to `min_hits − 1` nodes whose nodes are all still free is
 //!    extended the same way and becomes a track if it reaches
-//!    [`rescue_min_hits`](FollowConfig::rescue_min_hits).
+//!    [`rescue_min_hits`](FollowConfig::rescue_min_hits). With [`FollowConfig::merge`], a
+//!    path that reaches the first hit of another track whose second hit continues the helix
+//!    too takes that whole track (the pieces of a particle the graph split).
 //!
 //! No recursion, no branching: the cost is linear in the kept edges times the path length,
 //! plus a few layer look-ups per added hit.
 
 use serde::{Deserialize, Serialize};
 
-use super::search::{LayerIndex, NO_LAYER, extend_path};
+use super::search::{FREE, LayerIndex, NO_LAYER, extend_path};
 use super::walkthrough::{Adjacency, order_key};
 use super::{ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::{Error, Result};
@@ -85,6 +87,9 @@ pub struct FollowConfig {
     /// too and becomes one if it reaches this many nodes (at least `min_hits`). Default 7:
     /// extended to just 5 or 6 hits, such paths were mostly fakes on mu = 200 events.
     pub rescue_min_hits: usize,
+    /// Hit search: a path may continue onto the first hit of another track when that
+    /// track's second hit continues the helix too; the two become one track. Default true.
+    pub merge: bool,
 }
 
 impl Default for FollowConfig {
@@ -100,6 +105,7 @@ impl Default for FollowConfig {
             search: true,
             max_holes: 1,
             rescue_min_hits: 7,
+            merge: true,
         }
     }
 }
@@ -300,34 +306,36 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
     }
     if let (true, Some(layers)) = (cfg.search, edges.layers) {
         let index = LayerIndex::new(&layers, phi);
-        let mut free = vec![true; n];
-        for &v in tracks.iter().flatten() {
-            free[v] = false;
+        let mut owner = vec![FREE; n];
+        for (i, t) in tracks.iter().enumerate() {
+            for &v in t {
+                owner[v] = i as u32;
+            }
         }
-        for t in &mut tracks {
-            extend_path(&geo, &layers, &index, &mut free, t, cfg.max_holes);
+        for i in 0..tracks.len() {
+            extend_path(&geo, &layers, &index, &mut owner, &mut tracks, i);
         }
         // Paths too short to be tracks get a second chance: extended through the hits left,
-        // they must then be clearly longer than a chance alignment.
-        for mut p in short {
-            if !p.iter().all(|&v| free[v]) {
+        // they must then be clearly longer than a chance alignment (or have joined a track).
+        for p in short {
+            if !p.iter().all(|&v| owner[v] == FREE) {
                 continue;
             }
+            let i = tracks.len();
             for &v in &p {
-                free[v] = false;
+                owner[v] = i as u32;
             }
-            extend_path(&geo, &layers, &index, &mut free, &mut p, cfg.max_holes);
-            if p.len() >= cfg.rescue_min_hits.max(config.min_hits) {
-                tracks.push(p);
-            } else {
-                for &v in &p {
-                    free[v] = true;
+            tracks.push(p);
+            let merged = extend_path(&geo, &layers, &index, &mut owner, &mut tracks, i);
+            if !merged && tracks[i].len() < cfg.rescue_min_hits.max(config.min_hits) {
+                for v in tracks.pop().expect("just pushed") {
+                    owner[v] = FREE;
                 }
             }
         }
     }
     let mut labels = vec![u32::MAX; n];
-    for t in &tracks {
+    for t in tracks.iter().filter(|t| !t.is_empty()) {
         for &v in t {
             labels[v] = t[0] as u32;
         }
@@ -533,6 +541,22 @@ mod tests {
         let bad = [0u16, 1, 2, 3, 4, 6, 8];
         let err = build_on_layers(&nodes, &edges, Some((&bad, &surfaces)), &with_holes(1)).unwrap_err();
         assert!(err.to_string().contains("layer 8"), "{err}");
+    }
+
+    #[test]
+    fn the_hit_search_joins_two_pieces_of_one_helix() {
+        let (nodes, surfaces) = barrel_helix();
+        let layer: Vec<u16> = (0..8).collect();
+        // The graph lost the edge between the fourth and the fifth hit: two tracks of four.
+        let edges = [(0, 1, 0.9), (1, 2, 0.9), (2, 3, 0.9), (4, 5, 0.9), (5, 6, 0.9), (6, 7, 0.9)];
+        let layers = Some((&layer[..], &surfaces[..]));
+        let cfg = |merge| TrackBuilderConfig {
+            min_hits: 4,
+            follow: FollowConfig { merge, ..Default::default() },
+            ..follow_cfg()
+        };
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &cfg(false)).unwrap(), [1, 1, 1, 1, 2, 2, 2, 2]);
+        assert_eq!(build_on_layers(&nodes, &edges, layers, &cfg(true)).unwrap(), [1; 8]);
     }
 
     #[test]

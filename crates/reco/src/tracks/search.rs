@@ -8,7 +8,9 @@
 //! with the detector's layers in the order the particle would cross them, and on each layer
 //! the free hit that best continues the helix (the χ² of track following) is added. A layer
 //! crossed without a compatible hit is a hole; the search stops after more than
-//! `max_holes` holes in a row, or once the helix has turned by a quarter circle.
+//! `max_holes` holes in a row, or once the helix has turned by a quarter circle. A path that
+//! arrives at the first hit of another track can take that track whole (two pieces of one
+//! particle that the graph split).
 
 use std::f64::consts::{FRAC_PI_2, PI, TAU};
 
@@ -281,20 +283,29 @@ struct Crossing {
     z: f64,
 }
 
-/// Extends `path` outward (beyond its last node, in the direction of its last nodes)
-/// through the free hits (`free[node]`) with the hit search of the module docs; the added
-/// nodes are marked not free.
+/// The owner of a node that no track holds.
+pub(super) const FREE: u32 = u32::MAX;
+
+/// Extends track `i` of `tracks` outward (beyond its last node, in the direction of its last
+/// nodes) through the free hits (`owner[node] == FREE`) with the hit search of the module
+/// docs and the windows of `geo`'s config; added nodes get owner `i`. With its `merge`, the
+/// best hit may also be the first node of
+/// another track whose second node continues the helix too: that whole track is appended
+/// (and left empty). Returns whether a track was merged.
 pub(super) fn extend_path(
     geo: &Geometry<'_>,
     layers: &NodeLayers<'_>,
     index: &LayerIndex,
-    free: &mut [bool],
-    path: &mut Vec<usize>,
-    max_holes: usize,
-) {
+    owner: &mut [u32],
+    tracks: &mut [Vec<usize>],
+    i: usize,
+) -> bool {
+    let (max_holes, merge) = (geo.cfg.max_holes, geo.cfg.merge);
     let mut crossings: Vec<Crossing> = Vec::new();
+    let mut merged = false;
     loop {
-        let Some(helix) = Helix::of_path(geo, path) else { return };
+        let path = &tracks[i];
+        let Some(helix) = Helix::of_path(geo, path) else { return merged };
         let on_path = |l: usize| path.iter().any(|&n| layers.layer[n] as usize == l);
         crossings.clear();
         for (l, surf) in layers.surfaces.iter().enumerate() {
@@ -305,20 +316,44 @@ pub(super) fn extend_path(
             }
         }
         crossings.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.layer.cmp(&b.layer)));
-        let found =
-            crossings.iter().take(max_holes + 1).find_map(|x| best_on_layer(geo, layers, index, free, path, &helix, x));
-        let Some(c) = found else { return };
-        free[c] = false;
-        path.push(c);
+        let takes = |c: usize| {
+            let o = owner[c];
+            if o == FREE {
+                return true;
+            }
+            let t = &tracks[o as usize];
+            merge && o as usize != i && t.len() >= 2 && t[0] == c && {
+                let mut joined = path.clone();
+                joined.push(c);
+                geo.chi2(&joined, t[1]).is_some()
+            }
+        };
+        let found = crossings
+            .iter()
+            .take(max_holes + 1)
+            .find_map(|x| best_on_layer(geo, layers, index, &takes, path, &helix, x));
+        let Some(c) = found else { return merged };
+        if owner[c] == FREE {
+            owner[c] = i as u32;
+            tracks[i].push(c);
+        } else {
+            let other = std::mem::take(&mut tracks[owner[c] as usize]);
+            for &v in &other {
+                owner[v] = i as u32;
+            }
+            tracks[i].extend(other);
+            merged = true;
+        }
     }
 }
 
-/// The free hit on the layer of crossing `x` with the lowest χ² of track following.
+/// The hit on the layer of crossing `x` that `takes` allows with the lowest χ² of track
+/// following.
 fn best_on_layer(
     geo: &Geometry<'_>,
     layers: &NodeLayers<'_>,
     index: &LayerIndex,
-    free: &[bool],
+    takes: &impl Fn(usize) -> bool,
     path: &[usize],
     helix: &Helix,
     x: &Crossing,
@@ -343,7 +378,7 @@ fn best_on_layer(
     };
     let mut best: Option<(f64, usize)> = None;
     for c in index.around(x.layer, x.xy[1].atan2(x.xy[0]), transverse / r_pred) {
-        if !free[c] || geo.d3(b, c) < cfg.min_lever_arm {
+        if geo.d3(b, c) < cfg.min_lever_arm || !takes(c) {
             continue;
         }
         let dxy = (geo.xy[c][0] - x.xy[0]).hypot(geo.xy[c][1] - x.xy[1]);
