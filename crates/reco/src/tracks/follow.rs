@@ -360,18 +360,7 @@ mod tests {
     }
 
     fn build(nodes: &[[f32; 3]], edges: &[E], cfg: &TrackBuilderConfig) -> Result<Vec<u32>> {
-        let (r, phi, z): (Vec<f32>, Vec<f32>, Vec<f32>) = (
-            nodes.iter().map(|n| n[0]).collect(),
-            nodes.iter().map(|n| n[1]).collect(),
-            nodes.iter().map(|n| n[2]).collect(),
-        );
-        let (s, d, sc): (Vec<u32>, Vec<u32>, Vec<f32>) = (
-            edges.iter().map(|e| e.0).collect(),
-            edges.iter().map(|e| e.1).collect(),
-            edges.iter().map(|e| e.2).collect(),
-        );
-        let e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
-        TrackBuilder::new(cfg.clone())?.build(&e)
+        build_on_layers(nodes, edges, None, cfg)
     }
 
     fn chain(first: u32, scores: [f32; 5]) -> Vec<E> {
