@@ -64,6 +64,12 @@ fn train_and_eval_from_the_command_line() {
     assert!(r6["metrics"]["n_candidates"].as_u64().unwrap() <= m3);
     let (strict, _) = reco(&["--out", "t9", "--method", "walkthrough", "--score-cut", "0.9"]);
     assert_eq!(strict["branch_cut"], 0.9);
+    assert_eq!(strict["hit_search"], false);
+    // Track following runs its hit search unless told not to.
+    let (searched, _) = reco(&["--out", "tf", "--method", "follow"]);
+    let (plain, _) = reco(&["--out", "tp", "--method", "follow", "--no-hit-search"]);
+    assert_eq!((searched["hit_search"].as_bool(), plain["hit_search"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(searched["score_cut"], 0.02);
     let err = fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "t0", "--min-hits", "0"]));
     assert!(err.contains("--min-hits"), "{err}");
     // Training again into the same directory without --resume is refused.
