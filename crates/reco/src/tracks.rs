@@ -105,6 +105,12 @@ impl Default for TrackBuilderConfig {
 }
 
 impl TrackBuilderConfig {
+    /// Whether building runs the hit search of track following, and so wants the nodes'
+    /// layers ([`ScoredEdges::with_layers`]).
+    pub fn hit_search(&self) -> bool {
+        self.method == Method::Follow && self.follow.search
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.score_cut) {

@@ -113,7 +113,7 @@ impl Reconstructor {
         let t_gnn = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let edges = ScoredEdges::from_graph(&graph, &scores);
-        let node_tracks = if builder.config().method == TrackMethod::Follow && builder.config().follow.search {
+        let node_tracks = if builder.config().hit_search() {
             let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
             builder.build(&edges.with_layers(NodeLayers { layer: &layer, surfaces: &self.surfaces }))?
         } else {
@@ -206,7 +206,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     });
     if a.json {
         print_json(
-            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "hit_search": method == TrackMethod::Follow && !a.no_hit_search, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "hit_search": builder.config().hit_search(), "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
         );
     } else {
         println!(

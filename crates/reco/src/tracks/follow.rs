@@ -255,6 +255,7 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_unstable_by_key(|&i| (adj.indegree[i] > 0, order_key(Some(r), i as u32)));
 
+    let search = cfg.search.then_some(edges.layers).flatten();
     let mut used = vec![false; n];
     let mut on_path = vec![false; n];
     let mut tracks: Vec<Vec<usize>> = Vec::new();
@@ -299,12 +300,12 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
             tracks.push(path.clone());
         } else {
             used[s] = true;
-            if path.len() >= 3 {
+            if search.is_some() && path.len() >= 3 {
                 short.push(path.clone());
             }
         }
     }
-    if let (true, Some(layers)) = (cfg.search, edges.layers) {
+    if let Some(layers) = search {
         let index = LayerIndex::new(&layers, phi);
         let mut owner = vec![FREE; n];
         for (i, t) in tracks.iter().enumerate() {

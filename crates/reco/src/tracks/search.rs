@@ -378,12 +378,10 @@ fn best_on_layer(
     };
     let mut best: Option<(f64, usize)> = None;
     for c in index.around(x.layer, x.xy[1].atan2(x.xy[0]), transverse / r_pred) {
-        if geo.d3(b, c) < cfg.min_lever_arm || !takes(c) {
-            continue;
-        }
         let dxy = (geo.xy[c][0] - x.xy[0]).hypot(geo.xy[c][1] - x.xy[1]);
         let near = if cylinder { dxy <= transverse && (geo.z[c] - x.z).abs() <= along } else { dxy <= along };
-        if !near {
+        // `takes` last: for another track's first hit it tries the join.
+        if !near || geo.d3(b, c) < cfg.min_lever_arm || !takes(c) {
             continue;
         }
         if let Some(chi2) = geo.chi2(path, c)
