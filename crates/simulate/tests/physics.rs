@@ -35,6 +35,11 @@ fn small_events_are_physically_sane_and_consistent() {
     assert!(pix.rphi_rms_mm < 0.02 && pix.second_rms_mm < 0.02, "{pix:?}");
     let ls = &s.residuals["long_strip_barrel"];
     assert!(ls.second_rms_mm > 2.0 && ls.second_rms_mm < 3.5, "{ls:?}");
+    // Short strips: mostly one 1.2 mm cell along z, so z is measured close to the floor that
+    // the crossing angles allow any cluster centre.
+    let ss = &s.residuals["short_strip_barrel"];
+    let floor = ss.second_centroid_limit_mm;
+    assert!(floor > 0.8 * ss.second_rms_mm && floor < 1.02 * ss.second_rms_mm, "{ss:?}");
     // Inclined tracks make long pixel clusters in the barrel, short ones in the disks.
     assert!(s.cells_per_hit["pixel_barrel"] > 2.0 * s.cells_per_hit["pixel_endcap"]);
     for (species, f) in [("pion", 0.6), ("proton", 0.05), ("kaon", 0.03)] {

@@ -89,6 +89,16 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
             println!("{:<52} {:>10.4} {:>15}  {}", r.label, r.value, real, if r.agrees { "yes" } else { "NO" });
         }
         println!("{agreeing} of {} rows agree (fractions ±0.03, other figures ±15%)", rows.len());
+        let floors: Vec<String> =
+            [("short_strip_barrel", "short-strip barrel z"), ("long_strip_barrel", "long-strip barrel z")]
+                .iter()
+                .filter_map(|(g, label)| {
+                    stats.residuals.get(*g).map(|r| format!("{label} {:.4} mm", r.second_centroid_limit_mm))
+                })
+                .collect();
+        if !floors.is_empty() {
+            println!("lowest residual any cluster centre allows at these crossing angles: {}", floors.join(", "));
+        }
         println!("\nconsistency checks");
         for c in checks.results() {
             println!(

@@ -6,5 +6,5 @@ mod realism;
 mod reference;
 
 pub use checks::{CheckResult, ConsistencyChecks};
-pub use realism::{RealismAccumulator, RealismStats, ResidualStats};
+pub use realism::{CentroidLimit, RealismAccumulator, RealismStats, ResidualStats};
 pub use reference::{ReferenceRow, Tolerance, compare_with_trackml};

@@ -19,6 +19,10 @@ pub struct ResidualStats {
     pub rphi_rms_mm: f64,
     /// Residual along the second coordinate: z in barrels, r in disks [mm].
     pub second_rms_mm: f64,
+    /// The lowest `second_rms_mm` that any cluster centroid on the cell grid can reach for
+    /// these crossings, trimmed the same way [mm] (see [`CentroidLimit`]); NaN
+    /// without a detector or truth momenta.
+    pub second_centroid_limit_mm: f64,
     /// Number of hits.
     pub hits: u64,
 }
@@ -83,6 +87,7 @@ pub struct RealismAccumulator {
     abs_vz: Vec<f64>,
     species: BTreeMap<String, u64>,
     residuals: BTreeMap<String, (Vec<f32>, Vec<f32>)>,
+    centroid_limit: BTreeMap<String, CentroidLimit>,
 }
 
 /// The group name of a module for cell and residual statistics.
@@ -117,6 +122,71 @@ fn species_name(pdg: i32) -> &'static str {
         11 => "electron",
         13 => "muon",
         _ => "other",
+    }
+}
+
+/// Quantiles per hit of the centroid-limit residual distribution.
+const LIMIT_SAMPLES: usize = 32;
+/// Bins of |Δ|/pitch over [0, ½] in a [`CentroidLimit`] histogram.
+const LIMIT_BINS: usize = 2000;
+
+/// The residuals along v (the cells' long side) that the best possible cluster centre leaves,
+/// over many crossings: the floor a digitiser's v resolution can reach at the crossing angles
+/// an event has.
+///
+/// A straight crossing lights the cells along v over `extent` = t·|d_v/d_w| (at most one
+/// pitch p). With probability extent/p it crosses a cell boundary; the centre of a multi-cell
+/// cluster is taken as exact. Otherwise the crossing can sit anywhere in the p − extent its
+/// single cell allows, so |Δ| is uniform on [0, (p − extent)/2]: RMS √((p − extent)³/(12p))
+/// per hit. Without charge sharing across the v boundary no digitiser does better.
+///
+/// Kept as a histogram of |Δ|/p (bounded memory over any number of events); trimming walks it
+/// in order of |Δ|, exact when the pitch is the same across the group, as in each TrackML
+/// technology.
+#[derive(Clone, Debug)]
+pub struct CentroidLimit {
+    weight: Vec<f64>,
+    sum_sq: Vec<f64>,
+}
+
+impl Default for CentroidLimit {
+    fn default() -> Self {
+        CentroidLimit { weight: vec![0.0; LIMIT_BINS], sum_sq: vec![0.0; LIMIT_BINS] }
+    }
+}
+
+impl CentroidLimit {
+    /// Adds one crossing of cells `pitch` long whose path through the sensor spans `extent`
+    /// along them [mm], as evenly spaced quantiles of its |Δ| distribution.
+    pub fn add(&mut self, pitch: f64, extent: f64) {
+        let shared = extent.clamp(0.0, pitch) / pitch;
+        let half_free = 0.5 * (pitch - extent.clamp(0.0, pitch));
+        for j in 0..LIMIT_SAMPLES {
+            let q = (j as f64 + 0.5) / LIMIT_SAMPLES as f64;
+            let d = if q < shared { 0.0 } else { (q - shared) / (1.0 - shared) * half_free };
+            let bin = ((d / pitch * 2.0 * LIMIT_BINS as f64) as usize).min(LIMIT_BINS - 1);
+            self.weight[bin] += 1.0 / LIMIT_SAMPLES as f64;
+            self.sum_sq[bin] += d * d / LIMIT_SAMPLES as f64;
+        }
+    }
+
+    /// RMS of the `keep` fraction with the smallest |Δ| [mm]; NaN when empty.
+    pub fn trimmed_rms(&self, keep: f64) -> f64 {
+        let total: f64 = self.weight.iter().sum();
+        if total == 0.0 {
+            return f64::NAN;
+        }
+        let want = total * keep;
+        let (mut w, mut sq) = (0.0, 0.0);
+        for (&bw, &bs) in self.weight.iter().zip(&self.sum_sq) {
+            if w + bw >= want {
+                let part = if bw > 0.0 { (want - w) / bw } else { 0.0 };
+                return ((sq + part * bs) / want).sqrt();
+            }
+            w += bw;
+            sq += bs;
+        }
+        (sq / w).sqrt()
     }
 }
 
@@ -201,6 +271,14 @@ impl RealismAccumulator {
             let rt = tx.hypot(ty);
             let drphi = rt * wrap_phi(y.atan2(x) - ty.atan2(tx));
             let second = if g.ends_with("barrel") { z - tz } else { x.hypot(y) - rt };
+            if let Some(module) = det.and_then(|d| d.module(m)) {
+                let p = [truth.tpx[i] as f64, truth.tpy[i] as f64, truth.tpz[i] as f64];
+                let local = module.dir_to_local(p);
+                if local[2] != 0.0 {
+                    let extent = module.thickness * (local[1] / local[2]).abs();
+                    self.centroid_limit.entry(g.clone()).or_default().add(module.pitch_v, extent);
+                }
+            }
             let e = self.residuals.entry(g).or_default();
             e.0.push(drphi as f32);
             e.1.push(second as f32);
@@ -264,11 +342,59 @@ impl RealismAccumulator {
                     let stats = ResidualStats {
                         rphi_rms_mm: trimmed_rms(a, TRIM_KEEP),
                         second_rms_mm: trimmed_rms(b, TRIM_KEEP),
+                        second_centroid_limit_mm: self
+                            .centroid_limit
+                            .get(k)
+                            .map_or(f64::NAN, |c| c.trimmed_rms(TRIM_KEEP)),
                         hits: a.len() as u64,
                     };
                     (k.clone(), stats)
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(pitch: f64, extent: f64, keep: f64) -> f64 {
+        let mut c = CentroidLimit::default();
+        c.add(pitch, extent);
+        c.trimmed_rms(keep)
+    }
+
+    #[test]
+    fn centroid_limit_follows_the_single_cell_share() {
+        let p = 1.2;
+        // Normal incidence: one cell, the crossing anywhere in it, p/√12.
+        let normal = limit(p, 0.0, 1.0);
+        assert!((normal / (p / 12f64.sqrt()) - 1.0).abs() < 0.01, "{normal}");
+        // An extent of a whole pitch always shares the charge: exact.
+        assert_eq!(limit(p, p, 1.0), 0.0);
+        assert_eq!(limit(p, 5.0, 1.0), 0.0);
+        // In between: √((p − L)³ / (12 p)).
+        for extent in [0.1, 0.3, 0.6, 0.9] {
+            let want = ((p - extent).powi(3) / (12.0 * p)).sqrt();
+            let got = limit(p, extent, 1.0);
+            assert!((got / want - 1.0).abs() < 0.01, "extent {extent}: {got} vs {want}");
+        }
+        assert!(CentroidLimit::default().trimmed_rms(0.98).is_nan());
+    }
+
+    #[test]
+    fn centroid_limit_trims_the_largest_residuals() {
+        // Uniform |Δ| on [0, p/2]: keeping the smallest half leaves a quarter pitch, RMS of a
+        // uniform on [0, p/4] = p/(4√3).
+        let p = 1.2;
+        let half = limit(p, 0.0, 0.5);
+        assert!((half / (p / (4.0 * 3f64.sqrt())) - 1.0).abs() < 0.01, "{half}");
+        // Mixed crossings: the trimmed RMS lies below the plain one.
+        let mut c = CentroidLimit::default();
+        for i in 0..100 {
+            c.add(p, i as f64 * 0.01);
+        }
+        assert!(c.trimmed_rms(0.98) < c.trimmed_rms(1.0));
     }
 }
