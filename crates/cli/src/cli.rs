@@ -584,6 +584,11 @@ pub struct ReconstructArgs {
     /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
     #[arg(long)]
     pub no_hit_search: bool,
+    /// Diagnostic, not reconstruction: score each edge 1 if it joins consecutive hits of a
+    /// target particle and 0 otherwise, from the truth files, instead of the GNN. The metrics
+    /// are then the ceiling that the graph and the track builder allow a perfect classifier.
+    #[arg(long)]
+    pub truth_scores: bool,
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,

@@ -70,6 +70,25 @@ fn train_and_eval_from_the_command_line() {
     let (plain, _) = reco(&["--out", "tp", "--method", "follow", "--no-hit-search"]);
     assert_eq!((searched["hit_search"].as_bool(), plain["hit_search"].as_bool()), (Some(true), Some(false)));
     assert_eq!(searched["score_cut"], 0.02);
+    // Truth in place of the GNN: the same graphs, and the builder's ceiling above the model.
+    let (ceiling, _) = reco(&["--out", "tt", "--method", "follow", "--truth-scores"]);
+    assert_eq!((ceiling["truth_scores"].as_bool(), searched["truth_scores"].as_bool()), (Some(true), Some(false)));
+    for (c, s) in ceiling["events"].as_array().unwrap().iter().zip(searched["events"].as_array().unwrap()) {
+        assert_eq!((&c["nodes"], &c["edges"]), (&s["nodes"], &s["edges"]));
+    }
+    let eff = |r: &serde_json::Value| r["metrics"]["efficiency"].as_f64().unwrap();
+    assert!(eff(&ceiling) >= eff(&searched) && eff(&ceiling) > 0.8, "{} vs {}", eff(&ceiling), eff(&searched));
+    assert!(ceiling["metrics"]["fake_rate"].as_f64().unwrap() < 0.05, "{}", ceiling["metrics"]);
+    // Without truth files there is nothing to score from, and the missing file is named.
+    std::fs::create_dir(d.join("hits_only")).unwrap();
+    for f in std::fs::read_dir(d.join("ev")).unwrap().map(|e| e.unwrap().path()) {
+        if f.to_string_lossy().ends_with("-hits.csv") {
+            std::fs::copy(&f, d.join("hits_only").join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let no_truth = ["reconstruct", "--run", "run", "--input", "hits_only", "--out", "th", "--truth-scores"];
+    let err = fails(trackgnn(d, &no_truth));
+    assert!(err.contains("-truth.csv"), "{err}");
     let err = fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "t0", "--min-hits", "0"]));
     assert!(err.contains("--min-hits"), "{err}");
     // Training again into the same directory without --resume is refused.

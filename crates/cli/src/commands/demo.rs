@@ -134,6 +134,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         min_hits: 5,
         branch_cut: None,
         no_hit_search: false,
+        truth_scores: false,
         weights: "best".into(),
         events: None,
         threads: a.threads,

@@ -1,6 +1,7 @@
 //! `trackgnn reconstruct`: events → graphs (the run's recipe, without truth) → edge scores →
 //! track candidates → TrackML submission files; then, for events that have truth files, the
-//! track metrics and their plots. Reconstruction itself never reads a truth file.
+//! track metrics and their plots. Reconstruction itself never reads a truth file, except in the
+//! `--truth-scores` diagnostic, where truth replaces the GNN's edge scores.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -88,17 +89,8 @@ impl Reconstructor {
         Ok(Reconstructor { recipe, map, model, det, surfaces })
     }
 
-    /// Tracks of one event (hits only).
-    pub fn event(
-        &self,
-        event: &trackgnn_trackml::Event,
-        builder: &TrackBuilder,
-        cache: &mut ForwardCache<f32>,
-    ) -> Result<EventTracks> {
-        let t = Instant::now();
-        let (graph, _) = build_graph(event, &self.det, &self.recipe, self.map.as_ref())?;
-        let t_graph = t.elapsed().as_secs_f64();
-        let t = Instant::now();
+    /// The GNN's edge scores (probabilities) on a graph.
+    fn gnn_scores(&self, graph: &trackgnn_graph::Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
         let input = GraphInput::<f32>::new(
             graph.num_nodes(),
             &graph.node_features,
@@ -109,7 +101,30 @@ impl Reconstructor {
             &graph.dst,
         );
         let logits = self.model.infer(&input, cache);
-        let scores: Vec<f32> = logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect();
+        logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect()
+    }
+
+    /// Tracks of one event (hits only; with `truth_scores`, truth scores the edges instead of
+    /// the GNN, for which the event must carry truth and particles).
+    pub fn event(
+        &self,
+        event: &trackgnn_trackml::Event,
+        builder: &TrackBuilder,
+        cache: &mut ForwardCache<f32>,
+        truth_scores: bool,
+    ) -> Result<EventTracks> {
+        let t = Instant::now();
+        let (graph, _) = build_graph(event, &self.det, &self.recipe, self.map.as_ref())?;
+        let t_graph = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let scores = if truth_scores {
+            let truth = graph.truth.as_ref().with_context(|| {
+                format!("event {}: --truth-scores needs the event's truth and particles files", event.event_id)
+            })?;
+            truth.target.iter().map(|&y| y as f32).collect()
+        } else {
+            self.gnn_scores(&graph, cache)
+        };
         let t_gnn = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let edges = ScoredEdges::from_graph(&graph, &scores);
@@ -159,14 +174,15 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let pb = progress::bar(events.len() as u64, "reconstruct");
     let mut per_event = Vec::new();
     let mut cache = ForwardCache::default();
-    // Reconstruction: hits (and cells when features need them), never truth.
+    // Reconstruction: hits (and cells when features need them), never truth but for the
+    // --truth-scores diagnostic.
     let needs_cells = rec.recipe.features.features.iter().any(|f| f.name == "cluster_size" || f.name == "charge_sum");
     for files in &events {
         let t = Instant::now();
-        let opts = ReadOptions { truth: false, particles: false, cells: needs_cells };
+        let opts = ReadOptions { truth: a.truth_scores, particles: a.truth_scores, cells: needs_cells };
         let event = read_event(files, opts)?;
         let t_read = t.elapsed().as_secs_f64();
-        let et = pool.install(|| rec.event(&event, &builder, &mut cache))?;
+        let et = pool.install(|| rec.event(&event, &builder, &mut cache, a.truth_scores))?;
         let (tracks, [t_graph, t_gnn, t_tracks], (nodes, edges)) = (et.hit_tracks, et.seconds, et.graph_size);
         let t = Instant::now();
         let ids = singleton_track_ids(&tracks)?;
@@ -206,7 +222,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     });
     if a.json {
         print_json(
-            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "hit_search": builder.config().hit_search(), "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
+            &json!({ "out": a.out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": a.min_hits, "branch_cut": branch_cut, "hit_search": builder.config().hit_search(), "truth_scores": a.truth_scores, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
         );
     } else {
         println!(
@@ -217,6 +233,11 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
             score_cut,
             a.min_hits
         );
+        if a.truth_scores {
+            println!(
+                "edge scores from truth (--truth-scores): the metrics below are the ceiling of this graph and track builder"
+            );
+        }
         println!(
             "per event: {:.0} nodes, {:.0} edges, {:.0} tracks; seconds: read {:.3}, graph {:.3}, GNN {:.3}, tracks {:.3}, write {:.3}",
             mean("nodes"),
