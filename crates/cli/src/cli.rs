@@ -118,7 +118,7 @@ pub struct InspectArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Central field [T] for the helix check (the TrackML profile is scaled to it).
+    /// Central field \[T\] for the helix check (the TrackML profile is scaled to it).
     #[arg(long, default_value_t = 2.0)]
     pub field_tesla: f64,
     /// Geometry for the checks; by default `detectors.csv` next to the events, else the
@@ -172,13 +172,13 @@ pub struct ModuleMapBuildArgs {
     /// Where to write the map.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Record true edges of particles with pT at least this [GeV].
+    /// Record true edges of particles with pT at least this \[GeV\].
     #[arg(long, default_value_t = 1.0)]
     pub pt_min: f64,
     /// Record true edges of particles with at least this many hits.
     #[arg(long, default_value_t = 3)]
     pub min_hits: usize,
-    /// Record only particles produced within this distance of the beam line [mm].
+    /// Record only particles produced within this distance of the beam line \[mm\].
     #[arg(long, default_value_t = 1.0)]
     pub max_vertex_r: f64,
     /// Record secondaries too (no vertex cut).
@@ -221,7 +221,7 @@ pub struct BuildGraphsArgs {
     /// Module map file (for --method module-map).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
-    /// Truth hard cut: keep only hits of particles with pT at least this [GeV] (drops noise).
+    /// Truth hard cut: keep only hits of particles with pT at least this \[GeV\] (drops noise).
     #[arg(long)]
     pub pt_min: Option<f64>,
     /// Drop noise hits (truth-based).
@@ -240,7 +240,7 @@ pub struct BuildGraphsArgs {
     /// Geometric builder: largest |dphi/dr| [rad/mm].
     #[arg(long)]
     pub phi_slope_max: Option<f64>,
-    /// Geometric builder: largest |z0| [mm].
+    /// Geometric builder: largest |z0| \[mm\].
     #[arg(long)]
     pub z0_max: Option<f64>,
     /// Geometric builder: layers a pair may skip.

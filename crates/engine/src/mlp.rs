@@ -5,8 +5,8 @@
 //! norm) and 1/σ per row. The backward recomputes activations tile by tile while the tile is in
 //! cache.
 //!
-//! The first layer of an edge MLP on cat(h[src], h[dst], e) is split (the engine's main trick):
-//! z_1 = (h·W_aᵀ)[src] + (h·W_bᵀ)[dst] + e·W_cᵀ + b, so the two big products run on nodes,
+//! The first layer of an edge MLP on cat(h\[src\], h\[dst\], e) is split (the engine's main trick):
+//! z_1 = (h·W_aᵀ)\[src\] + (h·W_bᵀ)\[dst\] + e·W_cᵀ + b, so the two big products run on nodes,
 //! E/N ≈ 8–16× fewer rows, and in the backward dz_1 is summed onto nodes before the weight
 //! products ([`Mlp::split_backward_nodes`]).
 //!
@@ -76,7 +76,7 @@ pub enum Input<'a, T> {
         /// Columns.
         dim: usize,
     },
-    /// cat(h[src], h[dst], rest) with `a = h·W_aᵀ`, `b = h·W_bᵀ` precomputed on nodes.
+    /// cat(h\[src\], h\[dst\], rest) with `a = h·W_aᵀ`, `b = h·W_bᵀ` precomputed on nodes.
     Split {
         /// (N × d1) h·W_aᵀ.
         a: &'a [T],
@@ -635,7 +635,7 @@ impl Mlp {
     }
 }
 
-/// out[n] = Σ_{e ∈ csr.of(n)} x[e], rows of width d, in edge order.
+/// out\[n\] = Σ_{e ∈ csr.of(n)} x\[e\], rows of width d, in edge order.
 pub fn pull<T: Real>(x: &[T], d: usize, csr: &Csr, out: &mut [T]) {
     out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| {
         for local in 0..oc.len() / d {

@@ -329,7 +329,7 @@ impl<T: Real> InteractionGnn<T> {
     }
 
     /// The forward without the engine's tricks, for comparison: every edge MLP gets its input
-    /// cat(h[src], h[dst], e) materialised (E × 3H) and one full Linear over all edges. Same
+    /// cat(h\[src\], h\[dst\], e) materialised (E × 3H) and one full Linear over all edges. Same
     /// results as [`InteractionGnn::forward`] up to rounding; returns the logits.
     pub fn forward_unfused(&self, g: &GraphInput<T>) -> Vec<T> {
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);

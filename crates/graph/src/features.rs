@@ -12,7 +12,7 @@ use trackgnn_trackml::physics::eta_of_point;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeCuts {
-    /// Truth "hard cut": keep only hits of particles with pT ≥ this [GeV] (needs truth; noise
+    /// Truth "hard cut": keep only hits of particles with pT ≥ this \[GeV\] (needs truth; noise
     /// is dropped with it). `None` keeps every hit.
     pub pt_min: Option<f64>,
     /// Drop noise hits (needs truth).
@@ -69,15 +69,15 @@ pub struct HitTable {
     pub hit_index: Vec<u32>,
     /// TrackML hit_id.
     pub hit_id: Vec<u64>,
-    /// Global x, y, z [mm].
+    /// Global x, y, z \[mm\].
     pub x: Vec<f32>,
-    /// Global y [mm].
+    /// Global y \[mm\].
     pub y: Vec<f32>,
-    /// Global z [mm].
+    /// Global z \[mm\].
     pub z: Vec<f32>,
-    /// Transverse radius [mm].
+    /// Transverse radius \[mm\].
     pub r: Vec<f32>,
-    /// Azimuth [rad].
+    /// Azimuth \[rad\].
     pub phi: Vec<f32>,
     /// Pseudorapidity of the position seen from the origin.
     pub eta: Vec<f32>,
@@ -98,13 +98,13 @@ pub struct HitTable {
 pub struct NodeTruth {
     /// particle_id (0 for noise).
     pub particle_id: Vec<u64>,
-    /// Particle pT [GeV] (0 for noise or unknown particles).
+    /// Particle pT \[GeV\] (0 for noise or unknown particles).
     pub particle_pt: Vec<f32>,
     /// Particle η at production.
     pub particle_eta: Vec<f32>,
-    /// Distance of the hit from its particle's production vertex [mm] (the truth order).
+    /// Distance of the hit from its particle's production vertex \[mm\] (the truth order).
     pub dist_from_vertex: Vec<f32>,
-    /// Transverse distance of the particle's production vertex from the beam line [mm].
+    /// Transverse distance of the particle's production vertex from the beam line \[mm\].
     pub vertex_r: Vec<f32>,
 }
 

@@ -20,7 +20,7 @@ pub struct GeometricConfig {
     /// Largest |Δφ/Δr| [rad/mm]. A particle of pT from the beam line has Δφ/Δr ≈ 0.3·B/(2 pT),
     /// 3.0e-4 rad/mm at 1 GeV in 2 T; the default leaves room for scattering.
     pub phi_slope_max: f64,
-    /// Largest |z0| [mm], the z where the line through both hits meets the beam line.
+    /// Largest |z0| \[mm\], the z where the line through both hits meets the beam line.
     pub z0_max: f64,
     /// Extra layers a pair may skip (0: adjacent layers only).
     pub skip_layers: usize,
@@ -28,11 +28,11 @@ pub struct GeometricConfig {
     pub eta_max: f64,
     /// Also join hits on overlapping modules of one layer.
     pub same_layer: bool,
-    /// Same-layer window in |Δφ| [rad].
+    /// Same-layer window in |Δφ| \[rad\].
     pub same_layer_dphi: f64,
-    /// Same-layer window in |Δz| for barrel layers [mm].
+    /// Same-layer window in |Δz| for barrel layers \[mm\].
     pub same_layer_dz: f64,
-    /// Same-layer window in |Δr| for disks [mm].
+    /// Same-layer window in |Δr| for disks \[mm\].
     pub same_layer_dr: f64,
 }
 

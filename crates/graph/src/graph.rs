@@ -21,11 +21,11 @@ pub struct Graph {
     pub dst: Vec<u32>,
     /// TrackML hit_id of each node.
     pub hit_id: Vec<u64>,
-    /// Unscaled cylindrical coordinates of each node: r [mm], phi [rad], z [mm].
+    /// Unscaled cylindrical coordinates of each node: r \[mm\], phi \[rad\], z \[mm\].
     pub r: Vec<f32>,
-    /// Azimuth [rad].
+    /// Azimuth \[rad\].
     pub phi: Vec<f32>,
-    /// z [mm].
+    /// z \[mm\].
     pub z: Vec<f32>,
     /// Truth per node and edge, when the graph was built with truth.
     pub truth: Option<GraphTruth>,
@@ -40,7 +40,7 @@ pub struct Graph {
 pub struct GraphTruth {
     /// particle_id of each node (0 for noise).
     pub particle_id: Vec<u64>,
-    /// pT [GeV] of each node's particle (0 for noise).
+    /// pT \[GeV\] of each node's particle (0 for noise).
     pub particle_pt: Vec<f32>,
     /// η of each node's particle at production (0 for noise).
     pub particle_eta: Vec<f32>,

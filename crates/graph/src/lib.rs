@@ -2,7 +2,7 @@
 //! module-wise truth and targets ([`truth`]), the geometric builder ([`geometric`], with the
 //! layer pairs derived from the geometry in [`layer_pairs`]), the module-map builder
 //! ([`module_map`]), the recipe that records how a graph directory was built and
-//! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`file`]).
+//! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`mod@file`]).
 //!
 //! ```no_run
 //! use trackgnn_graph::{GraphRecipe, Method, build_graph};

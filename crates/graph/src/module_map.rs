@@ -33,11 +33,11 @@ const TRIPLET_BYTES: usize = 44;
 /// The quantities of a directed hit pair (a → b) the map records.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairQuantities {
-    /// φ_b − φ_a wrapped [rad].
+    /// φ_b − φ_a wrapped \[rad\].
     pub dphi: f32,
-    /// z_b − z_a [mm].
+    /// z_b − z_a \[mm\].
     pub dz: f32,
-    /// z where the line through both hits meets the beam line [mm] (non-finite if Δr = 0).
+    /// z where the line through both hits meets the beam line \[mm\] (non-finite if Δr = 0).
     pub z0: f32,
     /// Δφ/Δr [rad/mm] (non-finite if Δr = 0).
     pub phi_slope: f32,
@@ -162,7 +162,7 @@ fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool
     (0..N).all(|k| !lo[k].is_finite() || (q[k] >= lo[k] && q[k] <= hi[k]))
 }
 
-/// How far [mm] a hit b on the layer of a or c may lie from the line a → c in the transverse
+/// How far \[mm\] a hit b on the layer of a or c may lie from the line a → c in the transverse
 /// plane and still explain a → c away as a shortcut.
 ///
 /// Why: the direction of a same-layer segment (two overlapping modules, millimetres apart) is
@@ -171,7 +171,7 @@ fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool
 /// chord near its end, well under 0.1 mm) from another particle's hit nearby.
 const SAME_LAYER_OFFSET_MM: f32 = 1.0;
 
-/// The distance of hit `b` from the line through hits `a` and `c` in the transverse plane [mm].
+/// The distance of hit `b` from the line through hits `a` and `c` in the transverse plane \[mm\].
 fn transverse_offset(t: &HitTable, a: usize, c: usize, b: usize) -> f32 {
     let (ux, uy) = (t.x[c] - t.x[a], t.y[c] - t.y[a]);
     let (vx, vy) = (t.x[b] - t.x[a], t.y[b] - t.y[a]);
@@ -213,12 +213,12 @@ const TRIPLET_DPHI: usize = 1;
 pub struct MapMargin {
     /// Each range grows by this fraction of its width on both sides.
     pub relative: f64,
-    /// And by these absolute amounts: dphi [rad], dz [mm], z0 [mm], phi_slope [rad/mm].
+    /// And by these absolute amounts: dphi \[rad\], dz \[mm\], z0 \[mm\], phi_slope [rad/mm].
     pub absolute: [f64; 4],
     /// Keep only edges that form, with a neighbouring edge, a module triplet of the map whose
     /// direction changes lie in its ranges (when the map has triplets).
     pub triplets: bool,
-    /// Absolute growth of the triplet ranges: polar and azimuthal direction change [rad].
+    /// Absolute growth of the triplet ranges: polar and azimuthal direction change \[rad\].
     pub triplet_absolute: [f64; 2],
     /// Drop an edge a → c when edges a → b → c form a mapped triplet in its window (when the
     /// map has triplets): a → c skips the hit b of the same track, and module-wise truth joins
@@ -244,7 +244,7 @@ impl Default for MapMargin {
 pub struct MapConfig {
     /// Particles' pT and hit count (the target definition).
     pub target: TargetConfig,
-    /// Only particles produced within this distance of the beam line [mm] (prompt particles).
+    /// Only particles produced within this distance of the beam line \[mm\] (prompt particles).
     ///
     /// Why: secondaries from decays and nuclear interactions start anywhere in the tracker, so
     /// their z0 and Δφ/Δr stray far from what prompt tracks give; recorded as min/max they widen

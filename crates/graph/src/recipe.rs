@@ -137,7 +137,7 @@ pub struct BuildStats {
     pub sector_coverage: Option<f64>,
 }
 
-/// Particles produced within this distance of the beam line [mm] are prompt (the beam spot is
+/// Particles produced within this distance of the beam line \[mm\] are prompt (the beam spot is
 /// 15 µm wide); the others are secondaries of decays and of interactions in the material.
 pub const PROMPT_R: f32 = 1.0;
 

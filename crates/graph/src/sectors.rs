@@ -22,7 +22,7 @@ pub struct SectorConfig {
     pub n_phi: usize,
     /// Sectors in η.
     pub n_eta: usize,
-    /// φ overlap on each side [rad].
+    /// φ overlap on each side \[rad\].
     pub overlap_phi: f64,
     /// η overlap on each side.
     pub overlap_eta: f64,

@@ -11,7 +11,7 @@ use crate::features::HitTable;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TargetConfig {
-    /// Smallest particle pT [GeV] of a target edge.
+    /// Smallest particle pT \[GeV\] of a target edge.
     pub pt_min: f64,
     /// Fewest hits (nodes) a target particle has.
     pub min_hits: usize,

@@ -155,7 +155,7 @@ fn built_graphs_round_trip_through_files_and_inference_needs_no_truth() {
 }
 
 /// A node table of straight tracks from the origin in the barrel: each track is (particle id,
-/// φ [rad], the barrel layers (index into `RADII`) it has hits on).
+/// φ \[rad\], the barrel layers (index into `RADII`) it has hits on).
 fn barrel_tracks(tracks: &[(u64, f32, &[usize])]) -> HitTable {
     use trackgnn_graph::features::NodeTruth;
     use trackgnn_trackml::ids::ModuleId;

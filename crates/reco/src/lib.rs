@@ -34,7 +34,7 @@
 //!
 //! let particle_id: Vec<ParticleId> = [7, 7, 7, 8, 8, 8].map(ParticleId).to_vec();
 //! let mut kinematics = ParticleKinematics::new();
-//! kinematics.insert(ParticleId(7), 2.5, 0.4); // pT [GeV], η
+//! kinematics.insert(ParticleId(7), 2.5, 0.4); // pT \[GeV\], η
 //! kinematics.insert(ParticleId(8), 0.7, -1.1);
 //! let truth = EventTruth { particle_id: &particle_id, weight: &[1.0 / 6.0; 6], kinematics: &kinematics };
 //! let m = evaluate(&truth, &tracks, &MetricsConfig::default())?;

@@ -64,18 +64,18 @@ pub use score::trackml_score;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetricsConfig {
-    /// Smallest pT [GeV] of a target particle. Default 1.0 (the field's target definition).
+    /// Smallest pT \[GeV\] of a target particle. Default 1.0 (the field's target definition).
     pub target_pt_min: f64,
     /// Smallest number of hits of a reconstructable (and target) particle, ≥ 1. Default 3.
     pub min_particle_hits: usize,
     /// Smallest number of hits of a candidate track, ≥ 1. Default 3.
     pub min_track_hits: usize,
-    /// Largest transverse production radius [mm] of a prompt target particle, ≥ 0.
+    /// Largest transverse production radius \[mm\] of a prompt target particle, ≥ 0.
     /// Default [`PROMPT_R`](trackgnn_graph::recipe::PROMPT_R) (1 mm), the graphs' definition.
     pub prompt_max_vertex_r: f64,
-    /// Bin edges in pT [GeV] for the target efficiency. Default 10 log bins from 1 to 100.
+    /// Bin edges in pT \[GeV\] for the target efficiency. Default 10 log bins from 1 to 100.
     pub pt_edges: Vec<f64>,
-    /// Bin edges in pT [GeV] for the efficiency of all reconstructable particles. Default 15
+    /// Bin edges in pT \[GeV\] for the efficiency of all reconstructable particles. Default 15
     /// log bins from 0.1 to 100.
     pub pt_edges_all: Vec<f64>,
     /// Bin edges in η for both efficiencies. Default −4 to 4 in steps of 0.5.
@@ -120,7 +120,7 @@ impl MetricsConfig {
     }
 }
 
-/// pT [GeV], η and transverse radius [mm] at production of each particle, by id.
+/// pT \[GeV\], η and transverse radius \[mm\] at production of each particle, by id.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParticleKinematics {
     map: HashMap<ParticleId, (f64, f64, f64)>,
@@ -141,22 +141,22 @@ impl ParticleKinematics {
         ParticleKinematics { map }
     }
 
-    /// Sets particle `id`'s pT [GeV] and η, produced on the beam line.
+    /// Sets particle `id`'s pT \[GeV\] and η, produced on the beam line.
     pub fn insert(&mut self, id: ParticleId, pt: f64, eta: f64) {
         self.insert_at(id, pt, eta, 0.0);
     }
 
-    /// Sets particle `id`'s pT [GeV], η and transverse production radius [mm].
+    /// Sets particle `id`'s pT \[GeV\], η and transverse production radius \[mm\].
     pub fn insert_at(&mut self, id: ParticleId, pt: f64, eta: f64, vertex_r: f64) {
         self.map.insert(id, (pt, eta, vertex_r));
     }
 
-    /// Particle `id`'s (pT [GeV], η), if known.
+    /// Particle `id`'s (pT \[GeV\], η), if known.
     pub fn get(&self, id: ParticleId) -> Option<(f64, f64)> {
         self.map.get(&id).map(|&(pt, eta, _)| (pt, eta))
     }
 
-    /// Particle `id`'s transverse production radius [mm], if known.
+    /// Particle `id`'s transverse production radius \[mm\], if known.
     pub fn vertex_r(&self, id: ParticleId) -> Option<f64> {
         self.map.get(&id).map(|v| v.2)
     }
@@ -221,11 +221,11 @@ pub struct TrackMetrics {
     pub duplicate_rate: f64,
     /// TrackML score, mean over events.
     pub trackml_score: f64,
-    /// Target efficiency against pT [GeV]: `(lo, hi, n_target, n_matched)` per bin.
+    /// Target efficiency against pT \[GeV\]: `(lo, hi, n_target, n_matched)` per bin.
     pub efficiency_vs_pt: Vec<EfficiencyBin>,
     /// Target efficiency against η.
     pub efficiency_vs_eta: Vec<EfficiencyBin>,
-    /// Efficiency of all reconstructable particles against pT [GeV].
+    /// Efficiency of all reconstructable particles against pT \[GeV\].
     pub efficiency_all_vs_pt: Vec<EfficiencyBin>,
     /// Efficiency of all reconstructable particles against η.
     pub efficiency_all_vs_eta: Vec<EfficiencyBin>,

@@ -148,12 +148,12 @@ pub struct ScoredEdges<'a> {
     pub dst: &'a [u32],
     /// Score of each edge.
     pub scores: &'a [f32],
-    /// Optional radius r [mm] of each node: the walk-through starts from inner nodes first.
+    /// Optional radius r \[mm\] of each node: the walk-through starts from inner nodes first.
     /// Without it, node index order is used.
     pub r: Option<&'a [f32]>,
-    /// Optional azimuth phi [rad] of each node (track following needs it).
+    /// Optional azimuth phi \[rad\] of each node (track following needs it).
     pub phi: Option<&'a [f32]>,
-    /// Optional z [mm] of each node (track following needs it).
+    /// Optional z \[mm\] of each node (track following needs it).
     pub z: Option<&'a [f32]>,
     /// Optional layer of each node: track following then extends its paths by a hit search
     /// beyond the edges ([`search`]).
@@ -183,8 +183,8 @@ impl<'a> ScoredEdges<'a> {
         e
     }
 
-    /// The same edges with node positions in cylindrical coordinates (r [mm], phi [rad],
-    /// z [mm]).
+    /// The same edges with node positions in cylindrical coordinates (r \[mm\], phi \[rad\],
+    /// z \[mm\]).
     ///
     /// # Panics
     /// If a slice's length differs from `num_nodes`.

@@ -23,7 +23,7 @@ pub struct SimConfig {
     pub eta_plateau: f64,
     /// Width of the Gaussian fall-off of dN/dη beyond the plateau.
     pub eta_falloff: f64,
-    /// Tsallis temperature T [GeV] of the minimum-bias pT spectrum
+    /// Tsallis temperature T \[GeV\] of the minimum-bias pT spectrum
     /// dN/dpT ∝ pT · (1 + (mT − m)/(n T))^(−n). CMS/ALICE 13 TeV fits of identified hadrons
     /// give T ≈ 0.09–0.13 GeV; the default 0.16 lies above them, chosen so the generated
     /// particles (secondaries included) reproduce the pT rows of the TrackML realism table
@@ -31,13 +31,13 @@ pub struct SimConfig {
     pub tsallis_t: f64,
     /// Tsallis exponent n of the minimum-bias spectrum (fits: n ≈ 6–8).
     pub tsallis_n: f64,
-    /// Tsallis T of the hard scatter [GeV].
+    /// Tsallis T of the hard scatter \[GeV\].
     pub hard_tsallis_t: f64,
     /// Tsallis n of the hard scatter (a harder, more power-law spectrum).
     pub hard_tsallis_n: f64,
     /// Multiplicity of the hard scatter relative to a minimum-bias interaction.
     pub hard_multiplicity_factor: f64,
-    /// Lowest generated primary pT [GeV].
+    /// Lowest generated primary pT \[GeV\].
     pub pt_min: f64,
     /// Fractions of charged primaries: π±, K±, p/p̄, e±, μ± (normalised when used).
     pub charged_fractions: [f64; 5],
@@ -47,13 +47,13 @@ pub struct SimConfig {
     pub kshort_per_kaon: f64,
     /// Λ + Λ̄ per proton + antiproton.
     pub lambda_per_proton: f64,
-    /// Beam-spot width in z [mm]. MISSION.md quotes σz ≈ 55 mm; the real TrackML events'
+    /// Beam-spot width in z \[mm\]. MISSION.md quotes σz ≈ 55 mm; the real TrackML events'
     /// production points (median |vz| 47 mm with 28% secondaries, which sit farther out) imply a
     /// narrower spot, ≈ 48 mm, which is the default.
     pub beam_sigma_z: f64,
-    /// Beam-spot width in x and y [mm] (LHC: σxy ≈ 15 µm).
+    /// Beam-spot width in x and y \[mm\] (LHC: σxy ≈ 15 µm).
     pub beam_sigma_xy: f64,
-    /// Field at the centre [T]; the profile along z keeps the TrackML shape, scaled.
+    /// Field at the centre \[T\]; the profile along z keeps the TrackML shape, scaled.
     pub field_tesla: f64,
     /// Propagation stops after the particle turned through this many full turns in the
     /// transverse plane (the "loop protection" of ACTS, whose default is half a turn: the path
@@ -64,7 +64,7 @@ pub struct SimConfig {
     /// 0.28 to 0.31 (real 0.28) and hits per event by 8%: the real table is that of half-turn
     /// propagation.
     pub max_turns: f64,
-    /// Propagation step [mm] (the helix is exact within a step; this sets how often the field
+    /// Propagation step \[mm\] (the helix is exact within a step; this sets how often the field
     /// is re-evaluated and the geometry queried).
     pub step_mm: f64,
     /// Probability that a particle crossing a module leaves no hit.
@@ -72,7 +72,7 @@ pub struct SimConfig {
     /// Fraction of all hits that are noise (real TrackML: 15%). Noise hits are spread uniformly
     /// over the modules (see `Generator`), not like the particle hits.
     pub noise_fraction: f64,
-    /// Beam pipe radius [mm] and thickness [mm] of beryllium.
+    /// Beam pipe radius \[mm\] and thickness \[mm\] of beryllium.
     pub beam_pipe: [f64; 2],
     /// Material of one module with its support, cooling and services, in radiation lengths
     /// (pixel, short strip, long strip), on top of the sensor's own silicon. Tuned so the
@@ -84,7 +84,7 @@ pub struct SimConfig {
     pub nuclear_multiplicity: f64,
     /// Fraction of nuclear-interaction secondaries that are protons (spallation fragments).
     pub nuclear_proton_fraction: f64,
-    /// Secondaries below this momentum [GeV] are not produced (a production cut).
+    /// Secondaries below this momentum \[GeV\] are not produced (a production cut).
     pub secondary_p_min: f64,
     /// Let charged pions and kaons decay in flight (π → μν, K → μν / ππ0). Off by default, as
     /// in the fast simulation that made the TrackML data set, whose particles are almost only
@@ -102,7 +102,7 @@ pub struct SimConfig {
 pub struct DigiConfig {
     /// tan of the Lorentz angle in barrel sensors (field along v, drift along u).
     pub tan_lorentz: f64,
-    /// Charge-cloud width from diffusion at the full drift length [mm], plus capacitive
+    /// Charge-cloud width from diffusion at the full drift length \[mm\], plus capacitive
     /// sharing between neighbouring strips folded in.
     pub diffusion_mm: f64,
     /// A cell is read out if it collects at least this fraction of a normally incident MIP's

@@ -20,21 +20,21 @@ pub type Cell = (u32, u32, f32);
 pub struct Cluster {
     /// The cells above threshold.
     pub cells: Vec<Cell>,
-    /// Measured local u [mm] (charge-weighted, Lorentz shift corrected).
+    /// Measured local u \[mm\] (charge-weighted, Lorentz shift corrected).
     pub u: f64,
-    /// Measured local v [mm].
+    /// Measured local v \[mm\].
     pub v: f64,
 }
 
-/// Longest path along the sensor we sample for one crossing [mm]; grazing tracks are cut here.
+/// Longest path along the sensor we sample for one crossing \[mm\]; grazing tracks are cut here.
 const MAX_SEGMENT_MM: f64 = 12.0;
 
 /// Where a particle crosses a module, in the module's frame.
 #[derive(Clone, Copy, Debug)]
 pub struct LocalCrossing {
-    /// Local u of the mid-plane crossing [mm].
+    /// Local u of the mid-plane crossing \[mm\].
     pub u: f64,
-    /// Local v of the mid-plane crossing [mm].
+    /// Local v of the mid-plane crossing \[mm\].
     pub v: f64,
     /// Unit direction in local (u, v, w) components.
     pub dir: V3,

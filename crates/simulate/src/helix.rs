@@ -1,5 +1,5 @@
 //! The exact helix of a charged particle in a uniform axial field B_z, parametrised by path
-//! length s [mm]. Propagation re-evaluates B_z(z) at every step, so the trajectory is a chain
+//! length s \[mm\]. Propagation re-evaluates B_z(z) at every step, so the trajectory is a chain
 //! of helix arcs.
 
 use crate::kinematics::V3;
@@ -11,7 +11,7 @@ use crate::kinematics::V3;
 /// position is the integral of t(s). For |ω s| ≪ 1 a series avoids the 1/ω cancellation.
 #[derive(Clone, Copy, Debug)]
 pub struct Helix {
-    /// Start point [mm].
+    /// Start point \[mm\].
     pub pos: V3,
     /// Unit direction at the start.
     pub dir: V3,

@@ -76,7 +76,7 @@ pub fn isotropic(rng: &mut Rng) -> V3 {
 }
 
 /// Isotropic two-body decay of a parent of mass `m` and lab momentum `p_lab` into masses
-/// `m1`, `m2`; returns the two lab momenta [GeV]. Returns `None` below threshold.
+/// `m1`, `m2`; returns the two lab momenta \[GeV\]. Returns `None` below threshold.
 pub fn two_body_decay(rng: &mut Rng, m: f64, p_lab: V3, m1: f64, m2: f64) -> Option<(V3, V3)> {
     if m < m1 + m2 {
         return None;

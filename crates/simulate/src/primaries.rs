@@ -14,11 +14,11 @@ use crate::spectra::{EtaShape, TsallisPt, negative_binomial};
 pub struct Produced {
     /// Species.
     pub species: Species,
-    /// Charge [e] (for neutral baryons: +1 particle, −1 antiparticle).
+    /// Charge \[e\] (for neutral baryons: +1 particle, −1 antiparticle).
     pub q: i8,
-    /// Production vertex [mm].
+    /// Production vertex \[mm\].
     pub vertex: V3,
-    /// Momentum [GeV].
+    /// Momentum \[GeV\].
     pub momentum: V3,
 }
 

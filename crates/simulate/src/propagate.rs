@@ -16,10 +16,10 @@ use crate::material::{conversion_probability, module_slab, nuclear_probability, 
 use crate::primaries::Produced;
 use crate::species::Species;
 
-/// Particles leaving this radius [mm] or |z| [mm] have left the tracker.
+/// Particles leaving this radius \[mm\] or |z| \[mm\] have left the tracker.
 const WORLD_R: f64 = 1100.0;
 const WORLD_Z: f64 = 3100.0;
-/// Largest bending angle per step [rad]; keeps the (r, z) bounding of a step tight.
+/// Largest bending angle per step \[rad\]; keeps the (r, z) bounding of a step tight.
 const MAX_TURN_PER_STEP: f64 = 0.2;
 /// A guard against pathological trajectories: no particle takes more steps than this.
 const MAX_STEPS: usize = 100_000;
@@ -29,11 +29,11 @@ const MAX_STEPS: usize = 100_000;
 pub struct GenParticle {
     /// Species.
     pub species: Species,
-    /// Charge [e].
+    /// Charge \[e\].
     pub q: i8,
-    /// Production vertex [mm].
+    /// Production vertex \[mm\].
     pub vertex: V3,
-    /// Momentum at production [GeV].
+    /// Momentum at production \[GeV\].
     pub momentum: V3,
     /// Index of the parent particle, `u32::MAX` for primaries.
     pub parent: u32,
@@ -50,11 +50,11 @@ pub struct SimHit {
     pub particle: u32,
     /// Order of the hit along its particle's path (0 = first).
     pub seq: u32,
-    /// Measured local u, v [mm].
+    /// Measured local u, v \[mm\].
     pub local: [f64; 2],
-    /// True crossing point [mm].
+    /// True crossing point \[mm\].
     pub truth_pos: V3,
-    /// True momentum at the crossing, before the module's scattering [GeV].
+    /// True momentum at the crossing, before the module's scattering \[GeV\].
     pub truth_mom: V3,
     /// First cell of the cluster in the event's cell list.
     pub cell_start: u32,

@@ -26,7 +26,7 @@ pub enum Species {
 }
 
 impl Species {
-    /// Mass [GeV].
+    /// Mass \[GeV\].
     pub fn mass(self) -> f64 {
         match self {
             Species::Pion => 0.139_570,
@@ -52,7 +52,7 @@ impl Species {
         matches!(self, Species::Pion | Species::Kaon | Species::Proton)
     }
 
-    /// Mean proper decay length cτ [mm]; infinity for species we treat as stable.
+    /// Mean proper decay length cτ \[mm\]; infinity for species we treat as stable.
     pub fn c_tau(self) -> f64 {
         match self {
             Species::Pion => 7804.5,

@@ -11,7 +11,7 @@ pub struct TsallisPt {
 }
 
 impl TsallisPt {
-    /// A sampler for particles of mass `mass` [GeV] with pT in [pt_min, 100 GeV].
+    /// A sampler for particles of mass `mass` \[GeV\] with pT in [pt_min, 100 GeV].
     pub fn new(t: f64, n: f64, mass: f64, pt_min: f64) -> Self {
         const N: usize = 4096;
         let pt_max: f64 = 100.0;
@@ -35,7 +35,7 @@ impl TsallisPt {
         TsallisPt { pt, cdf }
     }
 
-    /// One pT [GeV].
+    /// One pT \[GeV\].
     pub fn sample(&self, rng: &mut Rng) -> f64 {
         let u = rng.uniform();
         let i = self.cdf.partition_point(|&c| c < u).clamp(1, self.cdf.len() - 1);
@@ -44,7 +44,7 @@ impl TsallisPt {
         self.pt[i - 1] + f * (self.pt[i] - self.pt[i - 1])
     }
 
-    /// The median of the distribution [GeV] (for documentation and tests).
+    /// The median of the distribution \[GeV\] (for documentation and tests).
     pub fn median(&self) -> f64 {
         let i = self.cdf.partition_point(|&c| c < 0.5);
         self.pt[i]

@@ -17,7 +17,7 @@ pub fn order_factor(i: usize, n: usize) -> f64 {
     1.0 + 9.0 * 0.5f64.powi(k as i32)
 }
 
-/// pT factor of a particle of transverse momentum `pt` [GeV].
+/// pT factor of a particle of transverse momentum `pt` \[GeV\].
 pub fn pt_factor(pt: f64) -> f64 {
     if pt < 0.5 {
         0.2

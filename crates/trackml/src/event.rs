@@ -10,11 +10,11 @@ use crate::ids::{ModuleId, ParticleId};
 pub struct Hits {
     /// TrackML hit_id, unique within the event (1-based in generated events).
     pub hit_id: Vec<u64>,
-    /// Global x [mm].
+    /// Global x \[mm\].
     pub x: Vec<f32>,
-    /// Global y [mm].
+    /// Global y \[mm\].
     pub y: Vec<f32>,
-    /// Global z [mm].
+    /// Global z \[mm\].
     pub z: Vec<f32>,
     /// The module the hit is on (volume_id, layer_id, module_id).
     pub module: Vec<ModuleId>,
@@ -44,17 +44,17 @@ impl Hits {
 pub struct Truth {
     /// The particle that made the hit, [`ParticleId::NOISE`] for noise.
     pub particle_id: Vec<ParticleId>,
-    /// True crossing point x [mm] (module mid-plane).
+    /// True crossing point x \[mm\] (module mid-plane).
     pub tx: Vec<f32>,
-    /// True crossing point y [mm].
+    /// True crossing point y \[mm\].
     pub ty: Vec<f32>,
-    /// True crossing point z [mm].
+    /// True crossing point z \[mm\].
     pub tz: Vec<f32>,
-    /// True momentum x at the crossing [GeV].
+    /// True momentum x at the crossing \[GeV\].
     pub tpx: Vec<f32>,
-    /// True momentum y at the crossing [GeV].
+    /// True momentum y at the crossing \[GeV\].
     pub tpy: Vec<f32>,
-    /// True momentum z at the crossing [GeV].
+    /// True momentum z at the crossing \[GeV\].
     pub tpz: Vec<f32>,
     /// TrackML scoring weight of the hit (sums to 1 over the event; 0 for noise).
     pub weight: Vec<f32>,
@@ -89,19 +89,19 @@ pub struct Particles {
     pub particle_id: Vec<ParticleId>,
     /// PDG code, when the file has the optional `particle_type` column.
     pub particle_type: Option<Vec<i32>>,
-    /// Production vertex x [mm].
+    /// Production vertex x \[mm\].
     pub vx: Vec<f32>,
-    /// Production vertex y [mm].
+    /// Production vertex y \[mm\].
     pub vy: Vec<f32>,
-    /// Production vertex z [mm].
+    /// Production vertex z \[mm\].
     pub vz: Vec<f32>,
-    /// Momentum x at production [GeV].
+    /// Momentum x at production \[GeV\].
     pub px: Vec<f32>,
-    /// Momentum y at production [GeV].
+    /// Momentum y at production \[GeV\].
     pub py: Vec<f32>,
-    /// Momentum z at production [GeV].
+    /// Momentum z at production \[GeV\].
     pub pz: Vec<f32>,
-    /// Charge [e].
+    /// Charge \[e\].
     pub q: Vec<i8>,
     /// Number of hits the particle left.
     pub nhits: Vec<u32>,
@@ -114,11 +114,11 @@ pub struct ParticleRecord {
     pub particle_id: ParticleId,
     /// PDG code.
     pub particle_type: i32,
-    /// Production vertex [mm].
+    /// Production vertex \[mm\].
     pub vertex: [f32; 3],
-    /// Momentum at production [GeV].
+    /// Momentum at production \[GeV\].
     pub momentum: [f32; 3],
-    /// Charge [e].
+    /// Charge \[e\].
     pub q: i8,
     /// Number of hits.
     pub nhits: u32,
@@ -148,11 +148,11 @@ impl Particles {
         self.q.push(p.q);
         self.nhits.push(p.nhits);
     }
-    /// Transverse momentum of particle `i` [GeV].
+    /// Transverse momentum of particle `i` \[GeV\].
     pub fn pt(&self, i: usize) -> f64 {
         (self.px[i] as f64).hypot(self.py[i] as f64)
     }
-    /// Transverse distance of particle `i`'s production vertex from the beam line [mm].
+    /// Transverse distance of particle `i`'s production vertex from the beam line \[mm\].
     pub fn vertex_r(&self, i: usize) -> f64 {
         (self.vx[i] as f64).hypot(self.vy[i] as f64)
     }

@@ -5,7 +5,7 @@ use crate::units::{native_to_tesla, tesla_to_native};
 /// An axial field B_z(z) [GeV/(e·mm)] that depends on z only.
 ///
 /// The TrackML solenoid is ≈ 2.0 T for |z| < 0.5 m, ≈ 1.75 T at 1–1.5 m and falls to ≈ 0.5 T
-/// beyond 2 m (MISSION.md). We interpolate linearly in |z| through a table of (|z| [mm], B [T])
+/// beyond 2 m (MISSION.md). We interpolate linearly in |z| through a table of (|z| \[mm\], B \[T\])
 /// knots. Only B_z is modelled: the radial component of a real solenoid's fringe field bends
 /// tracks by far less than the silicon scatters them at these momenta, and leaving it out keeps
 /// the transverse motion an exact helix within each propagation step.
@@ -35,7 +35,7 @@ impl SolenoidField {
         SolenoidField { knots: Self::default().knots.iter().map(|&(z, b)| (z, b * f)).collect() }
     }
 
-    /// A field from knots (|z| [mm], B [T]) in increasing |z|; constant beyond the last knot.
+    /// A field from knots (|z| \[mm\], B \[T\]) in increasing |z|; constant beyond the last knot.
     ///
     /// # Panics
     /// If the knots are empty or not increasing in |z|.
@@ -51,7 +51,7 @@ impl SolenoidField {
         Self::from_tesla_knots(&[(0.0, b_tesla)])
     }
 
-    /// B_z at longitudinal position `z` [mm], in GeV/(e·mm).
+    /// B_z at longitudinal position `z` \[mm\], in GeV/(e·mm).
     #[inline]
     pub fn bz(&self, z: f64) -> f64 {
         let az = z.abs();
@@ -68,7 +68,7 @@ impl SolenoidField {
         k[k.len() - 1].1
     }
 
-    /// B_z at `z` [mm] in tesla (for reports).
+    /// B_z at `z` \[mm\] in tesla (for reports).
     pub fn bz_tesla(&self, z: f64) -> f64 {
         native_to_tesla(self.bz(z))
     }

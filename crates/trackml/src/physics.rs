@@ -1,11 +1,11 @@
 //! Physics formulas shared by the simulation and the analysis: kinematics, the helix radius
 //! and multiple scattering. Units: mm, GeV, e, rad; fields in GeV/(e·mm) (see [`crate::units`]).
 
-/// Radiation length of silicon [mm] (PDG: 9.370 cm).
+/// Radiation length of silicon \[mm\] (PDG: 9.370 cm).
 pub const X0_SILICON: f64 = 93.70;
-/// Radiation length of beryllium [mm] (PDG: 35.28 cm), the beam pipe.
+/// Radiation length of beryllium \[mm\] (PDG: 35.28 cm), the beam pipe.
 pub const X0_BERYLLIUM: f64 = 352.8;
-/// Nuclear interaction length of silicon [mm] (PDG: 46.52 cm).
+/// Nuclear interaction length of silicon \[mm\] (PDG: 46.52 cm).
 pub const LAMBDA_I_SILICON: f64 = 465.2;
 
 /// Pseudorapidity η = −ln tan(θ/2) = asinh(pz / pt) of a direction or momentum.
@@ -34,15 +34,15 @@ pub fn wrap_phi(phi: f64) -> f64 {
     p
 }
 
-/// Transverse radius of a helix [mm]: R = pT / (|q| · B), with B in GeV/(e·mm).
+/// Transverse radius of a helix \[mm\]: R = pT / (|q| · B), with B in GeV/(e·mm).
 ///
-/// In everyday units R[m] = pT[GeV] / (0.3 · |q| · B[T]). Returns infinity for B = 0 or q = 0.
+/// In everyday units R\[m\] = pT\[GeV\] / (0.3 · |q| · B\[T\]). Returns infinity for B = 0 or q = 0.
 pub fn helix_radius(pt: f64, q: f64, b: f64) -> f64 {
     let qb = (q * b).abs();
     if qb == 0.0 { f64::INFINITY } else { pt / qb }
 }
 
-/// Multiple-scattering width θ0 [rad] of the *projected* angle (Highland; PDG 2024, eq. 34.16):
+/// Multiple-scattering width θ0 \[rad\] of the *projected* angle (Highland; PDG 2024, eq. 34.16):
 ///
 /// θ0 = 13.6 MeV / (β c p) · |z| · sqrt(x/X0) · (1 + 0.038 ln(x z² / (X0 β²)))
 ///
@@ -60,7 +60,7 @@ pub fn highland_theta0(p: f64, beta: f64, charge: f64, x_over_x0: f64) -> f64 {
     0.0136 / (beta * p) * z * x_over_x0.sqrt() * corr
 }
 
-/// Relativistic β = p / E for momentum `p` and mass `m` [GeV].
+/// Relativistic β = p / E for momentum `p` and mass `m` \[GeV\].
 pub fn beta(p: f64, mass: f64) -> f64 {
     p / (p * p + mass * mass).sqrt()
 }

@@ -89,7 +89,7 @@ pub struct TrainConfig {
     pub max_memory_bytes: u64,
     /// What to do with a graph over the budget.
     pub oversize: Oversize,
-    /// φ overlap [rad] on each side of the sectors an oversize graph is cut into.
+    /// φ overlap \[rad\] on each side of the sectors an oversize graph is cut into.
     pub sector_overlap_phi: f64,
     /// Start from these weights (a `best.safetensors` of an earlier run with the same model)
     /// instead of the seed's random ones: fine-tuning, e.g. with another loss weighting. The

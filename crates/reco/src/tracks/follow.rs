@@ -70,10 +70,10 @@ pub struct FollowConfig {
     pub theta_window: f64,
     /// Weight of −ln(score) against the geometric χ², ≥ 0. Default 0.3.
     pub score_weight: f64,
-    /// Shortest distance [mm] between the points of a curvature or angle estimate, > 0.
+    /// Shortest distance \[mm\] between the points of a curvature or angle estimate, > 0.
     /// Default 15 (closer hits, e.g. overlapping modules of one layer, give no lever arm).
     pub min_lever_arm: f64,
-    /// Position error σ [mm] of a hit by radius: `[r_max, sigma]` pairs with increasing
+    /// Position error σ \[mm\] of a hit by radius: `[r_max, sigma]` pairs with increasing
     /// `r_max`; hits beyond the last `r_max` take the last σ. Default: the TrackML detector's
     /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips 5.
     pub position_sigma: Vec<[f64; 2]>,
@@ -354,7 +354,7 @@ mod tests {
 
     const RADII: [f32; 6] = [32.0, 72.0, 116.0, 172.0, 260.0, 360.0];
 
-    /// Nodes of a prompt helix with transverse radius of curvature `big_r` [mm] (sign: sense
+    /// Nodes of a prompt helix with transverse radius of curvature `big_r` \[mm\] (sign: sense
     /// of bending), starting azimuth `phi0` and dz/dr = `cot`, at the six radii.
     fn helix(big_r: f32, phi0: f32, cot: f32) -> Vec<[f32; 3]> {
         RADII.iter().map(|&r| [r, phi0 + (r / (2.0 * big_r)).asin(), cot * r]).collect()

@@ -26,22 +26,22 @@ pub const NO_LAYER: u16 = u16::MAX;
 /// A detector layer as the hit search sees it: an ideal cylinder or disk with its extent.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Surface {
-    /// A barrel layer: the cylinder of radius `r` [mm] between `z_min` and `z_max`.
+    /// A barrel layer: the cylinder of radius `r` \[mm\] between `z_min` and `z_max`.
     Cylinder {
-        /// Radius [mm].
+        /// Radius \[mm\].
         r: f64,
-        /// Lower end [mm].
+        /// Lower end \[mm\].
         z_min: f64,
-        /// Upper end [mm].
+        /// Upper end \[mm\].
         z_max: f64,
     },
-    /// An end-cap layer: the disk at `z` [mm] between radii `r_min` and `r_max`.
+    /// An end-cap layer: the disk at `z` \[mm\] between radii `r_min` and `r_max`.
     Disk {
-        /// Position along the beam [mm].
+        /// Position along the beam \[mm\].
         z: f64,
-        /// Inner radius [mm].
+        /// Inner radius \[mm\].
         r_min: f64,
-        /// Outer radius [mm].
+        /// Outer radius \[mm\].
         r_max: f64,
     },
 }
@@ -272,7 +272,7 @@ impl Helix {
     }
 }
 
-/// Crossings closer than this [mm] are the layer of the path's last hit.
+/// Crossings closer than this \[mm\] are the layer of the path's last hit.
 const MIN_STEP: f64 = 1.0;
 
 /// A predicted crossing of a layer.
@@ -393,7 +393,7 @@ fn best_on_layer(
     best.map(|b| b.1)
 }
 
-/// Layer edges are this much [mm] wider than the modules' extent (staggered modules).
+/// Layer edges are this much \[mm\] wider than the modules' extent (staggered modules).
 const EDGE: f64 = 10.0;
 
 #[cfg(test)]

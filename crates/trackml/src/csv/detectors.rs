@@ -44,7 +44,7 @@ pub(crate) const COLUMNS: [&str; 21] = [
 pub(crate) struct ModuleRow {
     /// volume_id, layer_id, module_id.
     pub ids: (u16, u16, u32),
-    /// cx … pitch_v [mm], the 18 float columns in order.
+    /// cx … pitch_v \[mm\], the 18 float columns in order.
     pub values: [f64; 18],
 }
 

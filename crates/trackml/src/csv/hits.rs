@@ -17,7 +17,7 @@ pub(crate) const COLUMNS: [&str; 7] = ["hit_id", "x", "y", "z", "volume_id", "la
 pub(crate) struct HitRow {
     /// hit_id.
     pub hit_id: u64,
-    /// x, y, z [mm].
+    /// x, y, z \[mm\].
     pub pos: [f32; 3],
     /// volume_id.
     pub volume_id: u16,

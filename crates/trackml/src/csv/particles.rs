@@ -26,11 +26,11 @@ pub(crate) struct ParticleRow {
     pub particle_id: u64,
     /// particle_type, when the file has the column.
     pub particle_type: Option<i32>,
-    /// vx, vy, vz [mm].
+    /// vx, vy, vz \[mm\].
     pub vertex: [f32; 3],
-    /// px, py, pz [GeV].
+    /// px, py, pz \[GeV\].
     pub momentum: [f32; 3],
-    /// q [e].
+    /// q \[e\].
     pub q: i8,
     /// nhits.
     pub nhits: u32,

@@ -22,9 +22,9 @@ pub(crate) struct TruthRow {
     pub hit_id: u64,
     /// particle_id (0: noise).
     pub particle_id: u64,
-    /// tx, ty, tz [mm].
+    /// tx, ty, tz \[mm\].
     pub pos: [f32; 3],
-    /// tpx, tpy, tpz [GeV].
+    /// tpx, tpy, tpz \[GeV\].
     pub mom: [f32; 3],
     /// weight.
     pub weight: f32,

@@ -28,17 +28,17 @@ pub struct Layer {
     pub technology: Technology,
     /// Indices of the layer's modules in [`Detector::modules`].
     pub modules: Vec<u32>,
-    /// Smallest radius any module reaches [mm] (thickness included).
+    /// Smallest radius any module reaches \[mm\] (thickness included).
     pub r_min: f64,
-    /// Largest radius [mm].
+    /// Largest radius \[mm\].
     pub r_max: f64,
-    /// Smallest z [mm].
+    /// Smallest z \[mm\].
     pub z_min: f64,
-    /// Largest z [mm].
+    /// Largest z \[mm\].
     pub z_max: f64,
-    /// Mean radius of module centres (barrel) [mm].
+    /// Mean radius of module centres (barrel) \[mm\].
     pub r_mean: f64,
-    /// Mean z of module centres (disks) [mm].
+    /// Mean z of module centres (disks) \[mm\].
     pub z_mean: f64,
     grid: LayerGrid,
 }
@@ -67,7 +67,7 @@ pub struct Detector {
     layer_of_module: Vec<u16>,
 }
 
-/// Margin added around every module footprint in the lookup grid [mm].
+/// Margin added around every module footprint in the lookup grid \[mm\].
 const LOOKUP_MARGIN_MM: f64 = 6.0;
 
 impl Detector {

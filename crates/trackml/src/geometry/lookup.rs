@@ -22,13 +22,13 @@ pub struct LayerGrid {
 pub struct Footprint {
     /// Module index in the detector.
     pub module: u32,
-    /// Centre phi [rad].
+    /// Centre phi \[rad\].
     pub phi_center: f64,
-    /// Half-extent in phi [rad], margin included.
+    /// Half-extent in phi \[rad\], margin included.
     pub phi_half: f64,
-    /// Lower edge in x [mm], margin included.
+    /// Lower edge in x \[mm\], margin included.
     pub x_lo: f64,
-    /// Upper edge in x [mm], margin included.
+    /// Upper edge in x \[mm\], margin included.
     pub x_hi: f64,
 }
 

@@ -47,21 +47,21 @@ impl Technology {
 pub struct Module {
     /// Which module this is.
     pub id: ModuleId,
-    /// Origin of the local frame [mm].
+    /// Origin of the local frame \[mm\].
     pub center: [f64; 3],
     /// Rotation local → global; its columns are the u, v, w axes in global coordinates.
     pub rot: [[f64; 3]; 3],
-    /// Sensor thickness along w [mm].
+    /// Sensor thickness along w \[mm\].
     pub thickness: f64,
-    /// Half-width along u at v = −hv [mm].
+    /// Half-width along u at v = −hv \[mm\].
     pub min_hu: f64,
-    /// Half-width along u at v = +hv [mm].
+    /// Half-width along u at v = +hv \[mm\].
     pub max_hu: f64,
-    /// Half-length along v [mm].
+    /// Half-length along v \[mm\].
     pub hv: f64,
-    /// Cell size along u [mm].
+    /// Cell size along u \[mm\].
     pub pitch_u: f64,
-    /// Cell size along v [mm].
+    /// Cell size along v \[mm\].
     pub pitch_v: f64,
 }
 
@@ -86,7 +86,7 @@ impl Module {
         [self.rot[0][2], self.rot[1][2], self.rot[2][2]]
     }
 
-    /// Global point → local (u, v, w) [mm].
+    /// Global point → local (u, v, w) \[mm\].
     #[inline]
     pub fn to_local(&self, g: [f64; 3]) -> [f64; 3] {
         let d = [g[0] - self.center[0], g[1] - self.center[1], g[2] - self.center[2]];
@@ -99,7 +99,7 @@ impl Module {
         [dot(self.axis_u(), d), dot(self.axis_v(), d), dot(self.normal(), d)]
     }
 
-    /// Local (u, v, w) → global point [mm].
+    /// Local (u, v, w) → global point \[mm\].
     #[inline]
     pub fn to_global(&self, l: [f64; 3]) -> [f64; 3] {
         let r = &self.rot;
@@ -110,14 +110,14 @@ impl Module {
         ]
     }
 
-    /// Signed distance of a global point from the mid-plane, along w [mm].
+    /// Signed distance of a global point from the mid-plane, along w \[mm\].
     #[inline]
     pub fn plane_distance(&self, g: [f64; 3]) -> f64 {
         let d = [g[0] - self.center[0], g[1] - self.center[1], g[2] - self.center[2]];
         dot(self.normal(), d)
     }
 
-    /// Half-width along u at local `v` [mm].
+    /// Half-width along u at local `v` \[mm\].
     #[inline]
     pub fn half_width_at(&self, v: f64) -> f64 {
         if self.hv <= 0.0 {
@@ -126,7 +126,7 @@ impl Module {
         self.min_hu + (self.max_hu - self.min_hu) * (v + self.hv) / (2.0 * self.hv)
     }
 
-    /// True if local (u, v) lies within the active area grown by `tol` [mm] on every side.
+    /// True if local (u, v) lies within the active area grown by `tol` \[mm\] on every side.
     #[inline]
     pub fn contains(&self, u: f64, v: f64, tol: f64) -> bool {
         v.abs() <= self.hv + tol && u.abs() <= self.half_width_at(v.clamp(-self.hv, self.hv)) + tol
@@ -149,7 +149,7 @@ impl Module {
         (c0 as u32, c1 as u32)
     }
 
-    /// Local (u, v) of the centre of cell (ch0, ch1) [mm].
+    /// Local (u, v) of the centre of cell (ch0, ch1) \[mm\].
     pub fn cell_center(&self, ch0: u32, ch1: u32) -> (f64, f64) {
         let hu = self.max_hu.max(self.min_hu);
         (-hu + (ch0 as f64 + 0.5) * self.pitch_u, -self.hv + (ch1 as f64 + 0.5) * self.pitch_v)

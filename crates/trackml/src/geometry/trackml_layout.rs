@@ -40,9 +40,9 @@ struct BarrelSpec {
     z_max: f64,
     half_u: f64,
     half_v: f64,
-    /// Radial offset of odd staves / even staves (±) [mm].
+    /// Radial offset of odd staves / even staves (±) \[mm\].
     stagger: f64,
-    /// Tilt of the normal away from radial [rad].
+    /// Tilt of the normal away from radial \[rad\].
     tilt: f64,
     sensor: Sensor,
 }

@@ -34,7 +34,7 @@ pub struct ConsistencyChecks {
 /// The name of the helix-radius check.
 const HELIX_CHECK: &str = "helix_radius_matches_pt_over_0p3b";
 
-/// Tolerance for positions written as f32 [mm].
+/// Tolerance for positions written as f32 \[mm\].
 const POS_TOL: f64 = 2e-3;
 
 impl ConsistencyChecks {

@@ -8,19 +8,19 @@ use crate::event::Event;
 use crate::geometry::{Detector, LayerKind, Technology};
 use crate::physics::wrap_phi;
 
-/// Hit-minus-truth residuals of one group of modules [mm]: the RMS of the 98% smallest |Δ|.
+/// Hit-minus-truth residuals of one group of modules \[mm\]: the RMS of the 98% smallest |Δ|.
 ///
 /// Why trimmed: a few grazing tracks (loopers turning inside a module) make clusters
 /// millimetres long whose centres land far from the crossing; 1% of such hits can double a
 /// plain RMS and hide the resolution of the other 99%.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct ResidualStats {
-    /// Residual across the beam axis, r·Δφ, trimmed RMS [mm].
+    /// Residual across the beam axis, r·Δφ, trimmed RMS \[mm\].
     pub rphi_rms_mm: f64,
-    /// Residual along the second coordinate: z in barrels, r in disks [mm].
+    /// Residual along the second coordinate: z in barrels, r in disks \[mm\].
     pub second_rms_mm: f64,
     /// The lowest `second_rms_mm` that any cluster centroid on the cell grid can reach for
-    /// these crossings, trimmed the same way [mm] (see [`CentroidLimit`]); NaN
+    /// these crossings, trimmed the same way \[mm\] (see [`CentroidLimit`]); NaN
     /// without a detector or truth momenta.
     pub second_centroid_limit_mm: f64,
     /// Number of hits.
@@ -42,7 +42,7 @@ pub struct RealismStats {
     pub noise_fraction: f64,
     /// Hits per volume / all hits, keyed by volume_id.
     pub hits_per_volume: BTreeMap<u16, f64>,
-    /// Median pT of particles with hits [GeV].
+    /// Median pT of particles with hits \[GeV\].
     pub median_pt_gev: f64,
     /// Fraction of particles with hits that have pT > 1 GeV.
     pub fraction_pt_above_1gev: f64,
@@ -61,7 +61,7 @@ pub struct RealismStats {
     pub cells_per_hit: BTreeMap<String, f64>,
     /// Fraction of particles with hits produced at r > 1 mm (secondaries).
     pub secondary_fraction: f64,
-    /// Median |vz| of particles with hits [mm].
+    /// Median |vz| of particles with hits \[mm\].
     pub median_abs_vz_mm: f64,
     /// Species fractions among particles with hits: pion, kaon, proton, electron, muon, other.
     pub species: BTreeMap<String, f64>,
@@ -157,7 +157,7 @@ impl Default for CentroidLimit {
 
 impl CentroidLimit {
     /// Adds one crossing of cells `pitch` long whose path through the sensor spans `extent`
-    /// along them [mm], as evenly spaced quantiles of its |Δ| distribution.
+    /// along them \[mm\], as evenly spaced quantiles of its |Δ| distribution.
     pub fn add(&mut self, pitch: f64, extent: f64) {
         let shared = extent.clamp(0.0, pitch) / pitch;
         let half_free = 0.5 * (pitch - extent.clamp(0.0, pitch));
@@ -170,7 +170,7 @@ impl CentroidLimit {
         }
     }
 
-    /// RMS of the `keep` fraction with the smallest |Δ| [mm]; NaN when empty.
+    /// RMS of the `keep` fraction with the smallest |Δ| \[mm\]; NaN when empty.
     pub fn trimmed_rms(&self, keep: f64) -> f64 {
         let total: f64 = self.weight.iter().sum();
         if total == 0.0 {

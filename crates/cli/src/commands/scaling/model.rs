@@ -6,7 +6,7 @@
 //!
 //! `T(N, B) = 2(N − 1)·α + 2(N − 1)/N · B / β`
 //!
-//! with α the per-message latency [s] and β the link bandwidth [bytes/s]. One rank needs no
+//! with α the per-message latency \[s\] and β the link bandwidth [bytes/s]. One rank needs no
 //! communication: `T(1, B) = 0`.
 
 use serde::{Deserialize, Serialize};
@@ -21,7 +21,7 @@ pub struct AllreduceCost {
 }
 
 impl AllreduceCost {
-    /// Latency α [s] and bandwidth β [bytes/s].
+    /// Latency α \[s\] and bandwidth β [bytes/s].
     pub fn new(latency_seconds: f64, bandwidth_bytes_per_second: f64) -> AllreduceCost {
         AllreduceCost { latency_seconds, bandwidth_bytes_per_second }
     }
