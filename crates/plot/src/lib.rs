@@ -61,6 +61,45 @@ pub fn with_ext(stem: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// A tick label with at most `decimals` decimals: integers without a fraction, plain decimals
+/// in 1e-3 … 1e5 without trailing zeros, else scientific notation.
+pub fn tick_label(v: f64, decimals: usize) -> String {
+    let a = v.abs();
+    if v == v.round() && a < 1e5 {
+        format!("{v:.0}")
+    } else if (1e-3..1e5).contains(&a) {
+        let s = format!("{v:.decimals$}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+/// Checks for the tests of crates that write figures (feature `testing`).
+#[cfg(feature = "testing")]
+pub mod testing {
+    use std::fs;
+    use std::path::Path;
+
+    use super::with_ext;
+
+    /// Asserts that `<stem>.png` is a PNG and `<stem>.svg` an SVG; returns the SVG's text.
+    pub fn check_files(stem: &Path) -> String {
+        let png = fs::read(with_ext(stem, "png")).unwrap();
+        assert!(png.len() > 1000 && png.starts_with(b"\x89PNG\r\n\x1a\n"), "{}: not a PNG", stem.display());
+        let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("</svg>"), "{}: not an SVG", stem.display());
+        svg
+    }
+
+    /// Asserts that no temporary plot file is left in `dir`.
+    pub fn no_temporaries(dir: &Path) {
+        let names: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
+    }
+}
+
 /// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
 fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
     let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
@@ -145,6 +184,14 @@ mod tests {
         assert!(fs::read(with_ext(&stem, "png")).unwrap().starts_with(b"\x89PNG"));
         assert!(fs::read_to_string(with_ext(&stem, "svg")).unwrap().contains("<svg"));
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn tick_labels() {
+        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.001, 1.0 / 3.0, 2e-4, 1e6].map(|v| tick_label(v, 4)).into();
+        assert_eq!(t, ["0", "2", "-3", "0.25", "0.001", "0.3333", "2.0e-4", "1.0e6"]);
+        assert_eq!(tick_label(1.0 / 3.0, 3), "0.333");
+        assert_eq!(tick_label(0.5, 3), "0.5");
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{EfficiencyBin, TrackMetrics};
 
 pub use trackgnn_plot::font_available;
-use trackgnn_plot::{FAMILY, with_ext, write_figure};
+use trackgnn_plot::{FAMILY, tick_label, with_ext, write_figure};
 
 /// Series colours: the first ones of matplotlib's `tab10`.
 const COLORS: [RGBColor; 4] =
@@ -168,8 +168,8 @@ where
             .y_desc("efficiency")
             .label_style((FAMILY, 16))
             .axis_desc_style((FAMILY, 18))
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick);
+            .x_label_formatter(&|v| tick_label(*v, 3))
+            .y_label_formatter(&|v| tick_label(*v, 3));
     }
     mesh.draw().map_err(err)?;
     // The ideal: efficiency 1.
@@ -210,41 +210,12 @@ fn marker<C>(at: C, series: usize, color: RGBColor) -> Circle<C, i32> {
     if series == 0 { Circle::new(at, 4, color.filled()) } else { Circle::new(at, 6, color.stroke_width(2)) }
 }
 
-/// A tick label: integers without a fraction, plain decimals in 1e-3 … 1e5, else scientific.
-fn tick(v: &f64) -> String {
-    let a = v.abs();
-    if *v == v.round() && a < 1e5 {
-        format!("{v:.0}")
-    } else if (1e-3..1e5).contains(&a) {
-        let s = format!("{v:.3}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        format!("{v:.1e}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::fs;
+    use trackgnn_plot::testing::{check_files, no_temporaries};
 
     use super::*;
     use crate::metrics::{linear_edges, log_edges};
-
-    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
-
-    fn check_files(stem: &Path) -> String {
-        let png = fs::read(with_ext(stem, "png")).unwrap();
-        assert!(png.len() > 1000 && png.starts_with(PNG_MAGIC), "{}: not a PNG", stem.display());
-        let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("</svg>"), "{}: not an SVG", stem.display());
-        svg
-    }
-
-    fn no_temporaries(dir: &Path) {
-        let names: Vec<String> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
-    }
 
     fn metrics() -> TrackMetrics {
         let bins = |edges: &[f64]| -> Vec<EfficiencyBin> {
@@ -318,11 +289,5 @@ mod tests {
         let e = plot_track_efficiency(&target, &metrics()).unwrap_err();
         assert!(e.to_string().contains("blocker/plots"), "{e}");
         assert!(!target.exists());
-    }
-
-    #[test]
-    fn tick_labels() {
-        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.5, 1e6].iter().map(tick).collect();
-        assert_eq!(t, ["0", "2", "-3", "0.25", "0.5", "1.0e6"]);
     }
 }

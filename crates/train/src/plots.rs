@@ -16,7 +16,7 @@ use plotters::prelude::*;
 use crate::error::Result;
 
 pub use trackgnn_plot::font_available;
-use trackgnn_plot::{FAMILY, write_figure};
+use trackgnn_plot::{FAMILY, tick_label, write_figure};
 
 /// Line colours: the matplotlib `tab10` palette.
 const COLORS: [RGBColor; 10] = [
@@ -164,8 +164,8 @@ where
             .y_desc(fig.y_label)
             .label_style((FAMILY, 16))
             .axis_desc_style((FAMILY, 18))
-            .x_label_formatter(&tick)
-            .y_label_formatter(&tick);
+            .x_label_formatter(&|v| tick_label(*v, 4))
+            .y_label_formatter(&|v| tick_label(*v, 4));
     }
     mesh.draw().map_err(err)?;
     if fig.diagonal {
@@ -234,43 +234,11 @@ fn legend_corner(fig: &Figure<'_>) -> SeriesLabelPosition {
     best.0.clone()
 }
 
-/// A tick label: integers without a fraction (epochs), plain decimals in 1e-3 … 1e5, else
-/// scientific notation.
-fn tick(v: &f64) -> String {
-    let a = v.abs();
-    if *v == v.round() && a < 1e5 {
-        format!("{v:.0}")
-    } else if (1e-3..1e5).contains(&a) {
-        let s = format!("{v:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    } else {
-        format!("{v:.1e}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::fs;
-
-    use trackgnn_plot::with_ext;
+    use trackgnn_plot::testing::{check_files, no_temporaries};
 
     use super::*;
-
-    const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
-
-    fn check_files(stem: &Path) -> String {
-        let png = fs::read(with_ext(stem, "png")).unwrap();
-        assert!(png.len() > 1000 && png.starts_with(PNG_MAGIC), "{}: not a PNG", stem.display());
-        let svg = fs::read_to_string(with_ext(stem, "svg")).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("</svg>"), "{}: not an SVG", stem.display());
-        svg
-    }
-
-    fn no_temporaries(dir: &Path) {
-        let names: Vec<String> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        assert!(names.iter().all(|n| !n.contains(".tmp-")), "{names:?}");
-    }
 
     fn losses() -> Vec<(&'static str, Vec<(f64, f64)>)> {
         let train = (0..20).map(|e| (e as f64, 1.0 / (e as f64 + 1.0))).collect();
@@ -348,12 +316,6 @@ mod tests {
         let mut f = Figure::new("", "", "", &roc, false, true);
         (f.x, f.y) = (0.0..1.0, 0.0..1.0);
         assert!(matches!(legend_corner(&f), SeriesLabelPosition::LowerRight));
-    }
-
-    #[test]
-    fn tick_labels() {
-        let t: Vec<String> = [0.0, 2.0, -3.0, 0.25, 0.001, 1.0 / 3.0, 2e-4, 1e6].iter().map(tick).collect();
-        assert_eq!(t, ["0", "2", "-3", "0.25", "0.001", "0.3333", "2.0e-4", "1.0e6"]);
     }
 
     #[test]
