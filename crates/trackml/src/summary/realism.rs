@@ -159,8 +159,9 @@ impl CentroidLimit {
     /// Adds one crossing of cells `pitch` long whose path through the sensor spans `extent`
     /// along them \[mm\], as evenly spaced quantiles of its |Δ| distribution.
     pub fn add(&mut self, pitch: f64, extent: f64) {
-        let shared = extent.clamp(0.0, pitch) / pitch;
-        let half_free = 0.5 * (pitch - extent.clamp(0.0, pitch));
+        let extent = extent.clamp(0.0, pitch);
+        let shared = extent / pitch;
+        let half_free = 0.5 * (pitch - extent);
         for j in 0..LIMIT_SAMPLES {
             let q = (j as f64 + 0.5) / LIMIT_SAMPLES as f64;
             let d = if q < shared { 0.0 } else { (q - shared) / (1.0 - shared) * half_free };
