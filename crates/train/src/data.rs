@@ -86,8 +86,7 @@ impl Split {
     pub fn new(n: usize, fractions: [f64; 3], seed: u64) -> Split {
         let mut order: Vec<usize> = (0..n).collect();
         Rng::for_stream(&[seed, STREAM_SPLIT]).shuffle(&mut order);
-        let n_train = ((n as f64 * fractions[0]).round() as usize).clamp(1.min(n), n);
-        let n_val = ((n as f64 * fractions[1]).round() as usize).min(n - n_train);
+        let (n_train, n_val) = Split::sizes(n, fractions);
         let mut train = order[..n_train].to_vec();
         let mut val = order[n_train..n_train + n_val].to_vec();
         let mut test = order[n_train + n_val..].to_vec();
@@ -95,6 +94,25 @@ impl Split {
         val.sort_unstable();
         test.sort_unstable();
         Split { train, val, test }
+    }
+
+    /// How many of `n` items `fractions` give training and validation (the rest is test):
+    /// rounded, at least one for training.
+    pub fn sizes(n: usize, fractions: [f64; 3]) -> (usize, usize) {
+        let n_train = ((n as f64 * fractions[0]).round() as usize).clamp(1.min(n), n);
+        let n_val = ((n as f64 * fractions[1]).round() as usize).min(n - n_train);
+        (n_train, n_val)
+    }
+
+    /// The fewest events whose split by `fractions` holds a validation event; `None` if the
+    /// validation fraction is zero.
+    pub fn events_for_validation(fractions: [f64; 3]) -> Option<usize> {
+        if fractions[1] <= 0.0 {
+            return None;
+        }
+        // round(n·f) ≥ 1 from n = ⌈0.5 / f⌉ on; the training part's rounding may take one more.
+        let from = (0.5 / fractions[1]).floor().max(1.0) as usize;
+        (from..).find(|&n| Split::sizes(n, fractions).1 > 0)
     }
 }
 
@@ -255,6 +273,21 @@ mod tests {
         assert_eq!(all, (0..100).collect::<Vec<_>>());
         assert_eq!(s, Split::new(100, [0.8, 0.1, 0.1], 3));
         assert_ne!(s.train, Split::new(100, [0.8, 0.1, 0.1], 4).train);
+    }
+
+    #[test]
+    fn fewest_events_for_a_validation_event() {
+        assert_eq!(Split::events_for_validation([0.8, 0.1, 0.1]), Some(5));
+        assert_eq!(Split::sizes(4, [0.8, 0.1, 0.1]), (3, 0));
+        assert_eq!(Split::sizes(5, [0.8, 0.1, 0.1]), (4, 1));
+        assert_eq!(Split::events_for_validation([0.5, 0.5, 0.0]), Some(2));
+        // Training's rounding takes every event up to 5: round(0.9 × 5) = 5.
+        assert_eq!(Split::events_for_validation([0.9, 0.1, 0.0]), Some(6));
+        assert_eq!(Split::events_for_validation([0.9, 0.0, 0.1]), None);
+        for f in [[0.8, 0.1, 0.1], [0.7, 0.15, 0.15], [0.98, 0.01, 0.01], [0.6, 0.4, 0.0]] {
+            let n = Split::events_for_validation(f).unwrap();
+            assert!(Split::sizes(n, f).1 > 0 && (1..n).all(|m| Split::sizes(m, f).1 == 0), "{f:?}: {n}");
+        }
     }
 
     fn set(edges: Vec<u64>) -> GraphSet {

@@ -182,6 +182,23 @@ fn plan_parts(
     Ok(parts)
 }
 
+/// The error of a split without validation events: validation picks the best weights and
+/// drives early stopping, so a run without it would have nothing to keep.
+fn empty_validation(graphs_dir: &Path, set: &GraphSet, fractions: [f64; 3]) -> Error {
+    let mut ids: Vec<u64> = set.files.iter().map(|f| f.0).collect();
+    ids.dedup();
+    let what = format!(
+        "{}: the split {fractions:?} of its {} event(s) leaves no validation event (validation picks the best \
+         weights and drives early stopping)",
+        graphs_dir.display(),
+        ids.len()
+    );
+    Error::Config(match Split::events_for_validation(fractions) {
+        Some(n) => format!("{what}: it needs at least {n} events; build more graphs or raise the validation fraction"),
+        None => format!("{what}: give validation a positive fraction (split = [train, validation, test])"),
+    })
+}
+
 /// A training run in progress.
 pub struct Trainer<'a> {
     cfg: TrainConfig,
@@ -223,6 +240,9 @@ impl<'a> Trainer<'a> {
         let mut split = Split::by_event(&set, cfg.split, cfg.seed);
         if split.train.is_empty() {
             return Err(Error::Config(format!("{}: no training graphs", graphs_dir.display())));
+        }
+        if split.val.is_empty() {
+            return Err(empty_validation(graphs_dir, &set, cfg.split));
         }
         let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
         let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);

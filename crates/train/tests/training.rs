@@ -18,7 +18,7 @@ use trackgnn_train::config::Oversize;
 use trackgnn_train::data::{GraphSet, load_parts};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::logs::read_records;
-use trackgnn_train::{Progress, Silent, TrainConfig, Trainer};
+use trackgnn_train::{Progress, RunDir, Silent, TrainConfig, Trainer};
 
 /// Writes `n` geometric pT > 1 GeV graphs of pile-up-20 events into `dir`.
 fn make_graphs(dir: &Path, n: u64) {
@@ -47,6 +47,28 @@ fn tiny_set(n: u64) -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::create_dir_all(&graphs).unwrap();
     make_graphs(&graphs, n);
     (dir, graphs)
+}
+
+#[test]
+fn a_split_without_validation_events_is_refused_up_front() {
+    // Four events at 80/10/10 give validation round(0.4) = 0 events.
+    let (dir, graphs) = tiny_set(4);
+    let run = dir.path().join("run");
+    let e = Trainer::new(small_config(), &graphs, &run, false, &mut SingleProcess).err().expect("refused");
+    let msg = e.to_string();
+    assert!(msg.contains("4 event(s) leaves no validation event") && msg.contains("at least 5 events"), "{msg}");
+    assert!(!run.exists(), "nothing written");
+    let cfg = TrainConfig { split: [0.9, 0.0, 0.1], ..small_config() };
+    let msg = Trainer::new(cfg, &graphs, &run, false, &mut SingleProcess).err().expect("refused").to_string();
+    assert!(msg.contains("positive fraction"), "{msg}");
+    // Five events hold one.
+    make_graphs(&graphs, 5);
+    let cfg = TrainConfig { epochs: 1, ..small_config() };
+    let mut comm = SingleProcess;
+    let mut t = Trainer::new(cfg, &graphs, &run, false, &mut comm).unwrap();
+    assert_eq!(t.split().val.len(), 1);
+    let out = t.run(&Silent, &AtomicBool::new(false)).unwrap();
+    assert!(out.best_value.is_finite() && RunDir::open(&run).unwrap().best_path().exists(), "{out:?}");
 }
 
 #[test]
