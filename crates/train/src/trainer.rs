@@ -401,9 +401,6 @@ impl<'a> Trainer<'a> {
     /// Runs epochs until the configured number, early stopping, or `stop` turns true (then a
     /// checkpoint is written and the outcome says `interrupted`).
     pub fn run(&mut self, progress: &dyn Progress, stop: &AtomicBool) -> Result<TrainOutcome> {
-        let (rank, size) = (self.comm.rank(), self.comm.size());
-        let gps = self.cfg.graphs_per_step;
-        let base_lr = self.cfg.scaled_lr(size);
         let mut log =
             if self.comm.is_root() { Some(MetricsLog::resume(self.run.root(), self.state.epoch)?) } else { None };
         let mut cache = ForwardCache::default();
@@ -415,107 +412,8 @@ impl<'a> Trainer<'a> {
             let epoch = self.state.epoch;
             let groups = self.groups(epoch);
             let steps = groups.len() as u64;
-            progress.epoch_start(epoch, steps);
-            let first_step = self.state.step_in_epoch;
-            let paths: Vec<(PathBuf, usize)> = groups[first_step as usize..]
-                .iter()
-                .flat_map(|g| {
-                    g[rank * gps..(rank + 1) * gps].iter().map(|&i| (self.set.files[i].1.clone(), self.parts[i]))
-                })
-                .collect();
-            let mut loader = Prefetcher::with_parts(paths, self.cfg.non_target_weight, self.cfg.sector_overlap_phi);
-            for step in first_step..steps {
-                let t_step = Instant::now();
-                self.model.params.zero_grad();
-                let mut loss_sum = 0.0;
-                for _ in 0..gps {
-                    // A graph over the memory budget comes as sectors; the gradients of their
-                    // mean losses, scaled by their share of the edges, add up to the whole
-                    // graph's (less the few edges no sector holds).
-                    for s in loader.next_parts().expect("a graph per slot")? {
-                        self.model.forward(&s.input, &mut cache);
-                        let mut dl = vec![0.0f32; s.input.num_edges()];
-                        let l =
-                            bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
-                        loss_sum += l * s.loss_scale;
-                        let scale = (s.loss_scale / gps as f64) as f32;
-                        if scale != 1.0 {
-                            dl.iter_mut().for_each(|g| *g *= scale);
-                        }
-                        self.model.backward(&s.input, &mut cache, &dl);
-                    }
-                }
-                let compute_s = t_step.elapsed().as_secs_f64();
-                let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;
-                self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
-                // One all-reduce of the flat gradient buffer averages the replicas' gradients.
-                // Its duration includes waiting for the slowest rank: the load imbalance.
-                let t_reduce = Instant::now();
-                self.comm.allreduce_mean(&mut self.model.params.grad)?;
-                let reduce_s = t_reduce.elapsed().as_secs_f64();
-                // Loss and per-rank timings travel together in one small gather.
-                let stats = self.comm.allgather_f64(&[loss_sum / gps as f64, compute_s, reduce_s])?;
-                let loss = stats.chunks_exact(3).map(|r| r[0]).sum::<f64>() / size as f64;
-                let computes: Vec<f64> = stats.chunks_exact(3).map(|r| r[1]).collect();
-                let reduces: Vec<f64> = stats.chunks_exact(3).map(|r| r[2]).collect();
-                let mean_compute = computes.iter().sum::<f64>() / size as f64;
-                let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
-                self.state.accum.imbalance_sum += imbalance;
-                self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
-                let grad_norm = clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
-                let lr = self.schedule.lr(base_lr, epoch as usize, step as usize, steps as usize);
-                if loss.is_finite() && grad_norm.is_finite() {
-                    self.opt.step(&mut self.model.params.data, &self.model.params.grad, lr);
-                    self.state.accum.loss_sum += loss;
-                    self.state.accum.grad_norm_sum += grad_norm;
-                    self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
-                } else {
-                    // Every rank sees the same all-reduced values, so all skip together.
-                    self.state.skipped_steps += 1;
-                    progress.message(&format!(
-                        "epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"
-                    ));
-                }
-                self.state.accum.steps += 1;
-                self.state.global_step += 1;
-                self.state.step_in_epoch = step + 1;
-                let dt = t_step.elapsed().as_secs_f64();
-                self.state.accum.train_seconds += dt;
-                if self.comm.is_root() {
-                    // Every rank derives the same groups, so rank 0 knows what each trained on.
-                    let group = &groups[step as usize];
-                    let events: Vec<Vec<u64>> = group.chunks_exact(gps).map(|g| self.event_ids(g)).collect();
-                    self.run.append_step(&StepRecord {
-                        allreduce_seconds: reduces,
-                        compute_seconds: computes,
-                        engine_bytes,
-                        epoch,
-                        events,
-                        global_step: self.state.global_step,
-                        grad_norm,
-                        load_imbalance: imbalance,
-                        loss,
-                        lr,
-                        seconds: dt,
-                        step,
-                    })?;
-                }
-                progress.step(loss);
-                if self.state.global_step.is_multiple_of(CHECKSUM_EVERY) {
-                    self.check_replicas()?;
-                }
-                let every = self.cfg.checkpoint_every_steps as u64;
-                let stop_now = self.comm.any(stop.load(Ordering::Relaxed))?;
-                if (every > 0 && self.state.global_step.is_multiple_of(every) && step + 1 < steps) || stop_now {
-                    self.save()?;
-                }
-                if stop_now {
-                    interrupted = true;
-                    break;
-                }
-            }
-            drop(loader);
-            if interrupted {
+            if self.train_epoch(&groups, &mut cache, progress, stop)? {
+                interrupted = true;
                 break;
             }
             self.check_replicas()?;
@@ -528,41 +426,8 @@ impl<'a> Trainer<'a> {
                 cache = ForwardCache::default();
             }
             let val = evaluate(&self.model, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
-            let a = &self.state.accum;
-            let rec = EpochRecord {
-                epoch,
-                step: self.state.global_step,
-                train_loss: a.loss_sum / (a.steps.max(1)) as f64,
-                val_loss: val.mean.loss,
-                efficiency: val.mean.efficiency,
-                target_purity: val.mean.target_purity,
-                total_purity: val.mean.total_purity,
-                purity: val.mean.purity,
-                auc: val.mean.auc,
-                lr: self.schedule.lr(base_lr, epoch as usize, steps.saturating_sub(1) as usize, steps as usize),
-                grad_norm: a.grad_norm_sum / (a.steps.max(1)) as f64,
-                grad_norm_max: a.grad_norm_max,
-                weight_norm: l2_norm(&self.model.params.data),
-                epoch_seconds: a.train_seconds + val.seconds,
-                seconds_per_batch: a.train_seconds / (a.steps.max(1)) as f64,
-                val_seconds: val.seconds,
-                load_imbalance: a.imbalance_sum / (a.steps.max(1)) as f64,
-                allreduce_seconds: a.allreduce_seconds,
-                engine_peak_bytes: a.engine_peak_bytes,
-                peak_rss_bytes: peak_rss_bytes(),
-            };
-            // Best model and early stopping.
-            let value = metric_value(self.cfg.best_metric, &val);
-            if better(self.cfg.best_metric, value, self.state.best_value) {
-                self.state.best_value = Some(value);
-                self.state.best_epoch = Some(epoch);
-                self.state.bad_epochs = 0;
-                if self.comm.is_root() {
-                    save_weights(&self.run.best_path(), &self.model.params)?;
-                }
-            } else {
-                self.state.bad_epochs += 1;
-            }
+            let rec = self.epoch_record(epoch, steps, &val);
+            self.keep_if_best(epoch, &val)?;
             self.state.epoch += 1;
             self.state.step_in_epoch = 0;
             self.state.accum = EpochAccum::default();
@@ -590,6 +455,185 @@ impl<'a> Trainer<'a> {
             best_value: self.state.best_value.unwrap_or(f64::NAN),
             skipped_steps: self.state.skipped_steps,
         })
+    }
+
+    /// The remaining steps of the current epoch (whose step groups are `groups`), each logged,
+    /// with the periodic replica checks and checkpoints. True if `stop` interrupted it (a
+    /// checkpoint was written).
+    fn train_epoch(
+        &mut self,
+        groups: &[Vec<usize>],
+        cache: &mut ForwardCache<f32>,
+        progress: &dyn Progress,
+        stop: &AtomicBool,
+    ) -> Result<bool> {
+        let (epoch, rank, gps) = (self.state.epoch, self.comm.rank(), self.cfg.graphs_per_step);
+        let steps = groups.len() as u64;
+        progress.epoch_start(epoch, steps);
+        let first_step = self.state.step_in_epoch;
+        let paths: Vec<(PathBuf, usize)> = groups[first_step as usize..]
+            .iter()
+            .flat_map(|g| g[rank * gps..(rank + 1) * gps].iter().map(|&i| (self.set.files[i].1.clone(), self.parts[i])))
+            .collect();
+        let mut loader = Prefetcher::with_parts(paths, self.cfg.non_target_weight, self.cfg.sector_overlap_phi);
+        for step in first_step..steps {
+            let record = self.step(&mut loader, cache, step, steps, progress)?;
+            if self.comm.is_root() {
+                // Every rank derives the same groups, so rank 0 knows what each trained on.
+                let events = groups[step as usize].chunks_exact(gps).map(|g| self.event_ids(g)).collect();
+                self.run.append_step(&StepRecord { events, ..record })?;
+            }
+            if self.state.global_step.is_multiple_of(CHECKSUM_EVERY) {
+                self.check_replicas()?;
+            }
+            let every = self.cfg.checkpoint_every_steps as u64;
+            let stop_now = self.comm.any(stop.load(Ordering::Relaxed))?;
+            if (every > 0 && self.state.global_step.is_multiple_of(every) && step + 1 < steps) || stop_now {
+                self.save()?;
+            }
+            if stop_now {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One optimiser step `step` of `steps` in the current epoch: gradients of this rank's
+    /// graphs, their all-reduce, clipping and the update (skipped if not finite); the epoch's
+    /// sums updated. Returns the step's record without its events.
+    fn step(
+        &mut self,
+        loader: &mut Prefetcher,
+        cache: &mut ForwardCache<f32>,
+        step: u64,
+        steps: u64,
+        progress: &dyn Progress,
+    ) -> Result<StepRecord> {
+        let (epoch, size, gps) = (self.state.epoch, self.comm.size(), self.cfg.graphs_per_step);
+        let t_step = Instant::now();
+        let loss_sum = self.gradients(loader, cache)?;
+        let compute_s = t_step.elapsed().as_secs_f64();
+        let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;
+        self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
+        // One all-reduce of the flat gradient buffer averages the replicas' gradients.
+        // Its duration includes waiting for the slowest rank: the load imbalance.
+        let t_reduce = Instant::now();
+        self.comm.allreduce_mean(&mut self.model.params.grad)?;
+        let reduce_s = t_reduce.elapsed().as_secs_f64();
+        // Loss and per-rank timings travel together in one small gather.
+        let stats = self.comm.allgather_f64(&[loss_sum / gps as f64, compute_s, reduce_s])?;
+        let loss = stats.chunks_exact(3).map(|r| r[0]).sum::<f64>() / size as f64;
+        let computes: Vec<f64> = stats.chunks_exact(3).map(|r| r[1]).collect();
+        let reduces: Vec<f64> = stats.chunks_exact(3).map(|r| r[2]).collect();
+        let mean_compute = computes.iter().sum::<f64>() / size as f64;
+        let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
+        self.state.accum.imbalance_sum += imbalance;
+        self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
+        let grad_norm = clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
+        let lr = self.schedule.lr(self.cfg.scaled_lr(size), epoch as usize, step as usize, steps as usize);
+        if loss.is_finite() && grad_norm.is_finite() {
+            self.opt.step(&mut self.model.params.data, &self.model.params.grad, lr);
+            self.state.accum.loss_sum += loss;
+            self.state.accum.grad_norm_sum += grad_norm;
+            self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
+        } else {
+            // Every rank sees the same all-reduced values, so all skip together.
+            self.state.skipped_steps += 1;
+            progress.message(&format!(
+                "epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"
+            ));
+        }
+        self.state.accum.steps += 1;
+        self.state.global_step += 1;
+        self.state.step_in_epoch = step + 1;
+        let dt = t_step.elapsed().as_secs_f64();
+        self.state.accum.train_seconds += dt;
+        progress.step(loss);
+        Ok(StepRecord {
+            allreduce_seconds: reduces,
+            compute_seconds: computes,
+            engine_bytes,
+            epoch,
+            events: Vec::new(),
+            global_step: self.state.global_step,
+            grad_norm,
+            load_imbalance: imbalance,
+            loss,
+            lr,
+            seconds: dt,
+            step,
+        })
+    }
+
+    /// The gradients of this rank's graphs of one step, summed into the parameters' gradient
+    /// buffer (zeroed first); returns the sum of their losses.
+    fn gradients(&mut self, loader: &mut Prefetcher, cache: &mut ForwardCache<f32>) -> Result<f64> {
+        let gps = self.cfg.graphs_per_step;
+        self.model.params.zero_grad();
+        let mut loss_sum = 0.0;
+        for _ in 0..gps {
+            // A graph over the memory budget comes as sectors; the gradients of their mean
+            // losses, scaled by their share of the edges, add up to the whole graph's (less the
+            // few edges no sector holds).
+            for s in loader.next_parts().expect("a graph per slot")? {
+                self.model.forward(&s.input, cache);
+                let mut dl = vec![0.0f32; s.input.num_edges()];
+                let l = bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
+                loss_sum += l * s.loss_scale;
+                let scale = (s.loss_scale / gps as f64) as f32;
+                if scale != 1.0 {
+                    dl.iter_mut().for_each(|g| *g *= scale);
+                }
+                self.model.backward(&s.input, cache, &dl);
+            }
+        }
+        Ok(loss_sum)
+    }
+
+    /// The log record of an epoch of `steps` steps that just finished, validated as `val`.
+    fn epoch_record(&self, epoch: u64, steps: u64, val: &EvalResult) -> EpochRecord {
+        let a = &self.state.accum;
+        let per_step = |x: f64| x / (a.steps.max(1)) as f64;
+        let base_lr = self.cfg.scaled_lr(self.comm.size());
+        EpochRecord {
+            epoch,
+            step: self.state.global_step,
+            train_loss: per_step(a.loss_sum),
+            val_loss: val.mean.loss,
+            efficiency: val.mean.efficiency,
+            target_purity: val.mean.target_purity,
+            total_purity: val.mean.total_purity,
+            purity: val.mean.purity,
+            auc: val.mean.auc,
+            lr: self.schedule.lr(base_lr, epoch as usize, steps.saturating_sub(1) as usize, steps as usize),
+            grad_norm: per_step(a.grad_norm_sum),
+            grad_norm_max: a.grad_norm_max,
+            weight_norm: l2_norm(&self.model.params.data),
+            epoch_seconds: a.train_seconds + val.seconds,
+            seconds_per_batch: per_step(a.train_seconds),
+            val_seconds: val.seconds,
+            load_imbalance: per_step(a.imbalance_sum),
+            allreduce_seconds: a.allreduce_seconds,
+            engine_peak_bytes: a.engine_peak_bytes,
+            peak_rss_bytes: peak_rss_bytes(),
+        }
+    }
+
+    /// Best model and early stopping: keeps the weights (rank 0 writes them) if `val` beats
+    /// the best so far, else counts a bad epoch.
+    fn keep_if_best(&mut self, epoch: u64, val: &EvalResult) -> Result<()> {
+        let value = metric_value(self.cfg.best_metric, val);
+        if better(self.cfg.best_metric, value, self.state.best_value) {
+            self.state.best_value = Some(value);
+            self.state.best_epoch = Some(epoch);
+            self.state.bad_epochs = 0;
+            if self.comm.is_root() {
+                save_weights(&self.run.best_path(), &self.model.params)?;
+            }
+        } else {
+            self.state.bad_epochs += 1;
+        }
+        Ok(())
     }
 
     /// Event ids of graphs (indices into the graph set).
