@@ -34,6 +34,7 @@ pub mod logs;
 pub mod metrics;
 pub mod plots;
 pub mod run_dir;
+pub mod scaling;
 pub mod trainer;
 
 pub use config::TrainConfig;

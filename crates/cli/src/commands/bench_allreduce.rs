@@ -9,8 +9,8 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use trackgnn_train::dist::Comm;
+use trackgnn_train::scaling::allreduce::fit_allreduce;
 
-use super::scaling::model::fit_allreduce;
 use crate::cli::BenchAllreduceArgs;
 use crate::util::{print_json, write_atomic};
 

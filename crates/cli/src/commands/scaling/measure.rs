@@ -10,7 +10,8 @@
 //! Strong scaling trains every N on the same G graphs; weak scaling trains N ranks on N × G
 //! graphs (`train --max-graphs`), so each rank keeps the graphs per epoch of one rank. The
 //! 1-rank run is shared by both regimes. Times are training only (no validation), per epoch,
-//! the mean over the epochs after the first when there are several; the fastest repeat counts.
+//! over the epochs that count ([`trackgnn_train::scaling::measured::timed_steps`]); the fastest
+//! repeat counts.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use trackgnn_train::RunDir;
 use trackgnn_train::config::Sampler;
 use trackgnn_train::data::GraphSet;
 use trackgnn_train::logs::{RankReport, load_average};
+use trackgnn_train::scaling::measured::StepFigures;
 
 use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
 use crate::cli::{SamplerArg, ScalingArgs};
@@ -71,67 +73,6 @@ struct RunSummary {
     load_average_end: Option<[f64; 3]>,
 }
 
-/// Per-epoch training figures from `steps.jsonl`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct StepFigures {
-    timed_epochs: usize,
-    steps_per_epoch: f64,
-    graphs_per_step: f64,
-    train_epoch_seconds: f64,
-    load_imbalance: f64,
-    allreduce_seconds: f64,
-    imbalance_wait_seconds: f64,
-}
-
-/// Reads `steps.jsonl`: per epoch the sum of step seconds, the mean over ranks of the
-/// all-reduce seconds and of the wait for the slowest rank's compute (max − own), averaged
-/// over the epochs after the first (all epochs if there is one).
-fn step_figures(run: &RunDir) -> Result<StepFigures> {
-    let no_steps = || {
-        format!(
-            "{}: the run took no training step (its training graphs cannot fill one step of all ranks; the \
-             balanced sampler needs that many in one size bin): use more graphs (--max-graphs)",
-            run.steps_path().display()
-        )
-    };
-    if !run.steps_path().exists() {
-        bail!("{}", no_steps());
-    }
-    // epoch → (steps, seconds, imbalance sum, all-reduce, wait, graphs per step)
-    let mut per: std::collections::BTreeMap<u64, [f64; 6]> = Default::default();
-    for s in run.read_steps()? {
-        let n = s.compute_seconds.len().max(1) as f64;
-        let max = s.compute_seconds.iter().copied().fold(0.0, f64::max);
-        let graphs = if s.events.is_empty() { n } else { s.events.iter().map(Vec::len).sum::<usize>() as f64 };
-        let e = per.entry(s.epoch).or_default();
-        e[0] += 1.0;
-        e[1] += s.seconds;
-        e[2] += s.load_imbalance;
-        e[3] += s.allreduce_seconds.iter().sum::<f64>() / n;
-        e[4] += s.compute_seconds.iter().map(|c| max - c).sum::<f64>() / n;
-        e[5] = graphs;
-    }
-    if per.is_empty() {
-        bail!("{}", no_steps());
-    }
-    if per.len() > 1 {
-        let first = *per.keys().next().expect("not empty");
-        per.remove(&first);
-    }
-    let k = per.len() as f64;
-    let mean = |i: usize| per.values().map(|e| e[i]).sum::<f64>() / k;
-    let steps: f64 = per.values().map(|e| e[0]).sum();
-    Ok(StepFigures {
-        timed_epochs: per.len(),
-        steps_per_epoch: mean(0),
-        graphs_per_step: per.values().map(|e| e[5]).fold(0.0, f64::max),
-        train_epoch_seconds: mean(1),
-        load_imbalance: per.values().map(|e| e[2]).sum::<f64>() / steps,
-        allreduce_seconds: mean(3),
-        imbalance_wait_seconds: mean(4),
-    })
-}
-
 fn read_json(path: &Path) -> Result<Value> {
     let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: invalid JSON", path.display()))
@@ -140,7 +81,7 @@ fn read_json(path: &Path) -> Result<Value> {
 /// Reads a finished run back.
 fn summarize(run: &Path, c: Config, threads: usize, repeat: usize, load: [Option<[f64; 3]>; 2]) -> Result<RunSummary> {
     let rd = RunDir::new(run);
-    let s = step_figures(&rd)?;
+    let s = StepFigures::of_run(&rd)?;
     let records = rd.read_metrics()?;
     let last = records.last().with_context(|| format!("{}: no epoch logged", rd.metrics_jsonl_path().display()))?;
     let train_graphs = rd.read_events()?.train.len();
@@ -480,41 +421,5 @@ fn print_tables(o: &Value, regimes: &[Regime]) {
                 reps.join(" ")
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn step_figures_skip_the_first_epoch_and_average_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::new(dir.path());
-        let p = run.steps_path();
-        let line = |epoch: u64, s: f64, c: [f64; 2], r: [f64; 2]| {
-            json!({ "epoch": epoch, "seconds": s, "compute_seconds": c, "allreduce_seconds": r,
-                    "load_imbalance": c[0].max(c[1]) / ((c[0] + c[1]) / 2.0), "events": [[1], [2]] })
-            .to_string()
-        };
-        let text = [
-            line(0, 9.0, [1.0, 1.0], [0.0, 0.0]),
-            line(1, 1.0, [0.9, 0.6], [0.01, 0.31]),
-            line(1, 1.0, [0.6, 0.6], [0.01, 0.01]),
-            line(2, 2.0, [0.9, 0.6], [0.01, 0.31]),
-        ]
-        .join("\n");
-        fs::write(&p, text).unwrap();
-        let s = step_figures(&run).unwrap();
-        assert_eq!((s.timed_epochs, s.steps_per_epoch, s.graphs_per_step), (2, 1.5, 2.0));
-        assert!((s.train_epoch_seconds - 2.0).abs() < 1e-12, "{s:?}");
-        // Waits: 0.15 per imbalanced step (mean over ranks of max − own), two in epoch 1 and 2.
-        assert!((s.imbalance_wait_seconds - 0.15).abs() < 1e-12, "{s:?}");
-        assert!((s.load_imbalance - (1.2 + 1.0 + 1.2) / 3.0).abs() < 1e-12, "{s:?}");
-        assert!(s.load_imbalance >= 1.0);
-        fs::write(&p, "").unwrap();
-        assert!(step_figures(&run).unwrap_err().to_string().contains("no training step"));
-        let none = RunDir::new(dir.path().join("none"));
-        assert!(step_figures(&none).unwrap_err().to_string().contains("use more graphs"));
     }
 }

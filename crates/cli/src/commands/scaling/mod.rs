@@ -5,7 +5,8 @@
 //!   rank count, regime and repeat, reads back each run's logs and prints the analogues of the
 //!   reference Tables 1 and 2 (validation metrics and time; utilisation, memory, speed-up);
 //! - **simulate** (`--simulate`, [`simulate`]): predicts the epoch time of any number of ranks
-//!   from one measured run's per-graph step times and the ring all-reduce model ([`model`]);
+//!   from one measured run's per-graph step times and the ring all-reduce model
+//!   ([`trackgnn_train::scaling`], which holds the model; this command parses, calls and prints);
 //! - **check** (`--check`): the simulation, compared with a measured study.
 //!
 //! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
@@ -14,37 +15,16 @@
 //! throughput ratio (graphs/s)_N / (graphs/s)₁.
 
 pub mod measure;
-pub mod model;
 pub mod simulate;
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use serde::Serialize;
 use trackgnn_train::config::Sampler;
+pub use trackgnn_train::scaling::Regime;
 
 use crate::cli::{RegimeArg, SamplerArg, ScalingArgs};
-
-/// A scaling regime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Regime {
-    /// A fixed data set.
-    Strong,
-    /// The data set grows with the ranks (each rank keeps the same graphs per epoch).
-    Weak,
-}
-
-impl Regime {
-    /// `strong` or `weak` (the keys of `scaling.json`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Regime::Strong => "strong",
-            Regime::Weak => "weak",
-        }
-    }
-}
 
 impl RegimeArg {
     /// The regimes the option selects.

@@ -1,0 +1,52 @@
+//! The scaling study's model of data-parallel training: the cost of the gradient all-reduce
+//! and its fit to measured times ([`allreduce`]), the per-step simulation that replays the
+//! trainer's sampler to predict an epoch at any number of ranks ([`predict`]), and what a
+//! finished run measured, read back with one rule for which epochs count ([`measured`]).
+//!
+//! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
+//! t₁ / t_N, efficiency t₁ / (N·t_N)); **weak** scaling gives each rank the graphs of one rank
+//! (N ranks train on N × the graphs), and its speed-up is the throughput ratio
+//! (graphs/s)_N / (graphs/s)₁.
+//!
+//! ```
+//! use trackgnn_train::TrainConfig;
+//! use trackgnn_train::scaling::{Regime, allreduce::AllreduceCost, predict};
+//! let times = predict::GraphTimes { ids: (0..16).collect(), edges: vec![1000; 16], seconds: vec![0.2; 16] };
+//! let setup = predict::SimSetup {
+//!     cost: AllreduceCost::new(2e-6, 20e9),
+//!     gradient_bytes: 4e6,
+//!     step_overhead_seconds: 0.0,
+//!     oversubscription: None,
+//!     epochs: 2,
+//! };
+//! let cfg = TrainConfig::default();
+//! let one = predict::predict(&cfg, &times, 1, 16, &setup).unwrap();
+//! let four = predict::predict(&cfg, &times, 4, 16, &setup).unwrap();
+//! assert!(predict::speedup(Regime::Strong, &one, &four) > 3.9);
+//! ```
+
+pub mod allreduce;
+pub mod measured;
+pub mod predict;
+
+use serde::Serialize;
+
+/// A scaling regime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Regime {
+    /// A fixed data set.
+    Strong,
+    /// The data set grows with the ranks (each rank keeps the same graphs per epoch).
+    Weak,
+}
+
+impl Regime {
+    /// `strong` or `weak` (the keys of `scaling.json`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Regime::Strong => "strong",
+            Regime::Weak => "weak",
+        }
+    }
+}
