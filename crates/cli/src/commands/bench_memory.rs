@@ -88,6 +88,154 @@ fn fit(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     (sxx > 0.0).then(|| (sxy / sxx, my - sxy / sxx * mx))
 }
 
+/// The counted peaks and step times of a mode's rows that ran.
+fn ran<'r>(rows: &'r [Value], mode: &str) -> impl Iterator<Item = &'r Value> {
+    rows.iter().filter(move |r| r["checkpointing"] == json!(mode) && r["skipped"] == json!(false))
+}
+
+/// One row of `mode` at `edges` edges in a child process (`bench memory --only`), so its peak
+/// RSS is its own.
+fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing, e: usize) -> Result<Value> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["bench", "memory", "--only", &format!("{mode}@{e}"), "--hidden", &a.hidden.to_string()]);
+    cmd.args(["--iters", &a.iters.to_string(), "--steps", &a.steps.to_string()]);
+    cmd.args(["--edges-per-node", &a.edges_per_node.to_string()]);
+    if let Some(t) = a.threads {
+        cmd.args(["--threads", &t.to_string()]);
+    }
+    let out = cmd.output().context("running a memory row")?;
+    if !out.status.success() {
+        bail!("row {mode} @ {e} edges failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// The rows of every mode and size, printed as they come (without `--json`). A row whose
+/// predicted peak (a line through the mode's rows so far) exceeds 85% of the available memory
+/// is skipped.
+fn measure_rows(a: &BenchMemoryArgs, modes: &[Checkpointing], edges: &[usize]) -> Result<Vec<Value>> {
+    let exe = std::env::current_exe().context("locating the trackgnn binary")?;
+    let mut rows: Vec<Value> = Vec::new();
+    if !a.json {
+        println!(
+            "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  note",
+            "checkpointing", "edges", "nodes", "step s", "counted GB", "engine GB", "peak RSS GB"
+        );
+    }
+    for mode in modes {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for &e in edges {
+            let avail = available_bytes() as f64;
+            let predicted = fit(&points)
+                .map(|(slope, icpt)| slope * e as f64 + icpt)
+                .or_else(|| points.last().map(|p| p.1 / p.0 * e as f64));
+            let row = if predicted.is_some_and(|p| p > 0.85 * avail) {
+                json!({
+                    "checkpointing": mode.to_string(), "edges": e, "skipped": true,
+                    "predicted_bytes": predicted, "available_bytes": avail,
+                    "note": format!("predicted {:.1} GB > 85% of {:.1} GB available: not run", predicted.unwrap() / 1e9, avail / 1e9),
+                })
+            } else {
+                let mut r = run_in_child(a, &exe, *mode, e)?;
+                r["predicted_bytes"] = json!(predicted);
+                points.push((e as f64, r["counted_peak_bytes"].as_f64().unwrap_or(0.0)));
+                r
+            };
+            if !a.json {
+                print_row(&row, e);
+            }
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn print_row(row: &Value, e: usize) {
+    let gb = |k: &str| row[k].as_f64().map_or("-".to_string(), |v| format!("{:.3}", v / 1e9));
+    println!(
+        "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  {}",
+        row["checkpointing"].as_str().unwrap_or(""),
+        e,
+        row["nodes"].as_u64().map_or("-".into(), |v| v.to_string()),
+        row["step_seconds"].as_f64().map_or("-".into(), |v| format!("{v:.2}")),
+        gb("counted_peak_bytes"),
+        gb("engine_bytes"),
+        gb("peak_rss_bytes"),
+        row["note"].as_str().unwrap_or("")
+    );
+}
+
+/// Bytes per edge per mode: the slope of the counted peak against edges.
+fn fits_per_mode(rows: &[Value], modes: &[Checkpointing]) -> serde_json::Map<String, Value> {
+    let mut fits = serde_json::Map::new();
+    for mode in modes {
+        let pts: Vec<(f64, f64)> = ran(rows, &mode.to_string())
+            .map(|r| (r["edges"].as_f64().unwrap(), r["counted_peak_bytes"].as_f64().unwrap()))
+            .collect();
+        if let Some((slope, icpt)) = fit(&pts) {
+            fits.insert(mode.to_string(), json!({ "bytes_per_edge": slope, "intercept_bytes": icpt }));
+        }
+    }
+    fits
+}
+
+/// Each mode's bytes per edge and step time (mean over the sizes both ran) as ratios to no
+/// checkpointing's.
+fn ratios_to_none(
+    rows: &[Value],
+    modes: &[Checkpointing],
+    fits: &serde_json::Map<String, Value>,
+) -> serde_json::Map<String, Value> {
+    let time_ratio = |m: &str| -> Option<f64> {
+        let t = |mode: &str| {
+            ran(rows, mode)
+                .map(|r| (r["edges"].as_u64().unwrap(), r["step_seconds"].as_f64().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let (a, b) = (t(m), t("none"));
+        let common: Vec<f64> =
+            a.iter().filter_map(|(e, ta)| b.iter().find(|(eb, _)| eb == e).map(|(_, tb)| ta / tb)).collect();
+        (!common.is_empty()).then(|| common.iter().sum::<f64>() / common.len() as f64)
+    };
+    let mut ratios = serde_json::Map::new();
+    if let Some(none) = fits.get("none").and_then(|f| f["bytes_per_edge"].as_f64()) {
+        for mode in modes {
+            let m = mode.to_string();
+            if let Some(bpe) = fits.get(&m).and_then(|f| f["bytes_per_edge"].as_f64()) {
+                ratios.insert(
+                    m.clone(),
+                    json!({ "bytes_per_edge_ratio": bpe / none, "step_time_ratio": time_ratio(&m) }),
+                );
+            }
+        }
+    }
+    ratios
+}
+
+/// The counted peak against edges, one curve per mode.
+fn plot(dir: &std::path::Path, rows: &[Value], modes: &[Checkpointing]) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let series: Vec<(String, Vec<(f64, f64)>)> = modes
+        .iter()
+        .map(|m| {
+            let pts = ran(rows, &m.to_string())
+                .map(|r| (r["edges"].as_f64().unwrap() / 1e6, r["counted_peak_bytes"].as_f64().unwrap() / 1e9))
+                .collect();
+            (m.to_string(), pts)
+        })
+        .collect();
+    let refs: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+    trackgnn_train::plots::plot_series(
+        &dir.join("memory_vs_edges"),
+        "Training-step memory vs graph size",
+        "edges [millions]",
+        "counted peak [GB]",
+        &refs,
+        false,
+    )?;
+    Ok(())
+}
+
 pub fn run(a: BenchMemoryArgs) -> Result<ExitCode> {
     let modes: Vec<Checkpointing> = a
         .modes
@@ -104,125 +252,11 @@ pub fn run(a: BenchMemoryArgs) -> Result<ExitCode> {
         print_json(&row);
         return Ok(ExitCode::SUCCESS);
     }
-    let exe = std::env::current_exe().context("locating the trackgnn binary")?;
-    let mut rows: Vec<Value> = Vec::new();
-    if !a.json {
-        println!(
-            "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  note",
-            "checkpointing", "edges", "nodes", "step s", "counted GB", "engine GB", "peak RSS GB"
-        );
-    }
-    for mode in &modes {
-        let mut points: Vec<(f64, f64)> = Vec::new();
-        for &e in &edges {
-            let avail = available_bytes() as f64;
-            let predicted = fit(&points)
-                .map(|(slope, icpt)| slope * e as f64 + icpt)
-                .or_else(|| points.last().map(|p| p.1 / p.0 * e as f64));
-            let row = if predicted.is_some_and(|p| p > 0.85 * avail) {
-                json!({
-                    "checkpointing": mode.to_string(), "edges": e, "skipped": true,
-                    "predicted_bytes": predicted, "available_bytes": avail,
-                    "note": format!("predicted {:.1} GB > 85% of {:.1} GB available: not run", predicted.unwrap() / 1e9, avail / 1e9),
-                })
-            } else {
-                let mut cmd = Command::new(&exe);
-                cmd.args(["bench", "memory", "--only", &format!("{mode}@{e}"), "--hidden", &a.hidden.to_string()]);
-                cmd.args([
-                    "--iters",
-                    &a.iters.to_string(),
-                    "--steps",
-                    &a.steps.to_string(),
-                    "--edges-per-node",
-                    &a.edges_per_node.to_string(),
-                ]);
-                if let Some(t) = a.threads {
-                    cmd.args(["--threads", &t.to_string()]);
-                }
-                let out = cmd.output().context("running a memory row")?;
-                if !out.status.success() {
-                    bail!("row {mode} @ {e} edges failed: {}", String::from_utf8_lossy(&out.stderr));
-                }
-                let mut r: Value = serde_json::from_slice(&out.stdout)?;
-                r["predicted_bytes"] = json!(predicted);
-                points.push((e as f64, r["counted_peak_bytes"].as_f64().unwrap_or(0.0)));
-                r
-            };
-            if !a.json {
-                let gb = |k: &str| row[k].as_f64().map_or("-".to_string(), |v| format!("{:.3}", v / 1e9));
-                println!(
-                    "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  {}",
-                    row["checkpointing"].as_str().unwrap_or(""),
-                    e,
-                    row["nodes"].as_u64().map_or("-".into(), |v| v.to_string()),
-                    row["step_seconds"].as_f64().map_or("-".into(), |v| format!("{v:.2}")),
-                    gb("counted_peak_bytes"),
-                    gb("engine_bytes"),
-                    gb("peak_rss_bytes"),
-                    row["note"].as_str().unwrap_or("")
-                );
-            }
-            rows.push(row);
-        }
-    }
-    // Bytes per edge per mode (slope of the counted peak), and ratios to no checkpointing.
-    let mut fits = serde_json::Map::new();
-    for mode in &modes {
-        let pts: Vec<(f64, f64)> = rows
-            .iter()
-            .filter(|r| r["checkpointing"] == json!(mode.to_string()) && r["skipped"] == json!(false))
-            .map(|r| (r["edges"].as_f64().unwrap(), r["counted_peak_bytes"].as_f64().unwrap()))
-            .collect();
-        if let Some((slope, icpt)) = fit(&pts) {
-            fits.insert(mode.to_string(), json!({ "bytes_per_edge": slope, "intercept_bytes": icpt }));
-        }
-    }
-    let time_ratio = |m: &str| -> Option<f64> {
-        let t = |mode: &str| {
-            rows.iter()
-                .filter(|r| r["checkpointing"] == json!(mode) && r["skipped"] == json!(false))
-                .map(|r| (r["edges"].as_u64().unwrap(), r["step_seconds"].as_f64().unwrap()))
-                .collect::<Vec<_>>()
-        };
-        let (a, b) = (t(m), t("none"));
-        let common: Vec<f64> =
-            a.iter().filter_map(|(e, ta)| b.iter().find(|(eb, _)| eb == e).map(|(_, tb)| ta / tb)).collect();
-        (!common.is_empty()).then(|| common.iter().sum::<f64>() / common.len() as f64)
-    };
-    let mut ratios = serde_json::Map::new();
-    if let Some(none) = fits.get("none").and_then(|f| f["bytes_per_edge"].as_f64()) {
-        for mode in &modes {
-            let m = mode.to_string();
-            if let Some(bpe) = fits.get(&m).and_then(|f| f["bytes_per_edge"].as_f64()) {
-                ratios.insert(
-                    m.clone(),
-                    json!({ "bytes_per_edge_ratio": bpe / none, "step_time_ratio": time_ratio(&m) }),
-                );
-            }
-        }
-    }
+    let rows = measure_rows(&a, &modes, &edges)?;
+    let fits = fits_per_mode(&rows, &modes);
+    let ratios = ratios_to_none(&rows, &modes, &fits);
     if let Some(dir) = &a.plot {
-        std::fs::create_dir_all(dir)?;
-        let series: Vec<(String, Vec<(f64, f64)>)> = modes
-            .iter()
-            .map(|m| {
-                let pts = rows
-                    .iter()
-                    .filter(|r| r["checkpointing"] == json!(m.to_string()) && r["skipped"] == json!(false))
-                    .map(|r| (r["edges"].as_f64().unwrap() / 1e6, r["counted_peak_bytes"].as_f64().unwrap() / 1e9))
-                    .collect();
-                (m.to_string(), pts)
-            })
-            .collect();
-        let refs: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
-        trackgnn_train::plots::plot_series(
-            &dir.join("memory_vs_edges"),
-            "Training-step memory vs graph size",
-            "edges [millions]",
-            "counted peak [GB]",
-            &refs,
-            false,
-        )?;
+        plot(dir, &rows, &modes)?;
     }
     if a.json {
         print_json(

@@ -198,142 +198,208 @@ fn tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// A named curve of (ranks, speed-up) points.
+type Curve = (String, Vec<(f64, f64)>);
+
+/// A study planned from the options: what to run and where.
+struct Study {
+    ranks: Vec<usize>,
+    threads: usize,
+    sampler: Sampler,
+    regimes: Vec<Regime>,
+    /// Graphs of one rank.
+    graphs_per_rank: usize,
+    /// The graph directory, canonical.
+    graphs: PathBuf,
+    exe: PathBuf,
+    /// `OUT/runs`, canonical.
+    runs_dir: PathBuf,
+    /// Every configuration once, in the order they run.
+    configs: Vec<Config>,
+}
+
+impl Study {
+    /// Checks the options against the build and the graph directory, and creates `OUT/runs`.
+    fn plan(a: &ScalingArgs) -> Result<Study> {
+        let ranks = parse_ranks(a.ranks.as_deref().unwrap_or("1,2"))?;
+        let max_ranks = *ranks.last().expect("parse_ranks returns 1 at least");
+        if max_ranks > 1 && !cfg!(feature = "mpi") {
+            bail!(
+                "--ranks {max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
+                 this one was built without it and can only measure --ranks 1"
+            );
+        }
+        let regimes = a.regime.regimes();
+        let out = a.out.as_deref().expect("checked by mode()");
+        let graphs_arg = a.graphs.as_deref().expect("checked by mode()");
+        let graphs = fs::canonicalize(graphs_arg).with_context(|| format!("--graphs {}", graphs_arg.display()))?;
+        let total = GraphSet::open(&graphs, 0).with_context(|| format!("opening {}", graphs.display()))?.len();
+        let g = base_graphs(a, total, max_ranks, &regimes)?;
+        let exe = std::env::current_exe().context("finding the trackgnn executable")?;
+        let runs_dir = out.join("runs");
+        fs::create_dir_all(&runs_dir).with_context(|| format!("creating {}", runs_dir.display()))?;
+        let runs_dir = fs::canonicalize(&runs_dir)?;
+        let mut study = Study {
+            ranks,
+            threads: a.threads_per_rank.unwrap_or(1),
+            sampler: sampler_of(a.sampler.unwrap_or(SamplerArg::Balanced)),
+            regimes,
+            graphs_per_rank: g,
+            graphs,
+            exe,
+            runs_dir,
+            configs: Vec::new(),
+        };
+        let all: Vec<Config> = study.regimes.iter().flat_map(|&r| study.configs_of(r)).collect();
+        for c in all {
+            if !study.configs.contains(&c) {
+                study.configs.push(c);
+            }
+        }
+        Ok(study)
+    }
+
+    /// The configurations of a regime, one per rank count.
+    fn configs_of(&self, r: Regime) -> Vec<Config> {
+        let g = self.graphs_per_rank;
+        self.ranks.iter().map(|&n| Config { ranks: n, graphs: if r == Regime::Weak { n * g } else { g } }).collect()
+    }
+
+    /// The one-rank configuration, the baseline of both regimes.
+    fn baseline(&self) -> Config {
+        Config { ranks: 1, graphs: self.graphs_per_rank }
+    }
+
+    /// Runs repeat `repeat` of configuration `c` (the `index`-th of `total` runs), or reuses it
+    /// if it finished before with the same arguments; returns what it measured.
+    fn run_one(&self, a: &ScalingArgs, c: Config, repeat: usize, (index, total): (usize, usize)) -> Result<RunSummary> {
+        let name = format!("{}-t{}-n{}-g{}-r{repeat}", sampler_name(self.sampler), self.threads, c.ranks, c.graphs);
+        let run = self.runs_dir.join(&name);
+        let (log, args_file) =
+            (self.runs_dir.join(format!("{name}.log")), self.runs_dir.join(format!("{name}.args.json")));
+        let args = train_args(a, &self.graphs, c, self.threads, self.sampler, &run);
+        let load = if finished(&run, &args_file, &args, c.ranks, a.epochs) {
+            eprintln!("[{index}/{total}] {name}: finished before, reused");
+            let prev = summaries_file_load(&args_file);
+            [prev.0, prev.1]
+        } else {
+            if run.exists() {
+                fs::remove_dir_all(&run).with_context(|| format!("removing the unfinished {}", run.display()))?;
+            }
+            let before = load_average();
+            let t = Instant::now();
+            let file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+            let mut cmd = command(a, &self.exe, c.ranks, self.threads, &args);
+            cmd.stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
+            let status = cmd.status().with_context(|| {
+                format!("starting {:?} (is it installed? set the launcher with --mpirun PATH)", cmd.get_program())
+            })?;
+            if !status.success() {
+                bail!("{name} failed ({status}); the end of {}:\n{}", log.display(), tail(&log, 15));
+            }
+            let after = load_average();
+            let record = json!({ "args": args, "load_average_start": before, "load_average_end": after });
+            write_atomic(&args_file, serde_json::to_string_pretty(&args)?.as_bytes())?;
+            write_atomic(&self.runs_dir.join(format!("{name}.load.json")), record.to_string().as_bytes())?;
+            eprintln!(
+                "[{index}/{total}] {name}: {:.1} s, load average {} → {}",
+                t.elapsed().as_secs_f64(),
+                fmt_load(before),
+                fmt_load(after)
+            );
+            [before, after]
+        };
+        summarize(&run, c, self.threads, repeat, load).with_context(|| format!("reading {name}"))
+    }
+
+    /// `scaling.json`: the study, every run, and per regime the best repeat of each rank count
+    /// with its speed-up over the baseline; and the speed-up curves.
+    fn results(
+        &self,
+        a: &ScalingArgs,
+        summaries: &[RunSummary],
+        load: [Option<[f64; 3]>; 2],
+    ) -> (Value, Vec<Curve>) {
+        // Best of the repeats per configuration.
+        let best = |c: Config| -> (&RunSummary, Vec<f64>) {
+            let reps: Vec<&RunSummary> =
+                summaries.iter().filter(|s| s.ranks == c.ranks && s.max_graphs == c.graphs).collect();
+            let times = reps.iter().map(|s| s.train_epoch_seconds).collect();
+            let b = reps.into_iter().min_by(|x, y| x.train_epoch_seconds.total_cmp(&y.train_epoch_seconds));
+            (b.expect("every configuration ran"), times)
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut out_json = json!({
+            "sampler": sampler_name(self.sampler), "threads_per_rank": self.threads, "epochs": a.epochs,
+            "repeats": a.repeats, "ranks": self.ranks, "graphs_per_rank": self.graphs_per_rank,
+            "graphs_dir": self.graphs, "cores": cores, "mpi": cfg!(feature = "mpi"),
+            "load_average_start": load[0], "load_average_end": load[1],
+            "baseline_run": best(self.baseline()).0.run,
+            "runs": summaries,
+        });
+        let mut curves = Vec::new();
+        for &r in &self.regimes {
+            let base = best(self.baseline()).0.clone();
+            let rows: Vec<Value> = self
+                .configs_of(r)
+                .into_iter()
+                .map(|c| {
+                    let (b, times) = best(c);
+                    // Strong: t₁ / t_N per graph trained (a sampler drops the remainder that cannot
+                    // fill a step of N ranks); weak: the throughput ratio. Both are a ratio of graphs/s.
+                    let sp = b.graphs_per_second / base.graphs_per_second;
+                    let mut v = serde_json::to_value(b).expect("serialises");
+                    v["speedup"] = json!(sp);
+                    v["scaling_efficiency"] = json!(sp / c.ranks as f64);
+                    v["train_epoch_seconds_repeats"] = json!(times);
+                    v
+                })
+                .collect();
+            let pts: Vec<(f64, f64)> =
+                rows.iter().filter_map(|v| Some((v["ranks"].as_f64()?, v["speedup"].as_f64()?))).collect();
+            curves.push((format!("{} scaling", r.name()), pts));
+            out_json[r.name()] = json!(rows);
+        }
+        (out_json, curves)
+    }
+}
+
 /// `trackgnn scaling` (measure mode).
 pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
-    let ranks = parse_ranks(a.ranks.as_deref().unwrap_or("1,2"))?;
-    let max_ranks = *ranks.last().expect("parse_ranks returns 1 at least");
-    if max_ranks > 1 && !cfg!(feature = "mpi") {
-        bail!(
-            "--ranks {max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
-             this one was built without it and can only measure --ranks 1"
-        );
-    }
-    let threads = a.threads_per_rank.unwrap_or(1);
-    let sampler = sampler_of(a.sampler.unwrap_or(SamplerArg::Balanced));
-    let regimes = a.regime.regimes();
+    let study = Study::plan(a)?;
     let out = a.out.as_deref().expect("checked by mode()");
-    let graphs_arg = a.graphs.as_deref().expect("checked by mode()");
-    let graphs = fs::canonicalize(graphs_arg).with_context(|| format!("--graphs {}", graphs_arg.display()))?;
-    let total = GraphSet::open(&graphs, 0).with_context(|| format!("opening {}", graphs.display()))?.len();
-    let g = base_graphs(a, total, max_ranks, &regimes)?;
-    let exe = std::env::current_exe().context("finding the trackgnn executable")?;
-    let runs_dir = out.join("runs");
-    fs::create_dir_all(&runs_dir).with_context(|| format!("creating {}", runs_dir.display()))?;
-    let runs_dir = fs::canonicalize(&runs_dir)?;
-
-    let configs_of = |r: Regime| -> Vec<Config> {
-        ranks.iter().map(|&n| Config { ranks: n, graphs: if r == Regime::Weak { n * g } else { g } }).collect()
-    };
-    let mut configs: Vec<Config> = Vec::new();
-    for c in regimes.iter().flat_map(|&r| configs_of(r)) {
-        if !configs.contains(&c) {
-            configs.push(c);
-        }
-    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load_start = load_average();
+    let total_runs = study.configs.len() * a.repeats;
     eprintln!(
-        "scaling study: {} run(s) of {} configuration(s) × {} repeat(s); {} sampler, {threads} thread(s) per rank, \
+        "scaling study: {total_runs} run(s) of {} configuration(s) × {} repeat(s); {} sampler, {} thread(s) per rank, \
          {cores} core(s), load average {}",
-        configs.len() * a.repeats,
-        configs.len(),
+        study.configs.len(),
         a.repeats,
-        sampler_name(sampler),
+        sampler_name(study.sampler),
+        study.threads,
         fmt_load(load_start)
     );
+    // The repeats are interleaved, so a drift of the machine's load spreads over all of them.
     let mut summaries: Vec<RunSummary> = Vec::new();
-    let total_runs = configs.len() * a.repeats;
     for repeat in 1..=a.repeats {
-        for (k, &c) in configs.iter().enumerate() {
-            let name = format!("{}-t{threads}-n{}-g{}-r{repeat}", sampler_name(sampler), c.ranks, c.graphs);
-            let run = runs_dir.join(&name);
-            let (log, args_file) = (runs_dir.join(format!("{name}.log")), runs_dir.join(format!("{name}.args.json")));
-            let args = train_args(a, &graphs, c, threads, sampler, &run);
-            let index = (repeat - 1) * configs.len() + k + 1;
-            let load = if finished(&run, &args_file, &args, c.ranks, a.epochs) {
-                eprintln!("[{index}/{total_runs}] {name}: finished before, reused");
-                let prev = summaries_file_load(&args_file);
-                [prev.0, prev.1]
-            } else {
-                if run.exists() {
-                    fs::remove_dir_all(&run).with_context(|| format!("removing the unfinished {}", run.display()))?;
-                }
-                let before = load_average();
-                let t = Instant::now();
-                let file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-                let mut cmd = command(a, &exe, c.ranks, threads, &args);
-                cmd.stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
-                let status = cmd.status().with_context(|| {
-                    format!("starting {:?} (is it installed? set the launcher with --mpirun PATH)", cmd.get_program())
-                })?;
-                if !status.success() {
-                    bail!("{name} failed ({status}); the end of {}:\n{}", log.display(), tail(&log, 15));
-                }
-                let after = load_average();
-                let record = json!({ "args": args, "load_average_start": before, "load_average_end": after });
-                write_atomic(&args_file, serde_json::to_string_pretty(&args)?.as_bytes())?;
-                write_atomic(&runs_dir.join(format!("{name}.load.json")), record.to_string().as_bytes())?;
-                eprintln!(
-                    "[{index}/{total_runs}] {name}: {:.1} s, load average {} → {}",
-                    t.elapsed().as_secs_f64(),
-                    fmt_load(before),
-                    fmt_load(after)
-                );
-                [before, after]
-            };
-            summaries.push(summarize(&run, c, threads, repeat, load).with_context(|| format!("reading {name}"))?);
+        for (k, &c) in study.configs.iter().enumerate() {
+            let index = (repeat - 1) * study.configs.len() + k + 1;
+            summaries.push(study.run_one(a, c, repeat, (index, total_runs))?);
         }
     }
-    let load_end = load_average();
-
-    // Best of the repeats per configuration, then the rows of each regime.
-    let best = |c: Config| -> (&RunSummary, Vec<f64>) {
-        let reps: Vec<&RunSummary> =
-            summaries.iter().filter(|s| s.ranks == c.ranks && s.max_graphs == c.graphs).collect();
-        let times = reps.iter().map(|s| s.train_epoch_seconds).collect();
-        let b = reps.into_iter().min_by(|x, y| x.train_epoch_seconds.total_cmp(&y.train_epoch_seconds));
-        (b.expect("every configuration ran"), times)
-    };
-    let mut out_json = json!({
-        "sampler": sampler_name(sampler), "threads_per_rank": threads, "epochs": a.epochs, "repeats": a.repeats,
-        "ranks": ranks, "graphs_per_rank": g, "graphs_dir": graphs, "cores": cores,
-        "mpi": cfg!(feature = "mpi"), "load_average_start": load_start, "load_average_end": load_end,
-        "baseline_run": best(Config { ranks: 1, graphs: g }).0.run,
-        "runs": summaries,
-    });
-    let mut curves = Vec::new();
-    for &r in &regimes {
-        let base = best(Config { ranks: 1, graphs: g }).0.clone();
-        let rows: Vec<Value> = configs_of(r)
-            .into_iter()
-            .map(|c| {
-                let (b, times) = best(c);
-                // Strong: t₁ / t_N per graph trained (a sampler drops the remainder that cannot
-                // fill a step of N ranks); weak: the throughput ratio. Both are a ratio of graphs/s.
-                let sp = b.graphs_per_second / base.graphs_per_second;
-                let mut v = serde_json::to_value(b).expect("serialises");
-                v["speedup"] = json!(sp);
-                v["scaling_efficiency"] = json!(sp / c.ranks as f64);
-                v["train_epoch_seconds_repeats"] = json!(times);
-                v
-            })
-            .collect();
-        let pts: Vec<(f64, f64)> =
-            rows.iter().filter_map(|v| Some((v["ranks"].as_f64()?, v["speedup"].as_f64()?))).collect();
-        curves.push((format!("{} scaling", r.name()), pts));
-        out_json[r.name()] = json!(rows);
-    }
+    let (out_json, curves) = study.results(a, &summaries, [load_start, load_average()]);
     speedup_plot(
         &out.join("speedup"),
-        &format!("Measured speed-up ({} sampler)", sampler_name(sampler)),
+        &format!("Measured speed-up ({} sampler)", sampler_name(study.sampler)),
         &curves,
-        &ranks,
+        &study.ranks,
     )?;
     write_atomic(&out.join("scaling.json"), serde_json::to_string_pretty(&out_json)?.as_bytes())?;
     if a.json {
         print_json(&out_json);
     } else {
-        print_tables(&out_json, &regimes);
+        print_tables(&out_json, &study.regimes);
         println!("\nscaling.json and speedup.png/.svg in {}", out.display());
     }
     Ok(ExitCode::SUCCESS)
