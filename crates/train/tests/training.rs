@@ -17,7 +17,6 @@ use trackgnn_train::checkpoint::load_weights;
 use trackgnn_train::config::Oversize;
 use trackgnn_train::data::{GraphSet, load_parts};
 use trackgnn_train::dist::SingleProcess;
-use trackgnn_train::logs::read_records;
 use trackgnn_train::{Progress, RunDir, Silent, TrainConfig, Trainer};
 
 /// Writes `n` geometric pT > 1 GeV graphs of pile-up-20 events into `dir`.
@@ -79,7 +78,7 @@ fn a_small_model_learns_the_tiny_set() {
     let mut t = Trainer::new(small_config(), &graphs, &run, false, &mut comm).unwrap();
     let out = t.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert_eq!(out.epochs_completed, 5);
-    let recs = read_records(&run.join("metrics.jsonl")).unwrap();
+    let recs = RunDir::new(&run).read_metrics().unwrap();
     assert_eq!(recs.len(), 5);
     let (first, last) = (&recs[0], recs.last().unwrap());
     assert!(last.train_loss <= 0.5 * first.train_loss, "train loss {} -> {}", first.train_loss, last.train_loss);
@@ -97,7 +96,7 @@ fn bf16_saved_states_keep_the_metrics_of_f32_checkpointing() {
         let run = dir.path().join(mode);
         let mut comm = SingleProcess;
         Trainer::new(cfg, &graphs, &run, false, &mut comm).unwrap().run(&Silent, &AtomicBool::new(false)).unwrap();
-        read_records(&run.join("metrics.jsonl")).unwrap().pop().unwrap()
+        RunDir::new(&run).read_metrics().unwrap().pop().unwrap()
     };
     let (f32s, bf16s) = (last("per-iteration"), last("per-iteration+bf16"));
     assert!(
@@ -157,8 +156,8 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
         "resumed weights differ from the uninterrupted run"
     );
     // The logs hold each epoch once, and the best weights on disk match.
-    let recs_a = read_records(&dir.path().join("a/metrics.jsonl")).unwrap();
-    let recs_b = read_records(&run_b.join("metrics.jsonl")).unwrap();
+    let recs_a = RunDir::new(dir.path().join("a")).read_metrics().unwrap();
+    let recs_b = RunDir::new(&run_b).read_metrics().unwrap();
     assert_eq!(recs_b.len(), 3);
     for (x, y) in recs_a.iter().zip(&recs_b) {
         assert_eq!(x.val_loss.to_bits(), y.val_loss.to_bits());
@@ -166,8 +165,8 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     }
     let mut pa = a.model.params.clone();
     let mut pb = b.model.params.clone();
-    load_weights(&dir.path().join("a/best.safetensors"), &mut pa).unwrap();
-    load_weights(&run_b.join("best.safetensors"), &mut pb).unwrap();
+    load_weights(&RunDir::new(dir.path().join("a")).best_path(), &mut pa).unwrap();
+    load_weights(&RunDir::new(&run_b).best_path(), &mut pb).unwrap();
     assert_eq!(pa.data, pb.data);
 }
 
@@ -199,7 +198,7 @@ fn a_resume_may_add_a_decay_that_keeps_the_past_learning_rates() {
         resumed.model.params.data.iter().zip(&fresh.model.params.data).all(|(x, y)| x.to_bits() == y.to_bits()),
         "the resumed run with a later decay differs from a fresh run with it"
     );
-    let lrs: Vec<f64> = read_records(&run.join("metrics.jsonl")).unwrap().iter().map(|r| r.lr).collect();
+    let lrs: Vec<f64> = RunDir::new(&run).read_metrics().unwrap().iter().map(|r| r.lr).collect();
     assert_eq!(lrs, [3e-3, 3e-3, 1.5e-3, 1.5e-3]);
 }
 
@@ -213,7 +212,7 @@ fn a_run_may_start_from_the_weights_of_another() {
         .unwrap()
         .run(&Silent, &AtomicBool::new(false))
         .unwrap();
-    let best = first.join("best.safetensors");
+    let best = RunDir::new(&first).best_path();
     let tuned = TrainConfig { init_weights: Some(best.clone()), pos_weight: 2.0, ..cfg.clone() };
     let mut comm_tuned = SingleProcess;
     let mut t = Trainer::new(tuned.clone(), &graphs, &dir.path().join("tuned"), false, &mut comm_tuned).unwrap();

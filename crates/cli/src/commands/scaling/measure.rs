@@ -314,12 +314,7 @@ impl Study {
 
     /// `scaling.json`: the study, every run, and per regime the best repeat of each rank count
     /// with its speed-up over the baseline; and the speed-up curves.
-    fn results(
-        &self,
-        a: &ScalingArgs,
-        summaries: &[RunSummary],
-        load: [Option<[f64; 3]>; 2],
-    ) -> (Value, Vec<Curve>) {
+    fn results(&self, a: &ScalingArgs, summaries: &[RunSummary], load: [Option<[f64; 3]>; 2]) -> (Value, Vec<Curve>) {
         // Best of the repeats per configuration.
         let best = |c: Config| -> (&RunSummary, Vec<f64>) {
             let reps: Vec<&RunSummary> =
