@@ -30,7 +30,7 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Writing or renaming the file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file concerned.
         path: PathBuf,
