@@ -257,7 +257,7 @@ impl<'a> Trainer<'a> {
         resume: bool,
         comm: &'a mut dyn Comm,
     ) -> Result<Self> {
-        cfg.validate().map_err(Error::Config)?;
+        cfg.validate()?;
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
         let mut split = Split::by_event(&set, cfg.split, cfg.seed);
         if split.train.is_empty() {
@@ -340,7 +340,7 @@ impl<'a> Trainer<'a> {
         });
         if let Some(path) = &self.cfg.init_weights {
             // The file may later be overwritten (a continuing run's best weights): name its content.
-            let hash = trackgnn_graph::module_map::file_hash(path).map_err(|e| Error::Graph(e.to_string()))?;
+            let hash = trackgnn_graph::module_map::file_hash(path)?;
             events["init_weights"] = json!({ "path": path, "hash": hash });
         }
         write_atomic(&self.run.events(), serde_json::to_string_pretty(&events).expect("json").as_bytes())?;
@@ -713,10 +713,7 @@ fn toml_string<T: Serialize>(v: &T) -> Result<String> {
 
 /// Writes a file under a temporary name and renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {

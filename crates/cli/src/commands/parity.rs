@@ -27,7 +27,7 @@ pub fn run(a: ExportParityArgs) -> Result<ExitCode> {
         }
         None => ModelConfig::default(),
     };
-    cfg.validate().map_err(anyhow::Error::msg)?;
+    cfg.validate()?;
     // The graph: a graph file, or a random one.
     let (n, x, node_dim, ea, edge_dim, src, dst, y, w) = match &a.graph {
         Some(p) => {
