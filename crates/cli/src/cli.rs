@@ -297,6 +297,47 @@ pub enum OversizeArg {
     Skip,
 }
 
+// The one place where the options that mirror library enums become them (as ripgrep's
+// `HiArgs::from_low_args`): the libraries stay free of clap, and a command converts with `.into()`.
+
+impl From<LrScalingArg> for trackgnn_train::config::LrScaling {
+    fn from(a: LrScalingArg) -> Self {
+        match a {
+            LrScalingArg::None => Self::None,
+            LrScalingArg::Linear => Self::Linear,
+            LrScalingArg::Sqrt => Self::Sqrt,
+        }
+    }
+}
+
+impl From<SamplerArg> for trackgnn_train::config::Sampler {
+    fn from(a: SamplerArg) -> Self {
+        match a {
+            SamplerArg::Random => Self::Random,
+            SamplerArg::Balanced => Self::Balanced,
+        }
+    }
+}
+
+impl From<OversizeArg> for trackgnn_train::config::Oversize {
+    fn from(a: OversizeArg) -> Self {
+        match a {
+            OversizeArg::Split => Self::Split,
+            OversizeArg::Skip => Self::Skip,
+        }
+    }
+}
+
+impl From<TrackMethodArg> for trackgnn_reco::tracks::Method {
+    fn from(a: TrackMethodArg) -> Self {
+        match a {
+            TrackMethodArg::Cc => Self::Cc,
+            TrackMethodArg::Walkthrough => Self::Walkthrough,
+            TrackMethodArg::Follow => Self::Follow,
+        }
+    }
+}
+
 fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
     s.parse()
 }

@@ -24,7 +24,7 @@ use trackgnn_train::config::Sampler;
 use trackgnn_train::data::GraphSet;
 use trackgnn_train::logs::{RankReport, load_average, read_records};
 
-use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
+use super::{Regime, parse_ranks, sampler_name, speedup_plot};
 use crate::cli::{SamplerArg, ScalingArgs};
 use crate::util::{print_json, write_atomic};
 
@@ -285,7 +285,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         );
     }
     let threads = a.threads_per_rank.unwrap_or(1);
-    let sampler = sampler_of(a.sampler.unwrap_or(SamplerArg::Balanced));
+    let sampler: Sampler = a.sampler.unwrap_or(SamplerArg::Balanced).into();
     let regimes = a.regime.regimes();
     let out = a.out.as_deref().expect("checked by mode()");
     let graphs_arg = a.graphs.as_deref().expect("checked by mode()");
