@@ -117,6 +117,7 @@ impl Progress for Bars {
 
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
+    super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
     let cfg = resolve_config(&a)?;
     let pool = thread_pool(a.threads)?;
     let stop = Arc::new(AtomicBool::new(false));
