@@ -1,15 +1,15 @@
 //! One module per subcommand.
 
 mod bench_allreduce;
-mod bench_engine;
-mod bench_io;
+pub(crate) mod bench_engine;
+pub(crate) mod bench_io;
 mod bench_memory;
 pub mod build_graphs;
 mod demo;
-mod geometry;
-mod inspect;
+pub(crate) mod geometry;
+pub(crate) mod inspect;
 mod module_map;
-mod parity;
+pub(crate) mod parity;
 pub mod reconstruct;
 pub mod scaling;
 pub mod simulate;
