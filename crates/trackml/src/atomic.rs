@@ -35,7 +35,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     result
 }
 
-/// [`write`], durable: the temporary file is fsynced before the rename and the directory
+/// [`write()`], durable: the temporary file is fsynced before the rename and the directory
 /// after it, so the new content survives a power loss (checkpoints, training logs).
 pub fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = temp_path(path);
