@@ -4,6 +4,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+// Each command's arguments live beside the command; they are named here too.
+pub use crate::commands::bench_engine::BenchEngineArgs;
+pub use crate::commands::bench_io::BenchIoArgs;
+pub use crate::commands::build_graphs::BuildGraphsArgs;
+pub use crate::commands::geometry::GeometryArgs;
+pub use crate::commands::inspect::InspectArgs;
+pub use crate::commands::parity::ExportParityArgs;
+pub use crate::commands::simulate::SimulateArgs;
+
 /// trackgnn: graph neural networks for particle tracking, from one core to many MPI ranks.
 #[derive(Debug, Parser)]
 #[command(name = "trackgnn", version, about, long_about = None, args_override_self = true)]
@@ -61,70 +70,6 @@ pub struct DemoArgs {
     /// Threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-}
-
-/// `trackgnn simulate`.
-#[derive(Debug, Args)]
-pub struct SimulateArgs {
-    /// Number of events.
-    #[arg(long, default_value_t = 10)]
-    pub events: u64,
-    /// Mean number of pile-up interactions per event (TrackML: 200).
-    #[arg(long)]
-    pub pileup: Option<f64>,
-    /// Seed of the data set: same seed, same bytes, whatever the thread count.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Number of the first event (events are numbered consecutively from it).
-    #[arg(long, default_value_t = 1)]
-    pub first_event: u64,
-    /// Output directory (created if needed).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Write `.csv.gz` files.
-    #[arg(long)]
-    pub gzip: bool,
-    /// Generator settings (TOML, the keys of `SimConfig`); flags win over the file.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object with the run's figures instead of text.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub detector: DetectorArg,
-}
-
-/// `trackgnn geometry`.
-#[derive(Debug, Args)]
-pub struct GeometryArgs {
-    /// Where to write detectors.csv.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Print one JSON object (module counts per layer) instead of text.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub detector: DetectorArg,
-}
-
-/// `trackgnn inspect`.
-#[derive(Debug, Args)]
-pub struct InspectArgs {
-    /// An event directory, or one event (any of its files, or its `eventNNNNNNNNN` prefix).
-    pub path: PathBuf,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Central field \[T\] for the helix check (the TrackML profile is scaled to it).
-    #[arg(long, default_value_t = 2.0)]
-    pub field_tesla: f64,
-    /// Geometry for the checks; by default `detectors.csv` next to the events, else the
-    /// built-in TrackML geometry.
-    #[arg(long, value_name = "FILE")]
-    pub detector: Option<PathBuf>,
 }
 
 /// `trackgnn module-map …`.
@@ -206,68 +151,6 @@ pub enum GraphMethod {
     ModuleMap,
 }
 
-/// `trackgnn build-graphs`.
-#[derive(Debug, Args)]
-pub struct BuildGraphsArgs {
-    /// Directory of events.
-    #[arg(long, value_name = "DIR")]
-    pub input: PathBuf,
-    /// Output directory for the graph files and recipe.toml.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Edge builder.
-    #[arg(long, value_enum, default_value_t = GraphMethod::Geometric)]
-    pub method: GraphMethod,
-    /// Module map file (for --method module-map).
-    #[arg(long, value_name = "FILE")]
-    pub map: Option<PathBuf>,
-    /// Truth hard cut: keep only hits of particles with pT at least this \[GeV\] (drops noise).
-    #[arg(long)]
-    pub pt_min: Option<f64>,
-    /// Drop noise hits (truth-based).
-    #[arg(long)]
-    pub remove_noise: bool,
-    /// Relative margin around the module map's ranges.
-    #[arg(long)]
-    pub margin: Option<f64>,
-    /// Module map: keep doublets without the triplet stage (no triplet window, no shortcut
-    /// removal).
-    #[arg(long)]
-    pub no_triplets: bool,
-    /// Module map: keep edges a → c that skip a hit b of a consistent triplet a → b → c.
-    #[arg(long)]
-    pub keep_shortcuts: bool,
-    /// Geometric builder: largest |dphi/dr| [rad/mm].
-    #[arg(long)]
-    pub phi_slope_max: Option<f64>,
-    /// Geometric builder: largest |z0| \[mm\].
-    #[arg(long)]
-    pub z0_max: Option<f64>,
-    /// Geometric builder: layers a pair may skip.
-    #[arg(long)]
-    pub skip_layers: Option<usize>,
-    /// Write sector graphs instead of whole events: PHIxETA sectors, e.g. 8x2.
-    #[arg(long, value_name = "PHIxETA")]
-    pub sectors: Option<String>,
-    /// Overlap of the sectors on each side: PHI_RAD,ETA (default 0.3,0.3).
-    #[arg(long, value_name = "PHI,ETA")]
-    pub sector_overlap: Option<String>,
-    /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Use only the first N events.
-    #[arg(long)]
-    pub events: Option<usize>,
-    /// Worker threads.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub detector: DetectorArg,
-}
-
 /// `--lr-scaling`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum LrScalingArg {
@@ -295,6 +178,47 @@ pub enum OversizeArg {
     Split,
     /// Leave the graph out of training.
     Skip,
+}
+
+// The one place where the options that mirror library enums become them (as ripgrep's
+// `HiArgs::from_low_args`): the libraries stay free of clap, and a command converts with `.into()`.
+
+impl From<LrScalingArg> for trackgnn_train::config::LrScaling {
+    fn from(a: LrScalingArg) -> Self {
+        match a {
+            LrScalingArg::None => Self::None,
+            LrScalingArg::Linear => Self::Linear,
+            LrScalingArg::Sqrt => Self::Sqrt,
+        }
+    }
+}
+
+impl From<SamplerArg> for trackgnn_train::config::Sampler {
+    fn from(a: SamplerArg) -> Self {
+        match a {
+            SamplerArg::Random => Self::Random,
+            SamplerArg::Balanced => Self::Balanced,
+        }
+    }
+}
+
+impl From<OversizeArg> for trackgnn_train::config::Oversize {
+    fn from(a: OversizeArg) -> Self {
+        match a {
+            OversizeArg::Split => Self::Split,
+            OversizeArg::Skip => Self::Skip,
+        }
+    }
+}
+
+impl From<TrackMethodArg> for trackgnn_reco::tracks::Method {
+    fn from(a: TrackMethodArg) -> Self {
+        match a {
+            TrackMethodArg::Cc => Self::Cc,
+            TrackMethodArg::Walkthrough => Self::Walkthrough,
+            TrackMethodArg::Follow => Self::Follow,
+        }
+    }
 }
 
 fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
@@ -605,35 +529,6 @@ pub struct ReconstructArgs {
     pub detector: DetectorArg,
 }
 
-/// `trackgnn export-parity`.
-#[derive(Debug, Args)]
-pub struct ExportParityArgs {
-    /// Output safetensors file.
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// Model configuration (TOML, the keys of `ModelConfig`); default: trackgnn's defaults.
-    #[arg(long, value_name = "FILE")]
-    pub model_config: Option<PathBuf>,
-    /// A graph file to use (its target labels and field weights); default: a random graph.
-    #[arg(long, value_name = "FILE")]
-    pub graph: Option<PathBuf>,
-    /// Nodes of the random graph.
-    #[arg(long, default_value_t = 200)]
-    pub nodes: usize,
-    /// Edges of the random graph.
-    #[arg(long, default_value_t = 1500)]
-    pub edges: usize,
-    /// Edge features of the random graph.
-    #[arg(long, default_value_t = 0)]
-    pub edge_features: usize,
-    /// Seed of the weights and of the random graph.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Positive-class weight of the loss.
-    #[arg(long, default_value_t = 2.0)]
-    pub pos_weight: f64,
-}
-
 /// `trackgnn bench …`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -714,43 +609,6 @@ pub enum EngineVariant {
     Defaults,
     /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
     Unfused,
-}
-
-/// `trackgnn bench engine`.
-#[derive(Debug, Args)]
-pub struct BenchEngineArgs {
-    /// Run one variant only (in this process).
-    #[arg(long, value_enum)]
-    pub only: Option<EngineVariant>,
-    /// Timed steps.
-    #[arg(long, default_value_t = 10)]
-    pub steps: usize,
-    /// Warm-up steps before timing.
-    #[arg(long, default_value_t = 2)]
-    pub warmup: usize,
-    /// Threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `trackgnn bench io`.
-#[derive(Debug, Args)]
-pub struct BenchIoArgs {
-    /// Events to generate and time.
-    #[arg(long, default_value_t = 3)]
-    pub events: u64,
-    /// Pile-up of the generated events.
-    #[arg(long, default_value_t = 200.0)]
-    pub pileup: f64,
-    /// Directory for the files written (a temporary one by default).
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[cfg(test)]

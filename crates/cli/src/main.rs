@@ -26,11 +26,13 @@ fn main() -> ExitCode {
         // Colour codes only on a terminal: logs redirected to a file stay plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    // Exit codes: 0 success; 1 a run-time failure (or a check that failed); 2 a usage error,
+    // which `Cli::parse` above reports and exits with, as clap does.
     match commands::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            eprintln!("error: {}", trackgnn_trackml::error::report(err.as_ref()));
+            ExitCode::FAILURE
         }
     }
 }

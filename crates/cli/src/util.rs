@@ -31,11 +31,7 @@ pub fn print_json(value: &serde_json::Value) {
 }
 
 /// Writes `bytes` to a temporary name next to `path`, then renames it into place, so a crash
-/// never leaves a partial file under the real name.
+/// never leaves a partial file under the real name ([`trackgnn_trackml::atomic::write`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().context("a file name")?.to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    trackgnn_trackml::atomic::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }

@@ -2,6 +2,7 @@
 
 mod util;
 
+mod errors;
 mod geometry;
 mod graphs;
 mod inspect;

@@ -101,18 +101,27 @@ impl ModelConfig {
     }
 
     /// Checks the settings.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |message: &str| Err(ConfigError { message: message.into() });
         if self.hidden == 0 || self.mlp_depth == 0 || self.classifier_depth == 0 {
-            return Err("hidden, mlp_depth and classifier_depth must be at least 1".into());
+            return bad("hidden, mlp_depth and classifier_depth must be at least 1");
         }
         if self.aggregation.is_empty() {
-            return Err("aggregation needs at least one of sum, mean, max, std".into());
+            return bad("aggregation needs at least one of sum, mean, max, std");
         }
         let mut seen = self.aggregation.clone();
         seen.dedup();
         if seen.len() != self.aggregation.len() {
-            return Err("aggregation lists the same aggregator twice".into());
+            return bad("aggregation lists the same aggregator twice");
         }
         Ok(())
     }
+}
+
+/// A [`ModelConfig`] that cannot be used; the message names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConfigError {
+    /// What is wrong, naming the setting.
+    pub message: String,
 }

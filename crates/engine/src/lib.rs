@@ -18,7 +18,7 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
-pub use config::{ModelConfig, Norm};
+pub use config::{ConfigError, ModelConfig, Norm};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

@@ -33,12 +33,65 @@ impl NodeCuts {
     }
 }
 
-/// A node feature: a named per-hit quantity divided by a scale.
+/// A per-hit quantity a node feature can be. In recipe files and graph headers it is written
+/// by its name (`r`, `phi`, `z`, `eta`, `x`, `y`, `cluster_size`, `charge_sum`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// Transverse radius \[mm\].
+    R,
+    /// Azimuth \[rad\], in (−π, π].
+    Phi,
+    /// z \[mm\].
+    Z,
+    /// Pseudorapidity of the hit seen from the origin.
+    Eta,
+    /// x \[mm\].
+    X,
+    /// y \[mm\].
+    Y,
+    /// Cells of the hit's cluster (needs the cells file).
+    ClusterSize,
+    /// Summed charge of the hit's cells (needs the cells file).
+    ChargeSum,
+}
+
+impl Feature {
+    /// Every feature, in the order of [`FEATURE_NAMES`].
+    pub const ALL: [Feature; 8] = [
+        Feature::R,
+        Feature::Phi,
+        Feature::Z,
+        Feature::Eta,
+        Feature::X,
+        Feature::Y,
+        Feature::ClusterSize,
+        Feature::ChargeSum,
+    ];
+
+    /// The name in recipe files and graph headers.
+    pub fn name(self) -> &'static str {
+        FEATURE_NAMES[Feature::ALL.iter().position(|&f| f == self).expect("every feature is in ALL")]
+    }
+
+    /// Whether the feature is computed from the cells file.
+    pub fn needs_cells(self) -> bool {
+        matches!(self, Feature::ClusterSize | Feature::ChargeSum)
+    }
+}
+
+impl std::fmt::Display for Feature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A node feature: a per-hit quantity divided by a scale.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FeatureSpec {
-    /// One of `r`, `phi`, `z`, `eta`, `x`, `y`, `cluster_size`, `charge_sum`.
-    pub name: String,
+    /// The quantity.
+    pub name: Feature,
     /// The feature is `value / scale`.
     pub scale: f64,
 }
@@ -54,12 +107,14 @@ pub struct FeatureConfig {
 impl Default for FeatureConfig {
     /// The field's default: r/1000, φ/π, z/1000 (Exa.TrkX / acorn).
     fn default() -> Self {
-        let f = |name: &str, scale: f64| FeatureSpec { name: name.into(), scale };
-        FeatureConfig { features: vec![f("r", 1000.0), f("phi", std::f64::consts::PI), f("z", 1000.0)] }
+        let f = |name, scale| FeatureSpec { name, scale };
+        FeatureConfig {
+            features: vec![f(Feature::R, 1000.0), f(Feature::Phi, std::f64::consts::PI), f(Feature::Z, 1000.0)],
+        }
     }
 }
 
-/// Names a feature may have.
+/// Names a feature may have, in the order of [`Feature::ALL`].
 pub const FEATURE_NAMES: [&str; 8] = ["r", "phi", "z", "eta", "x", "y", "cluster_size", "charge_sum"];
 
 /// The hits kept as nodes, with everything graph building needs, struct-of-arrays.
@@ -203,31 +258,23 @@ impl HitTable {
         Ok(t)
     }
 
-    /// The value of a named quantity for node `i`.
-    fn quantity(&self, name: &str, i: usize) -> f64 {
-        (match name {
-            "r" => self.r[i],
-            "phi" => self.phi[i],
-            "z" => self.z[i],
-            "eta" => self.eta[i],
-            "x" => self.x[i],
-            "y" => self.y[i],
-            "cluster_size" => self.cluster_size[i],
-            "charge_sum" => self.charge_sum[i],
-            _ => unreachable!("feature names are validated"),
+    /// The value of a quantity for node `i`.
+    fn quantity(&self, feature: Feature, i: usize) -> f64 {
+        (match feature {
+            Feature::R => self.r[i],
+            Feature::Phi => self.phi[i],
+            Feature::Z => self.z[i],
+            Feature::Eta => self.eta[i],
+            Feature::X => self.x[i],
+            Feature::Y => self.y[i],
+            Feature::ClusterSize => self.cluster_size[i],
+            Feature::ChargeSum => self.charge_sum[i],
         }) as f64
     }
 
     /// The scaled node features, row-major (num_nodes, features).
     pub fn features(&self, cfg: &FeatureConfig) -> crate::Result<Vec<f32>> {
         for f in &cfg.features {
-            if !FEATURE_NAMES.contains(&f.name.as_str()) {
-                return Err(crate::Error::Config(format!(
-                    "unknown node feature `{}` (known: {})",
-                    f.name,
-                    FEATURE_NAMES.join(", ")
-                )));
-            }
             if !(f.scale.is_finite() && f.scale != 0.0) {
                 return Err(crate::Error::Config(format!(
                     "node feature `{}`: scale must be finite and non-zero",
@@ -238,9 +285,27 @@ impl HitTable {
         let mut out = Vec::with_capacity(self.len() * cfg.features.len());
         for i in 0..self.len() {
             for f in &cfg.features {
-                out.push((self.quantity(&f.name, i) / f.scale) as f32);
+                out.push((self.quantity(f.name, i) / f.scale) as f32);
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn features_keep_their_names_in_recipe_files() {
+        for (f, name) in Feature::ALL.iter().zip(FEATURE_NAMES) {
+            assert_eq!(f.name(), name);
+            let spec: FeatureSpec = serde_json::from_str(&format!(r#"{{"name": "{name}", "scale": 2.0}}"#)).unwrap();
+            assert_eq!(spec.name, *f);
+            assert!(serde_json::to_string(&spec).unwrap().contains(&format!(r#""name":"{name}""#)));
+        }
+        let err = serde_json::from_str::<FeatureSpec>(r#"{"name": "rho", "scale": 1.0}"#).unwrap_err().to_string();
+        assert!(err.contains("rho") && err.contains("cluster_size"), "{err}");
+        assert!(Feature::ChargeSum.needs_cells() && !Feature::Phi.needs_cells());
     }
 }

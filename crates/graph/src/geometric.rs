@@ -51,16 +51,11 @@ impl Default for GeometricConfig {
     }
 }
 
-/// Wraps an angle difference into (−π, π].
+/// The angle from `a` to `b`, `b − a` wrapped into (−π, π]
+/// ([`trackgnn_trackml::physics::wrap_phi`]).
 #[inline]
 pub fn dphi(a: f32, b: f32) -> f32 {
-    let mut d = b - a;
-    if d > PI {
-        d -= 2.0 * PI;
-    } else if d <= -PI {
-        d += 2.0 * PI;
-    }
-    d
+    trackgnn_trackml::physics::wrap_phi(b - a)
 }
 
 /// The cuts for a pair of hits on different layers.

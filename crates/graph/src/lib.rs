@@ -31,6 +31,7 @@ pub mod sectors;
 pub mod truth;
 
 pub use error::{Error, Result};
+pub use features::Feature;
 pub use file::{GraphHeader, discover_graphs, graph_file_name, read_graph, read_graph_header, write_graph};
 pub use graph::{Graph, GraphTruth};
 pub use module_map::ModuleMap;

@@ -8,7 +8,6 @@
 //! so the map keeps graphs small and pure.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -136,19 +135,7 @@ impl Ranges<2> {
 /// Edge indices grouped by node (`key[e]` is edge e's node), each node's run sorted by `order`:
 /// the edges of node i are `idx[start[i]..start[i + 1]]`.
 fn edges_by_node<K: Ord>(n: usize, key: &[u32], order: impl Fn(u32) -> K) -> (Vec<u32>, Vec<u32>) {
-    let mut start = vec![0u32; n + 1];
-    for &k in key {
-        start[k as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    let mut fill = start.clone();
-    let mut idx = vec![0u32; key.len()];
-    for (e, &k) in key.iter().enumerate() {
-        idx[fill[k as usize] as usize] = e as u32;
-        fill[k as usize] += 1;
-    }
+    let trackgnn_trackml::index::Csr { offsets: start, edges: mut idx } = trackgnn_trackml::index::Csr::build(key, n);
     for i in 0..n {
         idx[start[i] as usize..start[i + 1] as usize].sort_unstable_by_key(|&e| order(e));
     }
@@ -537,13 +524,7 @@ impl ModuleMap {
         out.extend_from_slice(&header);
         out.extend_from_slice(&body);
         out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let io = |e| Error::Io { path: path.to_path_buf(), source: e };
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&out).map_err(io)?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io)?;
+        trackgnn_trackml::atomic::write(path, &out).map_err(|e| Error::io(path, e))?;
         Ok(out.len() as u64)
     }
 

@@ -223,7 +223,7 @@ pub fn build_graph(
     );
     let graph = Graph {
         event_id: event.event_id,
-        node_feature_names: recipe.features.features.iter().map(|f| f.name.clone()).collect(),
+        node_feature_names: recipe.features.features.iter().map(|f| f.name.to_string()).collect(),
         node_features,
         edge_feature_names: if recipe.edge_features {
             EDGE_FEATURE_NAMES.iter().map(|s| s.to_string()).collect()

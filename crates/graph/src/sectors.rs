@@ -54,7 +54,7 @@ fn node_eta(g: &Graph, i: usize) -> f64 {
 
 /// φ distance from `phi` to the interval [lo, hi] (0 inside), wrapping.
 fn phi_outside(phi: f64, lo: f64, hi: f64) -> f64 {
-    let wrap = |x: f64| (x + PI).rem_euclid(2.0 * PI) - PI;
+    let wrap = trackgnn_trackml::physics::wrap_phi::<f64>;
     let centre = 0.5 * (lo + hi);
     let half = 0.5 * (hi - lo);
     (wrap(phi - centre).abs() - half).max(0.0)

@@ -11,7 +11,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -23,14 +22,11 @@ pub use font::{FAMILY, font_available};
 /// Image size in pixels (PNG) or user units (SVG).
 pub const SIZE: (u32, u32) = (960, 640);
 
-/// Makes temporary names unique within the process (plots may be written from several threads).
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// Why a plot file could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Writing or renaming the file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file concerned.
         path: PathBuf,
@@ -100,11 +96,10 @@ pub mod testing {
     }
 }
 
-/// A temporary sibling of `path` with the same extension (the PNG encoder goes by it).
+/// A temporary sibling of `path` ([`trackgnn_trackml::atomic::temp_path`]) ending in the same
+/// extension (the PNG encoder goes by it).
 fn temp_sibling(path: &Path, ext: &str) -> PathBuf {
-    let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("plot");
-    let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.tmp-{}-{n}.{ext}", std::process::id()))
+    with_ext(&trackgnn_trackml::atomic::temp_path(path), ext)
 }
 
 /// Writes `<stem>.png` and `<stem>.svg` of a figure, with text if a font is available. If

@@ -19,7 +19,7 @@
 //! is 1).
 //!
 //! Files are plain CSV (no gzip), written atomically: to a temporary sibling
-//! `.{name}.tmp-{pid}-{n}`, renamed into place once complete. The reader finds columns by
+//! `.{name}.tmp-{pid}-{n}` ([`trackgnn_trackml::atomic::temp_path`]), renamed into place once complete. The reader finds columns by
 //! header name, accepts CRLF, blank lines, a UTF-8 BOM and several events in one file (the
 //! Kaggle layout), and rejects a hit listed twice in one event. Track ids must fit a `u32`.
 
@@ -27,16 +27,12 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::tracks::NO_TRACK;
 
 /// The header of a submission file.
 pub const SUBMISSION_COLUMNS: [&str; 3] = ["event_id", "hit_id", "track_id"];
-
-/// Distinguishes temporaries of several writers of the same file in one process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The file name trackgnn uses for an event's submission: `event000001000-submission.csv`.
 pub fn submission_file_name(event_id: u64) -> String {
@@ -114,13 +110,10 @@ fn hit_index(hit_ids: &[u64], context: &str) -> Result<HashMap<u64, usize>> {
 pub fn write_submission(path: &Path, event_id: u64, hit_ids: &[u64], track_ids: &[u32]) -> Result<()> {
     assert_eq!(hit_ids.len(), track_ids.len(), "one track id per hit");
     hit_index(hit_ids, &format!("write_submission {}", path.display()))?;
-    let name = path.file_name().ok_or_else(|| Error::io(path, std::io::Error::other("not a file name")))?;
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    if path.file_name().is_none() {
+        return Err(Error::io(path, std::io::Error::other("not a file name")));
+    }
+    let tmp = trackgnn_trackml::atomic::temp_path(path);
     let written = (|| -> std::io::Result<()> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
         writeln!(w, "{}", SUBMISSION_COLUMNS.join(","))?;

@@ -8,6 +8,8 @@
 //!   layout built procedurally ([`Detector::trackml`]) or read from `detectors.csv`.
 //! - [`field`], [`physics`], [`units`]: the field B_z(z), Highland, helix radius, units.
 //! - [`rng`]: the seeded, value-stable random generator of the whole project.
+//! - [`index`]: the counting-sort grouping (edges by node) of the engine and the graph builders.
+//! - [`atomic`]: files written whole or not at all (temporary name, then rename), for every crate.
 //!
 //! ```
 //! use trackgnn_trackml::{Detector, physics, units};
@@ -20,12 +22,14 @@
 //! Not for: simulation (see `trackgnn-simulate`) or graphs (`trackgnn-graph`).
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod csv;
 pub mod error;
 pub mod event;
 pub mod field;
 pub mod geometry;
 pub mod ids;
+pub mod index;
 pub mod physics;
 pub mod rng;
 pub mod summary;

@@ -22,16 +22,45 @@ pub fn eta_of_point(x: f64, y: f64, z: f64) -> f64 {
     eta_of(x, y, z)
 }
 
-/// Wraps an angle into (−π, π].
-pub fn wrap_phi(phi: f64) -> f64 {
-    let two_pi = std::f64::consts::TAU;
-    let mut p = phi % two_pi;
-    if p <= -std::f64::consts::PI {
-        p += two_pi;
-    } else if p > std::f64::consts::PI {
-        p -= two_pi;
+/// Wraps an angle into (−π, π], the one φ range of trackgnn: −π maps to π, and an angle
+/// already in the range is returned unchanged (bit for bit), so a difference of two φ in
+/// (−π, π] is wrapped exactly. For `f32` (graph features) and `f64`.
+pub fn wrap_phi<T: Angle>(phi: T) -> T {
+    if phi > -T::PI && phi <= T::PI {
+        return phi;
+    }
+    let mut p = phi % T::TAU;
+    if p <= -T::PI {
+        p = p + T::TAU;
+    } else if p > T::PI {
+        p = p - T::TAU;
     }
     p
+}
+
+/// The float types [`wrap_phi`] works on.
+pub trait Angle:
+    Copy
+    + PartialOrd
+    + std::ops::Rem<Output = Self>
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    /// π.
+    const PI: Self;
+    /// 2π.
+    const TAU: Self;
+}
+
+impl Angle for f32 {
+    const PI: f32 = std::f32::consts::PI;
+    const TAU: f32 = std::f32::consts::TAU;
+}
+
+impl Angle for f64 {
+    const PI: f64 = std::f64::consts::PI;
+    const TAU: f64 = std::f64::consts::TAU;
 }
 
 /// Transverse radius of a helix \[mm\]: R = pT / (|q| · B), with B in GeV/(e·mm).
@@ -76,7 +105,30 @@ mod tests {
         // θ = 45°: η = −ln tan(22.5°) = 0.8814
         assert!((eta_of(1.0, 0.0, 1.0) - 0.881_373_587).abs() < 1e-8);
         assert!((wrap_phi(3.0 * std::f64::consts::PI) - std::f64::consts::PI).abs() < 1e-12);
-        assert!((wrap_phi(-0.5) + 0.5).abs() < 1e-15);
+        assert!((wrap_phi(-0.5_f64) + 0.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn wrap_phi_is_half_open_at_minus_pi() {
+        use std::f64::consts::{PI, TAU};
+        // The edges: −π is outside, π inside; values in range come back bit for bit.
+        assert_eq!(wrap_phi(PI), PI);
+        assert_eq!(wrap_phi(-PI), PI);
+        assert_eq!(wrap_phi(std::f32::consts::PI), std::f32::consts::PI);
+        assert_eq!(wrap_phi(-std::f32::consts::PI), std::f32::consts::PI);
+        for x in [0.0, 1e-300, -1e-300, 0.1, -3.0, 3.1, -PI + 1e-15] {
+            assert_eq!(wrap_phi(x).to_bits(), f64::to_bits(x), "{x}");
+        }
+        // A difference of two angles in (−π, π] lies in (−2π, 2π): one turn at most.
+        assert!((wrap_phi(PI - 0.1 - (-PI + 0.1)) - (-0.2)).abs() < 1e-12);
+        assert!((wrap_phi(-PI + 0.1 - PI) - 0.1).abs() < 1e-12);
+        // Many turns away.
+        assert!((wrap_phi(0.5 + 7.0 * TAU) - 0.5).abs() < 1e-12);
+        assert!((wrap_phi(-0.5 - 7.0 * TAU) + 0.5).abs() < 1e-12);
+        for k in -20..=20 {
+            let p = wrap_phi(k as f64 * 0.77);
+            assert!(p > -PI && p <= PI, "{k}: {p}");
+        }
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub fn save_checkpoint(
     remove_stale_temps(&parent, &name)?;
 
     // 1. Everything into a temporary sibling, synced.
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = trackgnn_trackml::atomic::temp_path(&parent.join(&name));
     if tmp.exists() {
         fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }

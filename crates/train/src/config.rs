@@ -40,6 +40,24 @@ pub enum Sampler {
     Balanced,
 }
 
+impl Sampler {
+    /// Every sampler.
+    pub const ALL: [Sampler; 2] = [Sampler::Random, Sampler::Balanced];
+
+    /// The name in configuration files and JSON outputs: `random` or `balanced`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sampler::Random => "random",
+            Sampler::Balanced => "balanced",
+        }
+    }
+
+    /// The sampler of a [`name`](Sampler::name).
+    pub fn from_name(name: &str) -> Option<Sampler> {
+        Sampler::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
 /// The settings of a training run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -137,37 +155,39 @@ impl TrainConfig {
             .map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: format!("invalid training config: {e}") })
     }
 
-    /// Checks the settings; the message names the setting.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the settings: [`Error::Config`](crate::Error::Config) naming the setting, or
+    /// [`Error::Model`](crate::Error::Model).
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |message: String| Err(crate::Error::Config(message));
         self.model.validate()?;
         let o = &self.optimizer;
         if !(o.lr > 0.0 && o.lr.is_finite()) {
-            return Err(format!("optimizer.lr = {} must be positive", o.lr));
+            return bad(format!("optimizer.lr = {} must be positive", o.lr));
         }
         if !(0.0..1.0).contains(&o.betas.0) || !(0.0..1.0).contains(&o.betas.1) {
-            return Err("optimizer.betas must lie in [0, 1)".into());
+            return bad("optimizer.betas must lie in [0, 1)".into());
         }
         if self.epochs == 0 || self.graphs_per_step == 0 {
-            return Err("epochs and graphs_per_step must be at least 1".into());
+            return bad("epochs and graphs_per_step must be at least 1".into());
         }
         if self.split.iter().any(|&f| !(0.0..=1.0).contains(&f)) || (self.split.iter().sum::<f64>() - 1.0).abs() > 1e-6
         {
-            return Err(format!("split {:?} must be three fractions summing to 1", self.split));
+            return bad(format!("split {:?} must be three fractions summing to 1", self.split));
         }
         if self.split[0] <= 0.0 {
-            return Err("split: the training fraction must be positive".into());
+            return bad("split: the training fraction must be positive".into());
         }
         if self.pos_weight.is_nan() || self.pos_weight <= 0.0 || self.non_target_weight < 0.0 {
-            return Err("pos_weight must be positive and non_target_weight non-negative".into());
+            return bad("pos_weight must be positive and non_target_weight non-negative".into());
         }
         if !(0.0..1.0).contains(&self.threshold) {
-            return Err("threshold must lie in (0, 1)".into());
+            return bad("threshold must lie in (0, 1)".into());
         }
         if !(0.0..std::f64::consts::PI).contains(&self.sector_overlap_phi) {
-            return Err(format!("sector_overlap_phi = {} must lie in [0, π)", self.sector_overlap_phi));
+            return bad(format!("sector_overlap_phi = {} must lie in [0, π)", self.sector_overlap_phi));
         }
         if self.sampler_bins == 0 {
-            return Err("sampler_bins must be at least 1".into());
+            return bad("sampler_bins must be at least 1".into());
         }
         Ok(())
     }
@@ -181,5 +201,29 @@ impl TrainConfig {
                 LrScaling::Linear => r,
                 LrScaling::Sqrt => r.sqrt(),
             }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampler_names_are_the_config_file_names() {
+        for s in Sampler::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+            assert_eq!(Sampler::from_name(s.name()), Some(s));
+        }
+        assert_eq!(Sampler::from_name("Balanced"), None);
+    }
+
+    #[test]
+    fn validate_names_the_setting_in_a_typed_error() {
+        let cfg = TrainConfig { threshold: 1.5, ..TrainConfig::default() };
+        let err = cfg.validate().unwrap_err();
+        assert!(matches!(err, crate::Error::Config(_)) && err.to_string().contains("threshold"), "{err}");
+        let mut cfg = TrainConfig::default();
+        cfg.model.hidden = 0;
+        assert!(matches!(cfg.validate(), Err(crate::Error::Model(_))));
     }
 }

@@ -32,14 +32,14 @@ pub struct GraphSet {
 impl GraphSet {
     /// Finds the graphs of a directory (the first `max` if non-zero) and reads their headers.
     pub fn open(dir: &Path, max: usize) -> Result<GraphSet> {
-        let mut files = discover_graphs(dir).map_err(|e| Error::Graph(e.to_string()))?;
+        let mut files = discover_graphs(dir)?;
         if max > 0 {
             files.truncate(max);
         }
         let mut edges = Vec::with_capacity(files.len());
         let mut nodes = Vec::with_capacity(files.len());
         for (_, p) in &files {
-            let h = read_graph_header(p).map_err(|e| Error::Graph(e.to_string()))?;
+            let h = read_graph_header(p)?;
             edges.push(h.num_edges as u64);
             nodes.push(h.num_nodes as u64);
         }
@@ -176,9 +176,9 @@ pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
 /// Reads a graph file as `parts` overlapping φ sectors (the whole graph if `parts` ≤ 1), each
 /// edge owned by one sector ([`trackgnn_graph::sectors`]).
 pub fn load_parts(path: &Path, non_target_weight: f64, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
-    let g = read_graph(path).map_err(|e| Error::Graph(e.to_string()))?;
+    let g = read_graph(path)?;
     if g.truth.is_none() {
-        return Err(Error::Graph(format!("{}: graph has no truth labels", path.display())));
+        return Err(Error::Corrupt { path: path.to_path_buf(), message: "graph has no truth labels".into() });
     }
     if parts <= 1 {
         return Ok(vec![sample_of(&g, non_target_weight, 1.0)]);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// The operating system refused an operation on a file or directory.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file or directory concerned.
         path: PathBuf,
@@ -18,7 +18,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A safetensors file could not be parsed (truncated, bad header, bad offsets) or written.
-    #[error("{}: invalid safetensors file: {source}", path.display())]
+    #[error("{}: invalid safetensors file", path.display())]
     Safetensors {
         /// The file concerned.
         path: PathBuf,
@@ -27,7 +27,7 @@ pub enum Error {
         source: safetensors::SafeTensorError,
     },
     /// A JSON file (or a line of a JSON-lines file) could not be parsed or written.
-    #[error("{}: invalid JSON: {source}", path.display())]
+    #[error("{}: invalid JSON", path.display())]
     Json {
         /// The file concerned, with `:line` for JSON-lines files.
         path: PathBuf,
@@ -110,9 +110,12 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A graph could not be read or used (the message names the file).
-    #[error("{0}")]
-    Graph(String),
+    /// A graph (or a module map) could not be read; the graph crate's error names the file.
+    #[error(transparent)]
+    Graph(#[from] trackgnn_graph::Error),
+    /// The model configuration cannot be used.
+    #[error(transparent)]
+    Model(#[from] trackgnn_engine::ConfigError),
     /// A training setting that cannot be used, or a run directory that does not match it.
     #[error("{0}")]
     Config(String),
@@ -156,6 +159,10 @@ mod tests {
         assert!(s.starts_with("ck/model.safetensors: "), "{s}");
         assert!(s.contains("edge_network.0.weight") && s.contains("[4, 8]") && s.contains("[8, 4]"), "{s}");
         let io = Error::io("run/metrics.csv", std::io::Error::other("disk full"));
-        assert_eq!(io.to_string(), "run/metrics.csv: disk full");
+        assert_eq!(trackgnn_trackml::error::report(&io), "run/metrics.csv: disk full");
+        let graph = Error::from(trackgnn_graph::Error::io("g/event1.graph", std::io::Error::other("gone")));
+        let source = std::error::Error::source(&graph).expect("the graph error's cause is kept");
+        assert_eq!(source.to_string(), "gone");
+        assert_eq!(trackgnn_trackml::error::report(&graph), "g/event1.graph: gone");
     }
 }

@@ -294,12 +294,7 @@ fn csv_row(obj: &serde_json::Map<String, serde_json::Value>) -> String {
 
 /// Replaces `path` with `bytes` through a temporary sibling and a rename.
 fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let mut f = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    trackgnn_trackml::atomic::write_synced(path, bytes).map_err(|e| Error::io(path, e))
 }
 
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`), or 0

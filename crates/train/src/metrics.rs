@@ -65,9 +65,9 @@ impl EdgeCounts {
     }
 }
 
-/// The logistic function in f64.
+/// The logistic function in f64 ([`trackgnn_engine::loss::sigmoid`]).
 fn sigmoid(logit: f32) -> f64 {
-    1.0 / (1.0 + (-f64::from(logit)).exp())
+    trackgnn_engine::loss::sigmoid(f64::from(logit))
 }
 
 /// `num / den`, NaN when `den` is 0.

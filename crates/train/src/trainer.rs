@@ -235,7 +235,7 @@ impl<'a> Trainer<'a> {
         resume: bool,
         comm: &'a mut dyn Comm,
     ) -> Result<Self> {
-        cfg.validate().map_err(Error::Config)?;
+        cfg.validate()?;
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
         let mut split = Split::by_event(&set, cfg.split, cfg.seed);
         if split.train.is_empty() {
@@ -312,7 +312,7 @@ impl<'a> Trainer<'a> {
         self.run.copy_recipe(graphs_dir)?;
         let init_weights = match &self.cfg.init_weights {
             Some(path) => {
-                let hash = trackgnn_graph::module_map::file_hash(path).map_err(|e| Error::Graph(e.to_string()))?;
+                let hash = trackgnn_graph::module_map::file_hash(path)?;
                 Some(InitWeights { hash, path: path.clone() })
             }
             None => None,

@@ -13,8 +13,28 @@ use trackgnn_engine::optim::{AdamW, AdamWConfig};
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
 use trackgnn_trackml::rng::Rng;
 
-use crate::cli::{BenchEngineArgs, EngineVariant};
+use crate::cli::EngineVariant;
 use crate::util::{peak_rss_bytes, print_json, thread_pool};
+
+/// `trackgnn bench engine`.
+#[derive(Debug, clap::Args)]
+pub struct BenchEngineArgs {
+    /// Run one variant only (in this process).
+    #[arg(long, value_enum)]
+    pub only: Option<EngineVariant>,
+    /// Timed steps.
+    #[arg(long, default_value_t = 10)]
+    pub steps: usize,
+    /// Warm-up steps before timing.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// The spec's graph: N = 20000, E = 160000, deterministic features, edges and labels.
 pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {

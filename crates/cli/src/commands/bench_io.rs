@@ -10,8 +10,24 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, read_event_bytes, write_event};
 use trackgnn_trackml::{Detector, Event};
 
-use crate::cli::BenchIoArgs;
 use crate::util::print_json;
+
+/// `trackgnn bench io`.
+#[derive(Debug, clap::Args)]
+pub struct BenchIoArgs {
+    /// Events to generate and time.
+    #[arg(long, default_value_t = 3)]
+    pub events: u64,
+    /// Pile-up of the generated events.
+    #[arg(long, default_value_t = 200.0)]
+    pub pileup: f64,
+    /// Directory for the files written (a temporary one by default).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 fn stats(xs: &[f64]) -> (f64, f64) {
     (xs.iter().sum::<f64>() / xs.len() as f64, xs.iter().cloned().fold(f64::MAX, f64::min))

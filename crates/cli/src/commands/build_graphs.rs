@@ -13,9 +13,71 @@ use trackgnn_graph::sectors::{self, SectorConfig};
 use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph};
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 
-use crate::cli::{BuildGraphsArgs, GraphMethod};
+use crate::cli::GraphMethod;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool, write_atomic};
+
+/// `trackgnn build-graphs`.
+#[derive(Debug, clap::Args)]
+pub struct BuildGraphsArgs {
+    /// Directory of events.
+    #[arg(long, value_name = "DIR")]
+    pub input: std::path::PathBuf,
+    /// Output directory for the graph files and recipe.toml.
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Edge builder.
+    #[arg(long, value_enum, default_value_t = GraphMethod::Geometric)]
+    pub method: GraphMethod,
+    /// Module map file (for --method module-map).
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<std::path::PathBuf>,
+    /// Truth hard cut: keep only hits of particles with pT at least this \[GeV\] (drops noise).
+    #[arg(long)]
+    pub pt_min: Option<f64>,
+    /// Drop noise hits (truth-based).
+    #[arg(long)]
+    pub remove_noise: bool,
+    /// Relative margin around the module map's ranges.
+    #[arg(long)]
+    pub margin: Option<f64>,
+    /// Module map: keep doublets without the triplet stage (no triplet window, no shortcut
+    /// removal).
+    #[arg(long)]
+    pub no_triplets: bool,
+    /// Module map: keep edges a → c that skip a hit b of a consistent triplet a → b → c.
+    #[arg(long)]
+    pub keep_shortcuts: bool,
+    /// Geometric builder: largest |dphi/dr| [rad/mm].
+    #[arg(long)]
+    pub phi_slope_max: Option<f64>,
+    /// Geometric builder: largest |z0| \[mm\].
+    #[arg(long)]
+    pub z0_max: Option<f64>,
+    /// Geometric builder: layers a pair may skip.
+    #[arg(long)]
+    pub skip_layers: Option<usize>,
+    /// Write sector graphs instead of whole events: PHIxETA sectors, e.g. 8x2.
+    #[arg(long, value_name = "PHIxETA")]
+    pub sectors: Option<String>,
+    /// Overlap of the sectors on each side: PHI_RAD,ETA (default 0.3,0.3).
+    #[arg(long, value_name = "PHI,ETA")]
+    pub sector_overlap: Option<String>,
+    /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Use only the first N events.
+    #[arg(long)]
+    pub events: Option<usize>,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: crate::cli::DetectorArg,
+}
 
 /// The recipe: the TOML file if given, then the flags.
 fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {

@@ -6,8 +6,20 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use trackgnn_trackml::csv::write_detectors;
 
-use crate::cli::GeometryArgs;
 use crate::util::{load_detector, print_json};
+
+/// `trackgnn geometry`.
+#[derive(Debug, clap::Args)]
+pub struct GeometryArgs {
+    /// Where to write detectors.csv.
+    #[arg(long, value_name = "FILE")]
+    pub out: std::path::PathBuf,
+    /// Print one JSON object (module counts per layer) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: crate::cli::DetectorArg,
+}
 
 pub fn run(a: GeometryArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;

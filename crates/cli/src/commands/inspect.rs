@@ -10,9 +10,25 @@ use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, 
 use trackgnn_trackml::summary::{ConsistencyChecks, RealismAccumulator, Tolerance, compare_with_trackml};
 use trackgnn_trackml::{Detector, SolenoidField};
 
-use crate::cli::InspectArgs;
 use crate::progress;
 use crate::util::print_json;
+
+/// `trackgnn inspect`.
+#[derive(Debug, clap::Args)]
+pub struct InspectArgs {
+    /// An event directory, or one event (any of its files, or its `eventNNNNNNNNN` prefix).
+    pub path: std::path::PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Central field \[T\] for the helix check (the TrackML profile is scaled to it).
+    #[arg(long, default_value_t = 2.0)]
+    pub field_tesla: f64,
+    /// Geometry for the checks; by default `detectors.csv` next to the events, else the
+    /// built-in TrackML geometry.
+    #[arg(long, value_name = "FILE")]
+    pub detector: Option<std::path::PathBuf>,
+}
 
 /// The events a path names: a directory of events, or one event by a file or its prefix.
 fn events_at(path: &Path) -> Result<(PathBuf, Vec<EventFiles>)> {

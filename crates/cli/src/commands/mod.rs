@@ -1,20 +1,21 @@
 //! One module per subcommand.
 
 mod bench_allreduce;
-mod bench_engine;
-mod bench_io;
+pub(crate) mod bench_engine;
+pub(crate) mod bench_io;
 mod bench_memory;
 pub mod build_graphs;
 mod demo;
-mod geometry;
-mod inspect;
+pub(crate) mod geometry;
+pub(crate) mod inspect;
 mod module_map;
-mod parity;
+pub(crate) mod parity;
 pub mod reconstruct;
 pub mod scaling;
 pub mod simulate;
 pub mod train;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -23,6 +24,7 @@ use crate::cli::{BenchCommand, Cli, Command, ModuleMapCommand};
 
 /// Runs the subcommand; the exit code says whether everything it checked was fine.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    require_inputs(&input_paths(&cli.command))?;
     match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Simulate(a) => simulate::run(a),
@@ -40,5 +42,40 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Engine(a)) => bench_engine::run(a),
         Command::Bench(BenchCommand::Memory(a)) => bench_memory::run(a),
         Command::Bench(BenchCommand::Allreduce(a)) => bench_allreduce::run(a),
+    }
+}
+
+/// `Ok` if every path exists, else `<path>: no such file or directory` for the first missing
+/// one: the one wording of a missing input in every command.
+pub(crate) fn require_inputs(paths: &[Option<&Path>]) -> Result<()> {
+    for path in paths.iter().flatten() {
+        trackgnn_trackml::error::require_exists(path)?;
+    }
+    Ok(())
+}
+
+/// The files and directories a command reads, checked before it starts so that a missing one
+/// reads `<path>: no such file or directory` whatever the command. (`inspect` also takes an
+/// event's `eventNNNNNNNNN` prefix, which is not a path, and checks its argument itself;
+/// `train` checks its inputs once it knows it is not one of several ranks of a build without
+/// MPI; `scaling` checks its arguments' consistency first and names a missing path itself.)
+fn input_paths(command: &Command) -> Vec<Option<&Path>> {
+    fn detector(d: &crate::cli::DetectorArg) -> Option<&Path> {
+        d.detector.as_deref()
+    }
+    match command {
+        Command::Demo(_) | Command::Geometry(_) | Command::Inspect(_) | Command::Train(_) | Command::Scaling(_) => {
+            vec![]
+        }
+        Command::Simulate(a) => vec![a.config.as_deref(), detector(&a.detector)],
+        Command::ModuleMap(ModuleMapCommand::Build(a)) => vec![a.input.as_deref(), detector(&a.detector)],
+        Command::ModuleMap(ModuleMapCommand::Merge(a)) => a.maps.iter().map(|p| Some(p.as_path())).collect(),
+        Command::BuildGraphs(a) => {
+            vec![Some(&a.input), a.map.as_deref(), a.config.as_deref(), detector(&a.detector)]
+        }
+        Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
+        Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
+        Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref()],
+        Command::Bench(_) => vec![],
     }
 }

@@ -12,8 +12,36 @@ use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
 use trackgnn_trackml::rng::Rng;
 
-use crate::cli::ExportParityArgs;
 use crate::util::write_atomic;
+
+/// `trackgnn export-parity`.
+#[derive(Debug, clap::Args)]
+pub struct ExportParityArgs {
+    /// Output safetensors file.
+    #[arg(long, value_name = "FILE")]
+    pub out: std::path::PathBuf,
+    /// Model configuration (TOML, the keys of `ModelConfig`); default: trackgnn's defaults.
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<std::path::PathBuf>,
+    /// A graph file to use (its target labels and field weights); default: a random graph.
+    #[arg(long, value_name = "FILE")]
+    pub graph: Option<std::path::PathBuf>,
+    /// Nodes of the random graph.
+    #[arg(long, default_value_t = 200)]
+    pub nodes: usize,
+    /// Edges of the random graph.
+    #[arg(long, default_value_t = 1500)]
+    pub edges: usize,
+    /// Edge features of the random graph.
+    #[arg(long, default_value_t = 0)]
+    pub edge_features: usize,
+    /// Seed of the weights and of the random graph.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Positive-class weight of the loss.
+    #[arg(long, default_value_t = 2.0)]
+    pub pos_weight: f64,
+}
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -27,7 +55,7 @@ pub fn run(a: ExportParityArgs) -> Result<ExitCode> {
         }
         None => ModelConfig::default(),
     };
-    cfg.validate().map_err(anyhow::Error::msg)?;
+    cfg.validate()?;
     // The graph: a graph file, or a random one.
     let (n, x, node_dim, ea, edge_dim, src, dst, y, w) = match &a.graph {
         Some(p) => {

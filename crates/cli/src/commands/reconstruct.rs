@@ -22,7 +22,7 @@ use trackgnn_trackml::rng::Rng;
 use trackgnn_train::checkpoint::load_weights;
 use trackgnn_train::{RunDir, Weights};
 
-use crate::cli::{ReconstructArgs, TrackMethodArg};
+use crate::cli::ReconstructArgs;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -137,11 +137,7 @@ impl Reconstructor {
 pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let rec = Reconstructor::load(&a.run, &a.weights, det)?;
-    let method = match a.method {
-        TrackMethodArg::Cc => TrackMethod::Cc,
-        TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,
-        TrackMethodArg::Follow => TrackMethod::Follow,
-    };
+    let method = TrackMethod::from(a.method);
     let score_cut = a.score_cut.unwrap_or(method.default_score_cut());
     let defaults = TrackBuilderConfig::default();
     let branch_cut = a.branch_cut.unwrap_or_else(|| defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
@@ -166,7 +162,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let mut cache = ForwardCache::default();
     // Reconstruction: hits (and cells when features need them), never truth but for the
     // --truth-scores diagnostic.
-    let needs_cells = rec.recipe.features.features.iter().any(|f| f.name == "cluster_size" || f.name == "charge_sum");
+    let needs_cells = rec.recipe.features.features.iter().any(|f| f.name.needs_cells());
     for files in &events {
         let t = Instant::now();
         let opts = ReadOptions { truth: a.truth_scores, particles: a.truth_scores, cells: needs_cells };

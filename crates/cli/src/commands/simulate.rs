@@ -11,9 +11,42 @@ use serde_json::json;
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{write_detectors, write_event};
 
-use crate::cli::SimulateArgs;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool, write_atomic};
+
+/// `trackgnn simulate`.
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    /// Number of events.
+    #[arg(long, default_value_t = 10)]
+    pub events: u64,
+    /// Mean number of pile-up interactions per event (TrackML: 200).
+    #[arg(long)]
+    pub pileup: Option<f64>,
+    /// Seed of the data set: same seed, same bytes, whatever the thread count.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of the first event (events are numbered consecutively from it).
+    #[arg(long, default_value_t = 1)]
+    pub first_event: u64,
+    /// Output directory (created if needed).
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// Write `.csv.gz` files.
+    #[arg(long)]
+    pub gzip: bool,
+    /// Generator settings (TOML, the keys of `SimConfig`); flags win over the file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object with the run's figures instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: crate::cli::DetectorArg,
+}
 
 /// The settings of a run, written to `simulation.toml` in the output directory.
 #[derive(serde::Serialize)]

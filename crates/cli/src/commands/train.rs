@@ -11,7 +11,6 @@ use serde_json::json;
 use trackgnn_engine::InteractionGnn;
 use trackgnn_trackml::rng::Rng;
 use trackgnn_train::checkpoint::load_weights;
-use trackgnn_train::config::{LrScaling, Oversize, Sampler};
 use trackgnn_train::data::{GraphSet, load_sample};
 use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
@@ -53,27 +52,17 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
         c.init_weights = Some(file);
     }
     if let Some(s) = a.lr_scaling {
-        c.lr_scaling = match s {
-            crate::cli::LrScalingArg::None => LrScaling::None,
-            crate::cli::LrScalingArg::Linear => LrScaling::Linear,
-            crate::cli::LrScalingArg::Sqrt => LrScaling::Sqrt,
-        };
+        c.lr_scaling = s.into();
     }
     set!(a.checkpointing, c.checkpointing);
     set!(a.max_memory, c.max_memory_bytes);
     if let Some(o) = a.oversize {
-        c.oversize = match o {
-            crate::cli::OversizeArg::Split => Oversize::Split,
-            crate::cli::OversizeArg::Skip => Oversize::Skip,
-        };
+        c.oversize = o.into();
     }
     if let Some(s) = a.sampler {
-        c.sampler = match s {
-            crate::cli::SamplerArg::Random => Sampler::Random,
-            crate::cli::SamplerArg::Balanced => Sampler::Balanced,
-        };
+        c.sampler = s.into();
     }
-    c.validate().map_err(anyhow::Error::msg)?;
+    c.validate()?;
     Ok(c)
 }
 
@@ -124,6 +113,7 @@ impl Progress for Bars {
 
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
+    super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
     let cfg = resolve_config(&a)?;
     let pool = thread_pool(a.threads)?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -195,7 +185,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let mut cfg = run.read_config()?;
     if let Some(t) = a.threshold {
         cfg.threshold = t;
-        cfg.validate().map_err(|e| anyhow::anyhow!("--threshold {t}: {e}"))?;
+        cfg.validate().with_context(|| format!("--threshold {t}"))?;
     }
     let set = GraphSet::open(&a.graphs, 0)?;
     // The run's test (or --split) events when evaluating on its own graph directory, else every graph.

@@ -28,45 +28,8 @@ pub enum Aggr {
 /// ε of [`Aggr::Std`].
 pub const STD_EPS: f64 = 1e-5;
 
-/// Each node's edges, in increasing edge order.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Csr {
-    /// `offsets[n]..offsets[n+1]` indexes `edges` for node n.
-    pub offsets: Vec<u32>,
-    /// Edge ids.
-    pub edges: Vec<u32>,
-}
-
-impl Csr {
-    /// Groups edges by `node_of_edge` (e.g. `dst` for incoming edges).
-    pub fn build(node_of_edge: &[u32], num_nodes: usize) -> Csr {
-        let mut offsets = vec![0u32; num_nodes + 1];
-        for &n in node_of_edge {
-            offsets[n as usize + 1] += 1;
-        }
-        for i in 0..num_nodes {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut edges = vec![0u32; node_of_edge.len()];
-        for (e, &n) in node_of_edge.iter().enumerate() {
-            edges[fill[n as usize] as usize] = e as u32;
-            fill[n as usize] += 1;
-        }
-        Csr { offsets, edges }
-    }
-
-    /// Number of nodes.
-    pub fn num_nodes(&self) -> usize {
-        self.offsets.len() - 1
-    }
-
-    /// The edges of node `n`.
-    #[inline]
-    pub fn of(&self, n: usize) -> &[u32] {
-        &self.edges[self.offsets[n] as usize..self.offsets[n + 1] as usize]
-    }
-}
+/// Each node's edges, in increasing edge order (the one counting-sort index of trackgnn).
+pub use trackgnn_trackml::index::Csr;
 
 /// What the backward of [`forward`] needs per node (only for the aggregations used).
 #[derive(Clone, Debug, Default)]

@@ -5,10 +5,7 @@
 //! appears under the real name), not against power loss, which would cost a disk flush per
 //! file when graphs are written in bulk. A temporary left by a failed write is removed.
 
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use super::format::{
     ArrayEntry, CRC_LEN, Dtype, Element, FORMAT_VERSION, HeaderJson, MAGIC, PREFIX_LEN, align_up, check_graph,
@@ -16,9 +13,6 @@ use super::format::{
 };
 use crate::error::{Error, Result};
 use crate::graph::Graph;
-
-/// Distinguishes temporaries of several writers of the same file in one process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A borrowed array to store.
 #[derive(Clone, Copy, Debug)]
@@ -146,35 +140,10 @@ pub fn write_graph(path: &Path, g: &Graph) -> Result<u64> {
     Ok(bytes.len() as u64)
 }
 
-/// Writes `bytes` to a temporary next to `path` and renames it over `path`.
+/// Writes `bytes` to a temporary next to `path` and renames it over `path`
+/// ([`trackgnn_trackml::atomic::write`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().ok_or_else(|| Error::inconsistent(path, "not a file name"))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = TempFile(dir.join(format!(
-        ".{}.tmp-{}-{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    )));
-    let mut file = File::create(&tmp.0).map_err(|e| Error::io(&tmp.0, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(&tmp.0, e))?;
-    // Close before renaming (Windows cannot rename an open file).
-    drop(file);
-    std::fs::rename(&tmp.0, path).map_err(|e| Error::io(path, e))?;
-    std::mem::forget(tmp);
-    Ok(())
-}
-
-/// A temporary file removed when dropped (on every error path of [`write_atomic`]).
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+    trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]

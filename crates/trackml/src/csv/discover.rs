@@ -99,9 +99,7 @@ fn parse_hits_name(name: &str) -> Option<(u64, &str)> {
 /// [`Error::Io`] if it cannot be listed.
 pub fn discover_events(dir: &Path) -> Result<Vec<EventFiles>> {
     let entries = std::fs::read_dir(dir).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            Error::MissingFile { path: dir.to_path_buf(), tried: format!("the directory {}", dir.display()) }
-        }
+        std::io::ErrorKind::NotFound => Error::missing(dir),
         _ => Error::io(dir, e),
     })?;
     let mut events = Vec::new();
@@ -117,8 +115,8 @@ pub fn discover_events(dir: &Path) -> Result<Vec<EventFiles>> {
     }
     if events.is_empty() {
         return Err(Error::MissingFile {
-            path: dir.to_path_buf(),
-            tried: "eventNNNNNNNNN-hits.csv, eventNNNNNNNNN-hits.csv.gz".into(),
+            path: dir.join("eventNNNNNNNNN-hits.csv"),
+            tried: format!("eventNNNNNNNNN-hits.csv or eventNNNNNNNNN-hits.csv.gz in {}", dir.display()),
         });
     }
     // An event with both a plain and a gzip hits file is listed once.

@@ -194,7 +194,7 @@ mod tests {
         assert_err(
             &read_hits(&path).unwrap_err(),
             |e| matches!(e, Error::MissingFile { .. }),
-            &["absent.csv", "missing file"],
+            &["absent.csv", "no such file or directory"],
         );
     }
 }

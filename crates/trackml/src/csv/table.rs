@@ -21,9 +21,7 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// A missing file is [`Error::MissingFile`]; other failures are [`Error::Io`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     let raw = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            Error::MissingFile { path: path.to_path_buf(), tried: path.display().to_string() }
-        }
+        std::io::ErrorKind::NotFound => Error::missing(path),
         _ => Error::io(path, e),
     })?;
     if !raw.starts_with(&GZIP_MAGIC) {

@@ -1,6 +1,6 @@
 //! Writing CSV files atomically, plain or gzip, with exact float formatting.
 //!
-//! A file is written to a temporary name in the same directory (`.{name}.tmp-{pid}-{n}`) and
+//! A file is written to a temporary name in the same directory ([`crate::atomic::temp_path`]) and
 //! renamed over the real name only once complete, so a crash or an error never leaves a partial
 //! file under the real name (a leftover temporary is removed when the writer is dropped). There
 //! is no `fsync`: the rename guards against a killed process, not against power loss, which
@@ -13,7 +13,6 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use flate2::write::GzEncoder;
 use flate2::{Compression, GzBuilder};
@@ -22,9 +21,6 @@ use crate::error::{Error, Result};
 
 /// The write buffer: large enough that the kernel sees few, big writes.
 const WRITE_BUFFER: usize = 1 << 20;
-
-/// Distinguishes temporaries of several writers of the same file in one process.
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// True if `path` names a gzip file (`.gz` extension).
 pub(crate) fn is_gzip_path(path: &Path) -> bool {
@@ -76,19 +72,10 @@ pub(crate) struct CsvWriter {
 impl CsvWriter {
     /// Starts writing `path` (gzip if it ends in `.gz`) with the header `columns`.
     pub(crate) fn create(path: &Path, columns: &'static [&'static str]) -> Result<CsvWriter> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| Error::Inconsistent { path: path.to_path_buf(), message: "not a file name".into() })?;
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}-{}",
-            name.to_string_lossy(),
-            std::process::id(),
-            TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
+        if path.file_name().is_none() {
+            return Err(Error::Inconsistent { path: path.to_path_buf(), message: "not a file name".into() });
+        }
+        let tmp = crate::atomic::temp_path(path);
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let sink = if is_gzip_path(path) {
             // Fast compression: event files are written in bulk and re-read many times, so

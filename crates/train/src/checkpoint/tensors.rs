@@ -19,14 +19,7 @@ use crate::error::{Error, Result};
 pub fn save_weights(path: &Path, params: &ParamStore<f32>) -> Result<()> {
     check_store(path, params)?;
     let bytes = encode_weights(path, params)?;
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    write_synced(&tmp, &bytes)?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => sync_dir(p),
-        _ => sync_dir(Path::new(".")),
-    }
+    trackgnn_trackml::atomic::write_synced(path, &bytes).map_err(|e| Error::io(path, e))
 }
 
 /// Reads model weights from `path` into `params.data`, strictly: every parameter present with
@@ -67,11 +60,7 @@ pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Fsyncs a directory, so that renames and new entries in it are durable.
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    trackgnn_trackml::atomic::sync_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// Little-endian bytes of an f32 slice.

@@ -27,7 +27,7 @@ use trackgnn_train::data::GraphSet;
 use trackgnn_train::logs::{RankReport, load_average};
 use trackgnn_train::scaling::measured::StepFigures;
 
-use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
+use super::{Regime, parse_ranks, sampler_name, speedup_plot};
 use crate::cli::{SamplerArg, ScalingArgs};
 use crate::util::{print_json, write_atomic};
 
@@ -242,7 +242,7 @@ impl Study {
         let mut study = Study {
             ranks,
             threads: a.threads_per_rank.unwrap_or(1),
-            sampler: sampler_of(a.sampler.unwrap_or(SamplerArg::Balanced)),
+            sampler: a.sampler.unwrap_or(SamplerArg::Balanced).into(),
             regimes,
             graphs_per_rank: g,
             graphs,

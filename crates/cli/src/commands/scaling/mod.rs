@@ -24,7 +24,7 @@ use anyhow::{Result, bail};
 use trackgnn_train::config::Sampler;
 pub use trackgnn_train::scaling::Regime;
 
-use crate::cli::{RegimeArg, SamplerArg, ScalingArgs};
+use crate::cli::{RegimeArg, ScalingArgs};
 
 impl RegimeArg {
     /// The regimes the option selects.
@@ -37,20 +37,9 @@ impl RegimeArg {
     }
 }
 
-/// The library's sampler for the option.
-pub fn sampler_of(s: SamplerArg) -> Sampler {
-    match s {
-        SamplerArg::Random => Sampler::Random,
-        SamplerArg::Balanced => Sampler::Balanced,
-    }
-}
-
 /// `random` or `balanced`.
 pub fn sampler_name(s: Sampler) -> &'static str {
-    match s {
-        Sampler::Random => "random",
-        Sampler::Balanced => "balanced",
-    }
+    s.name()
 }
 
 /// Parses `--ranks 1,2,4`: positive, distinct, sorted on return, and including 1 (the
@@ -146,7 +135,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::cli::{Cli, Command};
+    use crate::cli::{Cli, Command, SamplerArg};
 
     fn args(extra: &[&str]) -> ScalingArgs {
         let mut v = vec!["trackgnn", "scaling"];
@@ -190,6 +179,6 @@ mod tests {
         // Last one wins.
         assert_eq!(args(&["--graphs", "g", "--out", "o", "--epochs", "3", "--epochs", "5"]).epochs, 5);
         assert_eq!(RegimeArg::Both.regimes(), [Regime::Strong, Regime::Weak]);
-        assert_eq!(sampler_name(sampler_of(SamplerArg::Balanced)), "balanced");
+        assert_eq!(sampler_name(SamplerArg::Balanced.into()), "balanced");
     }
 }

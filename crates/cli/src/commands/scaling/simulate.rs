@@ -18,7 +18,7 @@ use trackgnn_train::scaling::predict::{
 };
 use trackgnn_train::{RunDir, TrainConfig};
 
-use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
+use super::{Regime, parse_ranks, sampler_name, speedup_plot};
 use crate::cli::ScalingArgs;
 use crate::util::print_json;
 
@@ -107,7 +107,7 @@ fn source_run(a: &ScalingArgs) -> Result<PathBuf> {
 /// The samplers to simulate: the one asked for, or both.
 fn samplers(a: &ScalingArgs) -> Vec<Sampler> {
     match a.sampler {
-        Some(s) => vec![sampler_of(s)],
+        Some(s) => vec![s.into()],
         None => vec![Sampler::Random, Sampler::Balanced],
     }
 }
@@ -211,10 +211,8 @@ fn points(rows: &Value) -> Vec<(f64, f64)> {
 /// Predicted against measured (a `scaling --json` output) for each regime and rank count:
 /// each measured row is predicted on as many graphs as its run trained on.
 fn check_rows(m: &Value, run: &MeasuredRun, setup: &SimSetup) -> Result<Value> {
-    let sampler = match m["sampler"].as_str() {
-        Some("balanced") => Sampler::Balanced,
-        Some("random") => Sampler::Random,
-        _ => bail!("--check: the file has no `sampler` (is it a `trackgnn scaling --json` output?)"),
+    let Some(sampler) = m["sampler"].as_str().and_then(Sampler::from_name) else {
+        bail!("--check: the file has no `sampler` (is it a `trackgnn scaling --json` output?)")
     };
     let cfg = TrainConfig { sampler, ..run.cfg.clone() };
     let mut rows = Vec::new();
