@@ -25,6 +25,10 @@ pub enum Method {
     ModuleMap,
 }
 
+/// File name of a graph directory's recipe ([`GraphRecipe`], TOML), written beside its graphs
+/// and copied into the training runs on them.
+pub const RECIPE_FILE: &str = "recipe.toml";
+
 /// Everything that decides how an event becomes a graph. Written as `recipe.toml` in a graph
 /// directory, copied into training runs, and used by inference (without its truth cuts).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -128,6 +128,15 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Reads a configuration file (TOML; missing settings take their defaults). Not checked:
+    /// see [`TrainConfig::validate`].
+    pub fn read(path: &std::path::Path) -> crate::error::Result<TrainConfig> {
+        use crate::error::Error;
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        toml::from_str(&text)
+            .map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: format!("invalid training config: {e}") })
+    }
+
     /// Checks the settings; the message names the setting.
     pub fn validate(&self) -> Result<(), String> {
         self.model.validate()?;

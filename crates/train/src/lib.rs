@@ -1,7 +1,8 @@
 //! Training of the edge classifier, and what a run leaves behind: the field's edge metrics
 //! ([`metrics`]: efficiency, target/total purity, purity, AUC, ROC curves), atomic checkpoints
 //! in safetensors that PyTorch can load ([`checkpoint`]), the per-epoch metrics log in CSV
-//! and JSON lines ([`logs`]) and PNG/SVG plots ([`plots`]). The optimiser itself (AdamW,
+//! and JSON lines ([`logs`]) and PNG/SVG plots ([`plots`]); the run directory that holds
+//! them all, read back through typed records ([`run_dir`]). The optimiser itself (AdamW,
 //! clipping, schedule) lives in `trackgnn_engine::optim`.
 //!
 //! ```no_run
@@ -32,10 +33,12 @@ pub mod eval;
 pub mod logs;
 pub mod metrics;
 pub mod plots;
+pub mod run_dir;
 pub mod trainer;
 
 pub use config::TrainConfig;
 pub use error::{Error, Result};
 pub use logs::{EpochRecord, MetricsLog};
 pub use metrics::EdgeMetrics;
+pub use run_dir::{RunDir, Weights};
 pub use trainer::{Progress, Silent, TrainOutcome, Trainer};

@@ -13,10 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
 
-/// File name of the CSV log in the run directory.
-pub const CSV_FILE: &str = "metrics.csv";
-/// File name of the JSON-lines log in the run directory.
-pub const JSONL_FILE: &str = "metrics.jsonl";
+use crate::run_dir::{METRICS_CSV_FILE as CSV_FILE, METRICS_JSONL_FILE as JSONL_FILE};
 
 /// One epoch of a run. Fractions in 0–1; NaN for what was not measured (written as `NaN`
 /// in the CSV and `null` in the JSON). `Default` is epoch 0 with every measurement NaN/0.
@@ -143,7 +140,7 @@ fn one() -> f64 {
 }
 
 /// JSON has no NaN: serde_json writes non-finite numbers as `null`; read them back as NaN.
-fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 

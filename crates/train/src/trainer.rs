@@ -7,13 +7,11 @@
 //! all-reduce is a no-op.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::optim::{AdamW, LrSchedule, clip_grad_norm, l2_norm};
 use trackgnn_engine::{ForwardCache, InteractionGnn};
@@ -28,49 +26,12 @@ use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
 use crate::logs::{EpochRecord, MetricsLog, RankReport, peak_rss_bytes};
 use crate::plots;
+use crate::run_dir::{EventSplit, InitWeights, RunDir, StepRecord};
 
 /// RNG stream of the weight initialisation.
 const STREAM_INIT: u64 = 13;
 /// Compare the replicas' weights every this many steps (and at every epoch's end).
 const CHECKSUM_EVERY: u64 = 50;
-
-/// Where a run keeps its files.
-#[derive(Clone, Debug)]
-pub struct RunDir {
-    /// The run directory.
-    pub root: PathBuf,
-}
-
-impl RunDir {
-    /// The last checkpoint.
-    pub fn checkpoint(&self) -> PathBuf {
-        self.root.join("checkpoint")
-    }
-    /// Weights of the best epoch.
-    pub fn best(&self) -> PathBuf {
-        self.root.join("best.safetensors")
-    }
-    /// Plots.
-    pub fn plots(&self) -> PathBuf {
-        self.root.join("plots")
-    }
-    /// Per-step diagnostics (JSON lines).
-    pub fn steps(&self) -> PathBuf {
-        self.root.join("steps.jsonl")
-    }
-    /// The resolved configuration.
-    pub fn config(&self) -> PathBuf {
-        self.root.join("config.toml")
-    }
-    /// The event lists of the split.
-    pub fn events(&self) -> PathBuf {
-        self.root.join("events.json")
-    }
-    /// What rank `rank` reports at the end of the run ([`RankReport`]).
-    pub fn rank_report(&self, rank: usize) -> PathBuf {
-        self.root.join(format!("rank{rank}.json"))
-    }
-}
 
 /// Progress reports of a run (a progress bar in the CLI; nothing in tests).
 pub trait Progress {
@@ -307,7 +268,7 @@ impl<'a> Trainer<'a> {
             accum: EpochAccum::default(),
             config: cfg.clone(),
         };
-        let run = RunDir { root: run_dir.to_path_buf() };
+        let run = RunDir::new(run_dir);
         let mut t = Trainer { cfg, set, split, run, comm, model, opt, schedule, state, parts };
         if resume {
             t.resume()?;
@@ -319,38 +280,37 @@ impl<'a> Trainer<'a> {
     }
 
     fn start_run_dir(&self, graphs_dir: &Path) -> Result<()> {
-        let root = &self.run.root;
-        if self.run.checkpoint().exists() {
+        let root = self.run.root();
+        if self.run.checkpoint_dir().exists() {
             return Err(Error::Config(format!(
                 "{} already holds a run (use --resume to continue it, or another directory)",
                 root.display()
             )));
         }
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
-        let toml = toml_string(&self.cfg)?;
-        write_atomic(&self.run.config(), toml.as_bytes())?;
-        let recipe = graphs_dir.join("recipe.toml");
-        if recipe.exists() {
-            let text = fs::read(&recipe).map_err(|e| Error::io(&recipe, e))?;
-            write_atomic(&root.join("recipe.toml"), &text)?;
-        }
-        let ids = |v: &[usize]| v.iter().map(|&i| self.set.files[i].0).collect::<Vec<u64>>();
-        let mut events = json!({
-            "graphs_dir": graphs_dir, "train": ids(&self.split.train), "val": ids(&self.split.val), "test": ids(&self.split.test),
-        });
-        if let Some(path) = &self.cfg.init_weights {
-            // The file may later be overwritten (a continuing run's best weights): name its content.
-            let hash = trackgnn_graph::module_map::file_hash(path).map_err(|e| Error::Graph(e.to_string()))?;
-            events["init_weights"] = json!({ "path": path, "hash": hash });
-        }
-        write_atomic(&self.run.events(), serde_json::to_string_pretty(&events).expect("json").as_bytes())?;
-        let _ = fs::remove_file(self.run.steps());
+        self.run.write_config(&self.cfg)?;
+        self.run.copy_recipe(graphs_dir)?;
+        let init_weights = match &self.cfg.init_weights {
+            Some(path) => {
+                let hash = trackgnn_graph::module_map::file_hash(path).map_err(|e| Error::Graph(e.to_string()))?;
+                Some(InitWeights { hash, path: path.clone() })
+            }
+            None => None,
+        };
+        self.run.write_events(&EventSplit {
+            graphs_dir: graphs_dir.to_path_buf(),
+            init_weights,
+            test: self.event_ids(&self.split.test),
+            train: self.event_ids(&self.split.train),
+            val: self.event_ids(&self.split.val),
+        })?;
+        self.run.remove_steps();
         MetricsLog::create(root)?;
         Ok(())
     }
 
     fn resume(&mut self) -> Result<()> {
-        let dir = self.run.checkpoint();
+        let dir = self.run.checkpoint_dir();
         let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
         let saved: RunState =
             serde_json::from_value(state).map_err(|e| Error::Json { path: dir.join("state.json"), source: e })?;
@@ -385,8 +345,8 @@ impl<'a> Trainer<'a> {
         // Every rank resumes from the same weights (rank 0's, which wrote them).
         self.comm.broadcast(&mut self.model.params.data, 0)?;
         if self.comm.is_root() {
-            MetricsLog::resume(&self.run.root, self.state.epoch)?;
-            truncate_steps_log(&self.run.steps(), self.state.global_step)?;
+            MetricsLog::resume(self.run.root(), self.state.epoch)?;
+            self.run.truncate_steps(self.state.global_step)?;
         }
         Ok(())
     }
@@ -410,7 +370,7 @@ impl<'a> Trainer<'a> {
             return Ok(());
         }
         let state = serde_json::to_value(&self.state).expect("state serialises");
-        save_checkpoint(&self.run.checkpoint(), &self.model.params, &self.opt.state(), &state)
+        save_checkpoint(&self.run.checkpoint_dir(), &self.model.params, &self.opt.state(), &state)
     }
 
     /// The step groups of `epoch` for this run's ranks.
@@ -425,13 +385,10 @@ impl<'a> Trainer<'a> {
         let gps = self.cfg.graphs_per_step;
         let base_lr = self.cfg.scaled_lr(size);
         let mut log =
-            if self.comm.is_root() { Some(MetricsLog::resume(&self.run.root, self.state.epoch)?) } else { None };
+            if self.comm.is_root() { Some(MetricsLog::resume(self.run.root(), self.state.epoch)?) } else { None };
         let mut cache = ForwardCache::default();
-        let mut history: Vec<EpochRecord> = if self.comm.is_root() {
-            crate::logs::read_records(&self.run.root.join("metrics.jsonl")).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let mut history: Vec<EpochRecord> =
+            if self.comm.is_root() { self.run.read_metrics().unwrap_or_default() } else { Vec::new() };
         let mut interrupted = false;
         let mut stopped_early = false;
         while self.state.epoch < self.cfg.epochs as u64 {
@@ -508,13 +465,20 @@ impl<'a> Trainer<'a> {
                     // Every rank derives the same groups, so rank 0 knows what each trained on.
                     let group = &groups[step as usize];
                     let events: Vec<Vec<u64>> = group.chunks_exact(gps).map(|g| self.event_ids(g)).collect();
-                    let line = json!({
-                        "epoch": epoch, "step": step, "global_step": self.state.global_step, "loss": loss,
-                        "grad_norm": grad_norm, "lr": lr, "seconds": dt, "compute_seconds": computes,
-                        "allreduce_seconds": reduces, "load_imbalance": imbalance, "engine_bytes": engine_bytes,
-                        "events": events,
-                    });
-                    append_line(&self.run.steps(), &line.to_string())?;
+                    self.run.append_step(&StepRecord {
+                        allreduce_seconds: reduces,
+                        compute_seconds: computes,
+                        engine_bytes,
+                        epoch,
+                        events,
+                        global_step: self.state.global_step,
+                        grad_norm,
+                        load_imbalance: imbalance,
+                        loss,
+                        lr,
+                        seconds: dt,
+                        step,
+                    })?;
                 }
                 progress.step(loss);
                 if self.state.global_step.is_multiple_of(CHECKSUM_EVERY) {
@@ -574,7 +538,7 @@ impl<'a> Trainer<'a> {
                 self.state.best_epoch = Some(epoch);
                 self.state.bad_epochs = 0;
                 if self.comm.is_root() {
-                    save_weights(&self.run.best(), &self.model.params)?;
+                    save_weights(&self.run.best_path(), &self.model.params)?;
                 }
             } else {
                 self.state.bad_epochs += 1;
@@ -616,11 +580,7 @@ impl<'a> Trainer<'a> {
     /// Every rank writes `rank{r}.json`: its process's peak memory, CPU and wall time.
     fn write_rank_report(&self) -> Result<()> {
         let (rank, size) = (self.comm.rank(), self.comm.size());
-        let report = RankReport::measure(rank, size, rayon::current_num_threads());
-        let path = self.run.rank_report(rank);
-        fs::create_dir_all(&self.run.root).map_err(|e| Error::io(&self.run.root, e))?;
-        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::Json { path: path.clone(), source: e })?;
-        write_atomic(&path, text.as_bytes())
+        self.run.write_rank_report(&RankReport::measure(rank, size, rayon::current_num_threads()))
     }
 
     /// Stops with an error if the replicas' weights differ (they must stay bit-identical).
@@ -641,7 +601,7 @@ impl<'a> Trainer<'a> {
     }
 
     fn plot(&self, history: &[EpochRecord], val: &EvalResult) -> Result<()> {
-        let dir = self.run.plots();
+        let dir = self.run.plots_dir();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let series = |f: fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
         plots::plot_series(
@@ -705,42 +665,4 @@ fn checksum(w: &[f32]) -> [f64; 2] {
         hi = hi.wrapping_add(b >> 16);
     }
     [(lo % (1 << 52)) as f64, (hi % (1 << 52)) as f64]
-}
-
-fn toml_string<T: Serialize>(v: &T) -> Result<String> {
-    toml::to_string(v).map_err(|e| Error::Config(format!("configuration does not serialise: {e}")))
-}
-
-/// Writes a file under a temporary name and renames it into place.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
-}
-
-fn append_line(path: &Path, line: &str) -> Result<()> {
-    let mut f = fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
-    writeln!(f, "{line}").map_err(|e| Error::io(path, e))
-}
-
-/// Keeps the lines of a steps log up to `global_step` (a resumed run rewrites the rest).
-fn truncate_steps_log(path: &Path, global_step: u64) -> Result<()> {
-    let Ok(text) = fs::read_to_string(path) else {
-        return Ok(());
-    };
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| {
-            serde_json::from_str::<serde_json::Value>(l)
-                .ok()
-                .and_then(|v| v["global_step"].as_u64())
-                .is_some_and(|g| g <= global_step)
-        })
-        .collect();
-    let mut out = kept.join("\n");
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    write_atomic(path, out.as_bytes())
 }

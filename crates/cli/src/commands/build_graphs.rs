@@ -134,7 +134,7 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     });
     pb.finish_and_clear();
     let built: Vec<(BuildStats, u64)> = results.into_iter().collect::<Result<_>>()?;
-    write_atomic(&a.out.join("recipe.toml"), toml::to_string(&recipe)?.as_bytes())?;
+    write_atomic(&a.out.join(trackgnn_graph::recipe::RECIPE_FILE), toml::to_string(&recipe)?.as_bytes())?;
     report(&a, &recipe, &built, wall.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }

@@ -19,8 +19,8 @@ use trackgnn_reco::{MetricsConfig, ScoredEdges, TrackBuilder, TrackBuilderConfig
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
-use trackgnn_train::TrainConfig;
 use trackgnn_train::checkpoint::load_weights;
+use trackgnn_train::{RunDir, Weights};
 
 use crate::cli::{ReconstructArgs, TrackMethodArg};
 use crate::progress;
@@ -51,10 +51,8 @@ impl Reconstructor {
     /// Loads a run directory's recipe, module map (checked against its recorded hash), config
     /// and weights (`best`, `last` or a file).
     pub fn load(run: &Path, weights: &str, det: Detector) -> Result<Self> {
-        let rp = run.join("recipe.toml");
-        let text = std::fs::read_to_string(&rp).with_context(|| format!("reading {}", rp.display()))?;
-        let recipe: GraphRecipe = toml::from_str(&text).with_context(|| format!("{}: invalid recipe", rp.display()))?;
-        let recipe = recipe.for_inference();
+        let run = RunDir::open(run)?;
+        let recipe = run.read_recipe()?.for_inference();
         let map = match (&recipe.method, &recipe.map_file) {
             (Method::ModuleMap, Some(p)) => {
                 let p = PathBuf::from(p);
@@ -69,22 +67,14 @@ impl Reconstructor {
                 }
                 Some(ModuleMap::load(&p)?)
             }
-            (Method::ModuleMap, None) => bail!("{}: module-map recipe without a map file", rp.display()),
+            (Method::ModuleMap, None) => bail!("{}: module-map recipe without a map file", run.recipe_path().display()),
             _ => None,
         };
-        let cp = run.join("config.toml");
-        let text = std::fs::read_to_string(&cp).with_context(|| format!("reading {}", cp.display()))?;
-        let cfg: TrainConfig =
-            toml::from_str(&text).with_context(|| format!("{}: invalid training config", cp.display()))?;
+        let cfg = run.read_config()?;
         let node_dim = recipe.features.features.len();
         let edge_dim = if recipe.edge_features { trackgnn_graph::recipe::EDGE_FEATURE_NAMES.len() } else { 0 };
         let mut model = InteractionGnn::<f32>::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
-        let wp = match weights {
-            "best" => run.join("best.safetensors"),
-            "last" => run.join("checkpoint").join("model.safetensors"),
-            other => PathBuf::from(other),
-        };
-        load_weights(&wp, &mut model.params)?;
+        load_weights(&run.weights_path(&weights.parse::<Weights>()?), &mut model.params)?;
         let surfaces = Surface::of_detector(&det);
         Ok(Reconstructor { recipe, map, model, det, surfaces })
     }

@@ -1,6 +1,6 @@
 //! `trackgnn train` and `trackgnn eval`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -15,8 +15,7 @@ use trackgnn_train::config::{LrScaling, Oversize, Sampler};
 use trackgnn_train::data::{GraphSet, load_sample};
 use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
-use trackgnn_train::logs::read_records;
-use trackgnn_train::{EpochRecord, Progress, TrainConfig, Trainer};
+use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{EvalArgs, TrainArgs};
 use crate::progress;
@@ -24,12 +23,9 @@ use crate::util::{print_json, thread_pool};
 
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
 fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
-    let file = a.config.clone().or_else(|| a.resume.then(|| a.out.join("config.toml")));
-    let mut c: TrainConfig = match &file {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("{}: invalid training config", p.display()))?
-        }
+    let file = a.config.clone().or_else(|| a.resume.then(|| RunDir::new(&a.out).config_path()));
+    let mut c = match &file {
+        Some(p) => TrainConfig::read(p)?,
         None => TrainConfig::default(),
     };
     macro_rules! set {
@@ -52,7 +48,7 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
     set!(a.max_graphs, c.max_graphs);
     set!(a.warmup_epochs, c.schedule.warmup_epochs);
     if let Some(p) = &a.init_weights {
-        let file = if p.is_dir() { p.join("best.safetensors") } else { p.clone() };
+        let file = if p.is_dir() { RunDir::new(p).best_path() } else { p.clone() };
         let file = std::fs::canonicalize(&file).with_context(|| format!("--init-weights {}", file.display()))?;
         c.init_weights = Some(file);
     }
@@ -167,7 +163,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
                 "done: {} epochs, {} steps; {best}; weights in {}",
                 outcome.epochs_completed,
                 outcome.global_step,
-                a.out.join("best.safetensors").display()
+                RunDir::new(&a.out).best_path().display()
             );
         }
     }
@@ -195,27 +191,21 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 
 /// `trackgnn eval`: the Table-1 row of a run on a graph directory.
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
-    let run = &a.run;
-    let cfg_path = run.join("config.toml");
-    let text = std::fs::read_to_string(&cfg_path).with_context(|| format!("reading {}", cfg_path.display()))?;
-    let mut cfg: TrainConfig =
-        toml::from_str(&text).with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
+    let run = RunDir::open(&a.run)?;
+    let mut cfg = run.read_config()?;
     if let Some(t) = a.threshold {
         cfg.threshold = t;
         cfg.validate().map_err(|e| anyhow::anyhow!("--threshold {t}: {e}"))?;
     }
     let set = GraphSet::open(&a.graphs, 0)?;
     // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
-    let events: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("events.json")).context("reading events.json")?)?;
-    let same_dir = events["graphs_dir"].as_str().map(PathBuf::from).is_some_and(|d| same_path(&d, &a.graphs));
-    let idx: Vec<usize> = if same_dir && !a.all {
-        let key = match a.split {
-            crate::cli::SplitArg::Train => "train",
-            crate::cli::SplitArg::Val => "val",
-            crate::cli::SplitArg::Test => "test",
+    let events = run.read_events()?;
+    let idx: Vec<usize> = if same_path(&events.graphs_dir, &a.graphs) && !a.all {
+        let ids = match a.split {
+            crate::cli::SplitArg::Train => &events.train,
+            crate::cli::SplitArg::Val => &events.val,
+            crate::cli::SplitArg::Test => &events.test,
         };
-        let ids: Vec<u64> = serde_json::from_value(events[key].clone()).context("events.json")?;
         (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
     } else {
         (0..set.len()).collect()
@@ -226,20 +216,16 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
     let mut model =
         InteractionGnn::<f32>::new(cfg.model.clone(), first.input.node_dim, first.input.edge_dim, &mut Rng::new(0));
-    let weights = match a.weights.as_str() {
-        "best" => run.join("best.safetensors"),
-        "last" => run.join("checkpoint").join("model.safetensors"),
-        other => PathBuf::from(other),
-    };
+    let weights = run.weights_path(&a.weights.parse::<Weights>()?);
     load_weights(&weights, &mut model.params)?;
     let pool = thread_pool(a.threads)?;
     let r = pool.install(|| evaluate(&model, &set, &idx, &cfg, &mut SingleProcess, false))?;
-    let last = read_records(&run.join("metrics.jsonl")).ok().and_then(|v| v.last().cloned());
+    let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
     let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
     let m = &r.mean;
     if a.json {
         print_json(&json!({
-            "run": run, "graphs": a.graphs, "weights": weights, "events": r.events,
+            "run": run.root(), "graphs": a.graphs, "weights": weights, "events": r.events,
             "threshold": cfg.threshold, "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
             "purity": m.purity, "auc": m.auc, "loss": m.loss,
             "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,

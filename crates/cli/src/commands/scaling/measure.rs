@@ -20,9 +20,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
+use trackgnn_train::RunDir;
 use trackgnn_train::config::Sampler;
 use trackgnn_train::data::GraphSet;
-use trackgnn_train::logs::{RankReport, load_average, read_records};
+use trackgnn_train::logs::{RankReport, load_average};
 
 use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
 use crate::cli::{SamplerArg, ScalingArgs};
@@ -85,40 +86,29 @@ struct StepFigures {
 /// Reads `steps.jsonl`: per epoch the sum of step seconds, the mean over ranks of the
 /// all-reduce seconds and of the wait for the slowest rank's compute (max − own), averaged
 /// over the epochs after the first (all epochs if there is one).
-fn step_figures(path: &Path) -> Result<StepFigures> {
+fn step_figures(run: &RunDir) -> Result<StepFigures> {
     let no_steps = || {
         format!(
             "{}: the run took no training step (its training graphs cannot fill one step of all ranks; the \
              balanced sampler needs that many in one size bin): use more graphs (--max-graphs)",
-            path.display()
+            run.steps_path().display()
         )
     };
-    if !path.exists() {
+    if !run.steps_path().exists() {
         bail!("{}", no_steps());
     }
-    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     // epoch → (steps, seconds, imbalance sum, all-reduce, wait, graphs per step)
     let mut per: std::collections::BTreeMap<u64, [f64; 6]> = Default::default();
-    for (k, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let at = || format!("{}:{}", path.display(), k + 1);
-        let v: Value = serde_json::from_str(line).with_context(|| format!("{}: invalid JSON", at()))?;
-        let epoch = v["epoch"].as_u64().with_context(|| format!("{}: no `epoch`", at()))?;
-        let seconds = v["seconds"].as_f64().with_context(|| format!("{}: no `seconds`", at()))?;
-        let list = |key: &str| -> Vec<f64> {
-            v[key].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
-        };
-        let (compute, reduce) = (list("compute_seconds"), list("allreduce_seconds"));
-        let n = compute.len().max(1) as f64;
-        let max = compute.iter().copied().fold(0.0, f64::max);
-        let graphs = v["events"]
-            .as_array()
-            .map_or(n, |e| e.iter().filter_map(Value::as_array).map(Vec::len).sum::<usize>() as f64);
-        let e = per.entry(epoch).or_default();
+    for s in run.read_steps()? {
+        let n = s.compute_seconds.len().max(1) as f64;
+        let max = s.compute_seconds.iter().copied().fold(0.0, f64::max);
+        let graphs = if s.events.is_empty() { n } else { s.events.iter().map(Vec::len).sum::<usize>() as f64 };
+        let e = per.entry(s.epoch).or_default();
         e[0] += 1.0;
-        e[1] += seconds;
-        e[2] += v["load_imbalance"].as_f64().unwrap_or(1.0);
-        e[3] += reduce.iter().sum::<f64>() / n;
-        e[4] += compute.iter().map(|c| max - c).sum::<f64>() / n;
+        e[1] += s.seconds;
+        e[2] += s.load_imbalance;
+        e[3] += s.allreduce_seconds.iter().sum::<f64>() / n;
+        e[4] += s.compute_seconds.iter().map(|c| max - c).sum::<f64>() / n;
         e[5] = graphs;
     }
     if per.is_empty() {
@@ -149,18 +139,12 @@ fn read_json(path: &Path) -> Result<Value> {
 
 /// Reads a finished run back.
 fn summarize(run: &Path, c: Config, threads: usize, repeat: usize, load: [Option<[f64; 3]>; 2]) -> Result<RunSummary> {
-    let s = step_figures(&run.join("steps.jsonl"))?;
-    let records = read_records(&run.join("metrics.jsonl"))?;
-    let last = records.last().with_context(|| format!("{}: no epoch in metrics.jsonl", run.display()))?;
-    let events = read_json(&run.join("events.json"))?;
-    let train_graphs = events["train"].as_array().map_or(0, Vec::len);
-    let mut reports = Vec::new();
-    for r in 0..c.ranks {
-        let path = run.join(format!("rank{r}.json"));
-        let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        let rep: RankReport = serde_json::from_str(&text).with_context(|| format!("{}: invalid", path.display()))?;
-        reports.push(rep);
-    }
+    let rd = RunDir::new(run);
+    let s = step_figures(&rd)?;
+    let records = rd.read_metrics()?;
+    let last = records.last().with_context(|| format!("{}: no epoch logged", rd.metrics_jsonl_path().display()))?;
+    let train_graphs = rd.read_events()?.train.len();
+    let reports: Vec<RankReport> = (0..c.ranks).map(|r| rd.read_rank_report(r)).collect::<Result<_, _>>()?;
     let graphs_per_epoch = s.steps_per_epoch * s.graphs_per_step;
     let cpu: Vec<f64> = reports.iter().map(|r| r.cpu_seconds).collect();
     let util: Vec<f64> = reports.iter().map(|r| r.cpu_utilisation).collect();
@@ -262,9 +246,8 @@ fn command(a: &ScalingArgs, exe: &Path, ranks: usize, threads: usize, args: &[St
 /// are logged.
 fn finished(run: &Path, args_file: &Path, args: &[String], ranks: usize, epochs: usize) -> bool {
     let same = fs::read_to_string(args_file).ok().and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok());
-    same.as_deref() == Some(args)
-        && (0..ranks).all(|r| run.join(format!("rank{r}.json")).exists())
-        && read_records(&run.join("metrics.jsonl")).is_ok_and(|r| r.len() == epochs)
+    let run = RunDir::new(run);
+    same.as_deref() == Some(args) && run.has_rank_reports(ranks) && run.read_metrics().is_ok_and(|r| r.len() == epochs)
 }
 
 /// The last `n` lines of a file.
@@ -507,7 +490,8 @@ mod tests {
     #[test]
     fn step_figures_skip_the_first_epoch_and_average_the_rest() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("steps.jsonl");
+        let run = RunDir::new(dir.path());
+        let p = run.steps_path();
         let line = |epoch: u64, s: f64, c: [f64; 2], r: [f64; 2]| {
             json!({ "epoch": epoch, "seconds": s, "compute_seconds": c, "allreduce_seconds": r,
                     "load_imbalance": c[0].max(c[1]) / ((c[0] + c[1]) / 2.0), "events": [[1], [2]] })
@@ -521,7 +505,7 @@ mod tests {
         ]
         .join("\n");
         fs::write(&p, text).unwrap();
-        let s = step_figures(&p).unwrap();
+        let s = step_figures(&run).unwrap();
         assert_eq!((s.timed_epochs, s.steps_per_epoch, s.graphs_per_step), (2, 1.5, 2.0));
         assert!((s.train_epoch_seconds - 2.0).abs() < 1e-12, "{s:?}");
         // Waits: 0.15 per imbalanced step (mean over ranks of max − own), two in epoch 1 and 2.
@@ -529,7 +513,8 @@ mod tests {
         assert!((s.load_imbalance - (1.2 + 1.0 + 1.2) / 3.0).abs() < 1e-12, "{s:?}");
         assert!(s.load_imbalance >= 1.0);
         fs::write(&p, "").unwrap();
-        assert!(step_figures(&p).unwrap_err().to_string().contains("no training step"));
-        assert!(step_figures(&dir.path().join("none.jsonl")).unwrap_err().to_string().contains("use more graphs"));
+        assert!(step_figures(&run).unwrap_err().to_string().contains("no training step"));
+        let none = RunDir::new(dir.path().join("none"));
+        assert!(step_figures(&none).unwrap_err().to_string().contains("use more graphs"));
     }
 }

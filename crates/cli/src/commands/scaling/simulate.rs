@@ -31,9 +31,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
-use trackgnn_train::TrainConfig;
 use trackgnn_train::config::Sampler;
 use trackgnn_train::data::{GraphSet, epoch_groups};
+use trackgnn_train::{RunDir, TrainConfig, Weights};
 
 use super::model::AllreduceCost;
 use super::{Regime, parse_ranks, sampler_name, sampler_of, speedup_plot};
@@ -216,10 +216,15 @@ fn read_json(path: &Path) -> Result<Value> {
 }
 
 /// Bytes of the model's parameters (= of the flat f32 gradient buffer), from the run's weights.
-fn gradient_bytes(run: &Path) -> Result<f64> {
-    let candidates = [run.join("checkpoint").join("model.safetensors"), run.join("best.safetensors")];
+fn gradient_bytes(run: &RunDir) -> Result<f64> {
+    let candidates = [run.weights_path(&Weights::Last), run.weights_path(&Weights::Best)];
     let path = candidates.iter().find(|p| p.exists()).with_context(|| {
-        format!("{}: no checkpoint/model.safetensors or best.safetensors (did the run finish an epoch?)", run.display())
+        format!(
+            "{}: no {} or {} (did the run finish an epoch?)",
+            run.root().display(),
+            candidates[0].display(),
+            candidates[1].display()
+        )
     })?;
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let st = safetensors::SafeTensors::deserialize(&bytes)
@@ -231,42 +236,36 @@ fn gradient_bytes(run: &Path) -> Result<f64> {
 type PerGraph = BTreeMap<u64, (f64, u32)>;
 
 /// Per-graph mean compute seconds, per-step overhead and the run's ranks from `steps.jsonl`.
-fn step_times(path: &Path, gps: usize) -> Result<(PerGraph, f64, usize)> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+fn step_times(run: &RunDir, gps: usize) -> Result<(PerGraph, f64, usize)> {
+    let path = run.steps_path();
+    let mut steps = run.read_steps()?;
     let mut per_graph = PerGraph::new();
     let (mut overhead, mut lines, mut ranks) = (0.0, 0usize, 0usize);
-    let mut parsed = Vec::new();
-    for (k, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value =
-            serde_json::from_str(line).with_context(|| format!("{}:{}: invalid JSON", path.display(), k + 1))?;
-        parsed.push((k, v));
-    }
     // The first epoch warms up (page cache, allocator): skip it when there are later ones, as
     // the measured study does.
-    let first = parsed.iter().filter_map(|(_, v)| v["epoch"].as_u64()).min();
-    if parsed.iter().any(|(_, v)| v["epoch"].as_u64() != first) {
-        parsed.retain(|(_, v)| v["epoch"].as_u64() != first);
+    let first = steps.iter().map(|s| s.epoch).min();
+    if steps.iter().any(|s| Some(s.epoch) != first) {
+        steps.retain(|s| Some(s.epoch) != first);
     }
-    for (k, v) in parsed {
-        let at = || format!("{}:{}", path.display(), k + 1);
-        let events: Vec<Vec<u64>> = serde_json::from_value(v["events"].clone()).with_context(|| {
-            format!("{}: no `events` list (written by an older trackgnn: train the run again)", at())
-        })?;
-        let compute: Vec<f64> = serde_json::from_value(v["compute_seconds"].clone())
-            .with_context(|| format!("{}: no `compute_seconds` list", at()))?;
-        let reduce: Vec<f64> = serde_json::from_value(v["allreduce_seconds"].clone()).unwrap_or_default();
-        let seconds = v["seconds"].as_f64().with_context(|| format!("{}: no `seconds`", at()))?;
-        if events.len() != compute.len() || events.iter().any(|e| e.len() != gps) {
-            bail!("{}: expected {} rank(s) × {gps} graph(s) per step", at(), compute.len());
+    for s in &steps {
+        let at = || format!("{}, global step {}", path.display(), s.global_step);
+        if s.events.is_empty() {
+            bail!("{}: no `events` list (written by an older trackgnn: train the run again)", at());
         }
-        for (ev, &c) in events.iter().zip(&compute) {
+        if s.compute_seconds.is_empty() {
+            bail!("{}: no `compute_seconds` list", at());
+        }
+        if s.events.len() != s.compute_seconds.len() || s.events.iter().any(|e| e.len() != gps) {
+            bail!("{}: expected {} rank(s) × {gps} graph(s) per step", at(), s.compute_seconds.len());
+        }
+        for (ev, &c) in s.events.iter().zip(&s.compute_seconds) {
             let e = per_graph.entry(ev[0]).or_default();
             e.0 += c;
             e.1 += 1;
         }
-        overhead += (seconds - compute[0] - reduce.first().copied().unwrap_or(0.0)).max(0.0);
+        overhead += (s.seconds - s.compute_seconds[0] - s.allreduce_seconds.first().copied().unwrap_or(0.0)).max(0.0);
         lines += 1;
-        ranks = ranks.max(compute.len());
+        ranks = ranks.max(s.compute_seconds.len());
     }
     if lines == 0 {
         bail!("{}: no steps", path.display());
@@ -286,23 +285,21 @@ fn line_fit(points: &[(f64, f64)]) -> (f64, f64) {
 
 /// Reads a run directory: its configuration, training graphs and their measured times.
 fn load_run(run: &Path, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
-    let cfg_path = run.join("config.toml");
-    let text = std::fs::read_to_string(&cfg_path).with_context(|| format!("reading {}", cfg_path.display()))?;
-    let cfg: TrainConfig =
-        toml::from_str(&text).with_context(|| format!("{}: invalid training config", cfg_path.display()))?;
+    let rd = RunDir::open(run)?;
+    let cfg = rd.read_config()?;
     if cfg.graphs_per_step != 1 {
         bail!("{}: the simulation needs a run with one graph per step (graphs_per_step = 1)", run.display());
     }
-    let events = read_json(&run.join("events.json"))?;
-    let train: Vec<u64> = serde_json::from_value(events["train"].clone()).context("events.json: no `train` list")?;
+    let events = rd.read_events()?;
+    let train = events.train;
     let dir = match graphs_override {
         Some(d) => d.to_path_buf(),
-        None => PathBuf::from(events["graphs_dir"].as_str().context("events.json: no `graphs_dir`")?),
+        None => events.graphs_dir,
     };
     let set = GraphSet::open(&dir, cfg.max_graphs)
         .with_context(|| format!("opening the run's graphs {} (pass --graphs if they moved)", dir.display()))?;
     let size: BTreeMap<u64, u64> = set.files.iter().zip(&set.edges).map(|((id, _), &e)| (*id, e)).collect();
-    let (measured, step_overhead_seconds, ranks) = step_times(&run.join("steps.jsonl"), 1)?;
+    let (measured, step_overhead_seconds, ranks) = step_times(&rd, 1)?;
     let mut times = GraphTimes::default();
     for id in &train {
         let edges = *size.get(id).with_context(|| format!("event {id} of the run is not in {}", dir.display()))?;
@@ -314,7 +311,7 @@ fn load_run(run: &Path, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
     let known: Vec<(f64, f64)> =
         times.edges.iter().zip(&times.seconds).filter(|p| p.1.is_finite()).map(|(&e, &s)| (e as f64, s)).collect();
     if known.is_empty() {
-        bail!("{}: steps.jsonl has no step on the run's training graphs", run.display());
+        bail!("{}: no step on the run's training graphs", rd.steps_path().display());
     }
     let (a, b) = line_fit(&known);
     let mut estimated = 0;
@@ -324,12 +321,12 @@ fn load_run(run: &Path, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
             estimated += 1;
         }
     }
-    let threads = read_json(&run.join("rank0.json")).ok().and_then(|v| v["threads"].as_u64()).unwrap_or(1) as usize;
+    let threads = rd.read_rank_report(0).map_or(1, |r| r.threads);
     Ok(MeasuredRun {
         cfg,
         times,
         estimated,
-        gradient_bytes: gradient_bytes(run)?,
+        gradient_bytes: gradient_bytes(&rd)?,
         step_overhead_seconds,
         threads,
         ranks,
