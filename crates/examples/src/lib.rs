@@ -16,6 +16,13 @@
 //! run in seconds. `tests/examples.rs` runs all three. This library holds only what they
 //! share.
 //!
+//! ```
+//! use std::path::Path;
+//! use trackgnn_examples::{graphs_dir, run_dir};
+//! let dir = Path::new("trackgnn-example");
+//! assert_eq!((graphs_dir(dir), run_dir(dir)), (dir.join("graphs"), dir.join("run")));
+//! ```
+//!
 //! Not for: the command line (that is the `trackgnn` binary, which does the same at scale,
 //! with progress bars, JSON output and plots).
 #![deny(missing_docs)]
