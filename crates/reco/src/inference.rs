@@ -276,7 +276,12 @@ impl Reconstructor {
             let reco = self.event(&event)?;
             let t = Instant::now();
             let ids = singleton_track_ids(&reco.hit_tracks)?;
-            write_submission(&out.join(submission_file_name(event.event_id)), event.event_id, &event.hits.hit_id, &ids)?;
+            write_submission(
+                &out.join(submission_file_name(event.event_id)),
+                event.event_id,
+                &event.hits.hit_id,
+                &ids,
+            )?;
             let write_seconds = t.elapsed().as_secs_f64();
             let summary = EventSummary {
                 event_id: event.event_id,

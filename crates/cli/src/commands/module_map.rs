@@ -11,8 +11,8 @@ use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::TargetConfig;
 use trackgnn_simulate::primaries::Produced;
 use trackgnn_simulate::{Generator, SimConfig};
-use trackgnn_trackml::{Detector, Event};
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
+use trackgnn_trackml::{Detector, Event};
 
 use crate::cli::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 use crate::progress;
@@ -68,7 +68,8 @@ impl Source {
                 Ok(read_event(&files[k], opts)?)
             }
             Source::Generated { generator, seed, ids } => {
-                let keep = |p: &Produced| config.keeps_primary(p.momentum[0].hypot(p.momentum[1]), p.species.is_charged());
+                let keep =
+                    |p: &Produced| config.keeps_primary(p.momentum[0].hypot(p.momentum[1]), p.species.is_charged());
                 Ok(generator.event_of(*seed, ids[k], keep, false).0)
             }
         }

@@ -256,13 +256,7 @@ pub fn eval_run(
             "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
         }));
     } else {
-        println!(
-            "{} events of {} with {}, threshold {}",
-            r.events,
-            graphs.display(),
-            weights.display(),
-            cfg.threshold
-        );
+        println!("{} events of {} with {}, threshold {}", r.events, graphs.display(), weights.display(), cfg.threshold);
         println!(
             "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
         );
