@@ -18,7 +18,8 @@ fn the_examples_generate_train_and_reconstruct() {
     assert!(efficiency > 0.8, "graph efficiency {efficiency}");
     let outcome = train::train(dir.path(), 2).unwrap();
     assert_eq!(outcome.epochs_completed, 2);
-    assert!(dir.path().join("run/best.safetensors").is_file());
+    let run = trackgnn_train::RunDir::open(trackgnn_examples::run_dir(dir.path())).unwrap();
+    assert!(run.best_path().is_file());
     let reco = reconstruct_event::reconstruct_event(dir.path(), 1).unwrap();
     assert!(reco.num_tracks() > 0);
     assert_eq!(reco.scores.len(), reco.graph.num_edges());
