@@ -4,19 +4,22 @@
 //! ([`module_map`]), the recipe that records how a graph directory was built and
 //! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`mod@file`]).
 //!
-//! ```no_run
+//! ```
 //! use trackgnn_graph::{GraphRecipe, Method, build_graph};
-//! use trackgnn_trackml::{Detector, csv};
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let det = Detector::trackml();
-//! let files = &csv::discover_events("data/mu200".as_ref())?[0];
-//! let event = csv::read_event(files, csv::ReadOptions::default())?;
-//! let (graph, stats) = build_graph(&event, &det, &GraphRecipe::new(Method::Geometric), None)?;
-//! println!("{} nodes, {} edges, efficiency {:.3}", graph.num_nodes(), graph.num_edges(), stats.efficiency);
-//! # Ok(()) }
+//! use trackgnn_simulate::{Generator, SimConfig};
+//! use trackgnn_trackml::Detector;
+//!
+//! let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 1.0, ..SimConfig::default() });
+//! let (event, _) = generator.event(42, 1);
+//! let recipe = GraphRecipe::new(Method::Geometric); // every hit a node: no truth cuts
+//! let (graph, stats) = build_graph(&event, generator.detector(), &recipe, None)?;
+//! assert_eq!(graph.num_nodes(), event.hits.len());
+//! assert!(stats.efficiency > 0.8, "{} of the target edges", stats.efficiency);
+//! # Ok::<(), trackgnn_graph::Error>(())
 //! ```
 //!
-//! Not for: the GNN (see `trackgnn-engine`) or track building (`trackgnn-reco`).
+//! Not for: simulating events (`trackgnn-simulate`), the GNN (`trackgnn-engine`) or track
+//! building (`trackgnn-reco`).
 #![deny(missing_docs)]
 
 pub mod error;

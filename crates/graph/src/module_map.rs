@@ -12,11 +12,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_trackml::ids::ModuleId;
+use trackgnn_trackml::{Detector, Event};
 
 use crate::error::{Error, Result};
-use crate::features::HitTable;
+use crate::features::{HitTable, NodeCuts};
 use crate::geometric::dphi;
-use crate::truth::{TargetConfig, TruthEdges};
+use crate::truth::{TargetConfig, TruthEdges, truth_edges};
 
 const MAGIC: &[u8; 8] = b"TGNNMMAP";
 /// Index of Δφ among the pair quantities.
@@ -246,6 +247,27 @@ impl Default for MapConfig {
     }
 }
 
+impl MapConfig {
+    /// The hits a map learns from: those of particles with pT ≥ the target's, noise dropped.
+    pub fn node_cuts(&self) -> NodeCuts {
+        NodeCuts { pt_min: Some(self.target.pt_min), remove_noise: true, eta_range: None }
+    }
+
+    /// Whether a generated primary particle of transverse momentum `pt` \[GeV\] can give the map
+    /// an edge, so that training events drawn for a map need simulate only those.
+    ///
+    /// A prompt-only map (`max_vertex_r` set) records charged primaries above the target pT.
+    /// A map that records secondaries too keeps every primary above half the cut, neutral ones
+    /// included: a decay or conversion product gains at most the decay momentum (≤ 0.21 GeV for
+    /// K0_S) in pT over its parent, and a nuclear-interaction product rarely more.
+    pub fn keeps_primary(&self, pt: f64, charged: bool) -> bool {
+        match self.max_vertex_r {
+            Some(_) => charged && pt >= self.target.pt_min,
+            None => pt >= 0.5 * self.target.pt_min,
+        }
+    }
+}
+
 /// A module map learned from training events.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModuleMap {
@@ -291,6 +313,15 @@ impl ModuleMap {
     /// The ranges recorded for a module pair.
     pub fn get(&self, a: ModuleId, b: ModuleId) -> Option<&PairRanges> {
         self.entries.get(&(a, b))
+    }
+
+    /// Records one training event (with truth and particles): its hits that pass
+    /// [`MapConfig::node_cuts`], then the true edges the map's selection keeps.
+    pub fn add_training_event(&mut self, event: &Event, det: &Detector) -> Result<()> {
+        let table = HitTable::build(event, det, &self.config.node_cuts())?;
+        let truth = truth_edges(&table, &self.config.target);
+        self.add_event(&table, &truth);
+        Ok(())
     }
 
     /// Records the true edges of one training event whose particles pass the map's selection

@@ -81,6 +81,12 @@ fn module_map_round_trip_and_self_consistency() {
     }
     assert_eq!(map.events, 4);
     assert!(map.len() > 100);
+    // The one-call form learns the same map from the same events.
+    let mut direct = ModuleMap::new(map.config.clone());
+    for ev in &evs {
+        direct.add_training_event(ev, &det).unwrap();
+    }
+    assert_eq!(direct, map);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("map.bin");
     map.save(&path).unwrap();
@@ -219,4 +225,19 @@ fn the_triplet_stage_drops_edges_that_skip_a_hit_of_a_consistent_triplet() {
     assert_eq!(sorted_edges(s, d).len(), 2);
     let (s, d) = map.build_edges(&kink, &MapMargin::default());
     assert!(s.is_empty() && d.is_empty(), "{s:?} {d:?}");
+}
+
+#[test]
+fn which_primaries_a_map_is_drawn_from() {
+    let prompt = MapConfig { target: TargetConfig { pt_min: 2.0, min_hits: 3 }, max_vertex_r: Some(1.0) };
+    // A prompt map: charged primaries from the target pT up, the cut itself included.
+    assert!(prompt.keeps_primary(2.0, true) && prompt.keeps_primary(5.0, true));
+    assert!(!prompt.keeps_primary(1.999, true) && !prompt.keeps_primary(5.0, false));
+    // With secondaries: neutral parents too, from half the cut.
+    let all = MapConfig { max_vertex_r: None, ..prompt.clone() };
+    assert!(all.keeps_primary(1.0, false) && all.keeps_primary(1.0, true));
+    assert!(!all.keeps_primary(0.999, true));
+    // The hits it learns from: the target pT as a truth cut, without noise.
+    let cuts = prompt.node_cuts();
+    assert_eq!((cuts.pt_min, cuts.remove_noise, cuts.eta_range), (Some(2.0), true, None));
 }

@@ -8,6 +8,27 @@
 //! `TRACKGNN_FONT`, else DejaVu Sans or Liberation Sans at their usual paths, else any `.ttf`
 //! under `/usr/share/fonts` or `/usr/local/share/fonts` (a regular sans face preferred). With
 //! none, plots are drawn without any text rather than failing.
+//!
+//! ```
+//! use plotters::prelude::*;
+//! use trackgnn_plot::{Figure, write_figure};
+//!
+//! /// A red square on white.
+//! struct Square;
+//! impl Figure for Square {
+//!     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>, _text: bool) -> Result<(), String> {
+//!         root.fill(&WHITE).map_err(|e| e.to_string())?;
+//!         root.draw(&Rectangle::new([(100, 100), (300, 300)], RED.filled())).map_err(|e| e.to_string())
+//!     }
+//! }
+//! let dir = tempfile::tempdir()?;
+//! write_figure(&dir.path().join("square"), &Square)?;
+//! assert!(dir.path().join("square.png").is_file() && dir.path().join("square.svg").is_file());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Not for: what the plots show (the training curves are drawn in `trackgnn-train`, the track
+//! efficiencies in `trackgnn-reco`), or interactive plotting.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -93,6 +93,37 @@ pub enum Error {
         /// The number of ids needed.
         needed: u64,
     },
+    /// The module map of a run changed since its graphs were built.
+    #[error("{}: the module map changed since the graphs were built ({then} then, {now} now)", path.display())]
+    MapChanged {
+        /// The map file.
+        path: PathBuf,
+        /// Its hash when the graphs were built.
+        then: String,
+        /// Its hash now.
+        now: String,
+    },
+    /// A module-map recipe that names no map file.
+    #[error("{}: module-map recipe without a map file", recipe.display())]
+    MapMissing {
+        /// The recipe file.
+        recipe: PathBuf,
+    },
+    /// Truth scores were asked for an event read without truth.
+    #[error("event {event_id}: truth scores need the event's truth and particles files")]
+    TruthScoresWithoutTruth {
+        /// The event concerned.
+        event_id: u64,
+    },
+    /// Reading an event failed.
+    #[error(transparent)]
+    Event(#[from] trackgnn_trackml::Error),
+    /// Building a graph or reading a module map failed.
+    #[error(transparent)]
+    Graph(#[from] trackgnn_graph::Error),
+    /// Reading a run (its configuration, recipe or weights) failed.
+    #[error(transparent)]
+    Run(#[from] trackgnn_train::Error),
     /// A plot could not be drawn or written.
     #[error("{}: cannot draw plot: {message}", path.display())]
     Plot {

@@ -14,6 +14,8 @@
 //! - [`submission`]: TrackML submission files ([`write_submission`], [`read_submission`]) and
 //!   the mapping from graph nodes to event hits ([`event_track_ids`], [`singleton_track_ids`]).
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
+//! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
+//!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
 //!
 //! ```
 //! use trackgnn_reco::{
@@ -45,10 +47,13 @@
 //!
 //! Not for: scoring the edges (the GNN is `trackgnn-engine`, training `trackgnn-train`), the
 //! edge-level metrics of item 7 of the mission (efficiency/purity of edges, in
-//! `trackgnn-train`), or track fitting (no helix parameters are estimated).
+//! `trackgnn-train`), or track fitting (no helix parameters are estimated). [`inference`]
+//! calls the graph builder, the GNN and the run directory of those crates; it does not
+//! reimplement them.
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod inference;
 pub mod metrics;
 pub mod plots;
 pub mod submission;

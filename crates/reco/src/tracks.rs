@@ -105,6 +105,16 @@ impl Default for TrackBuilderConfig {
 }
 
 impl TrackBuilderConfig {
+    /// The reference settings for `method`, cutting edges at `score_cut` (default: the
+    /// method's own, [`Method::default_score_cut`]); the walk-through's branch cut is the
+    /// default one raised to the score cut when that is higher.
+    pub fn for_method(method: Method, score_cut: Option<f64>) -> TrackBuilderConfig {
+        let defaults = TrackBuilderConfig::default();
+        let score_cut = score_cut.unwrap_or(method.default_score_cut());
+        let branch_cut = Some(defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
+        TrackBuilderConfig { method, score_cut, branch_cut, ..defaults }
+    }
+
     /// Whether building runs the hit search of track following, and so wants the nodes'
     /// layers ([`ScoredEdges::with_layers`]).
     pub fn hit_search(&self) -> bool {

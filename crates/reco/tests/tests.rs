@@ -1,3 +1,4 @@
 //! Integration tests of trackgnn-reco, built as one binary.
 
+mod inference;
 mod pipeline;

@@ -5,22 +5,29 @@
 //! them all, read back through typed records ([`run_dir`]). The optimiser itself (AdamW,
 //! clipping, schedule) lives in `trackgnn_engine::optim`.
 //!
-//! ```no_run
+//! ```
 //! use trackgnn_engine::ParamStore;
 //! use trackgnn_engine::optim::{AdamW, AdamWConfig};
 //! use trackgnn_train::{EdgeMetrics, checkpoint, plots};
-//! # fn main() -> Result<(), trackgnn_train::Error> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let run = tempfile::tempdir()?;
 //! let mut params = ParamStore::<f32>::default();
 //! params.add("edge_classifier.0.weight", &[1, 8]);
 //! let opt = AdamW::new(params.len(), AdamWConfig::default());
+//! // Two edges: a target edge scored high, a false one scored low (logits), loss 0.02.
 //! let m = EdgeMetrics::of_event(&[3.2, -1.5], &[1, 0], &[1, 0], 0.5, 0.02);
-//! checkpoint::save_checkpoint("run/last".as_ref(), &params, &opt.state(), &serde_json::json!({"epoch": 0}))?;
-//! plots::plot_series("run/loss".as_ref(), "Loss", "epoch", "loss", &[("val", vec![(0.0, m.loss)])], true)?;
+//! assert_eq!((m.efficiency, m.purity), (1.0, 1.0));
+//! checkpoint::save_checkpoint(&run.path().join("last"), &params, &opt.state(), &serde_json::json!({"epoch": 0}))?;
+//! plots::plot_series(&run.path().join("loss"), "Loss", "epoch", "loss", &[("val", vec![(0.0, m.loss)])], true)?;
+//! assert!(run.path().join("loss.png").is_file() && run.path().join("last").is_dir());
 //! # Ok(()) }
 //! ```
 //!
-//! Not for: the model and its backward pass (`trackgnn-engine`), or graph building
-//! (`trackgnn-graph`).
+//! A whole training is [`Trainer::new`] on a directory of graph files then [`Trainer::run`];
+//! the `train` program of `crates/examples` shows it.
+//!
+//! Not for: the model and its backward pass (`trackgnn-engine`), graph building
+//! (`trackgnn-graph`), or inference with a trained run (`trackgnn-reco`'s `inference`).
 #![deny(missing_docs)]
 
 pub mod budget;

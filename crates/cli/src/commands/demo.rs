@@ -5,12 +5,23 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+use trackgnn_graph::recipe::RECIPE_FILE;
+use trackgnn_graph::{BuildStats, GraphRecipe, Method, build_graph, graph_file_name, write_graph};
+use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
+use trackgnn_simulate::{Generator, SimConfig};
+use trackgnn_trackml::Detector;
+use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event, write_detectors, write_event};
+use trackgnn_train::TrainConfig;
+use trackgnn_train::dist::SingleProcess;
+use trackgnn_train::run_dir::{RunDir, Weights};
 
-use crate::cli::{
-    BuildGraphsArgs, DemoArgs, DetectorArg, EvalArgs, GraphMethod, ReconstructArgs, SimulateArgs, TrackMethodArg,
-    TrainArgs,
-};
+use super::simulate::RunRecord;
+use crate::cli::{DemoArgs, SplitArg};
+use crate::progress;
+use crate::util::{thread_pool, write_atomic};
 
 /// The demo's sizes: small enough for a few minutes on 2 cores, large enough to learn.
 const TRAIN_EVENTS: u64 = 60;
@@ -24,21 +35,6 @@ fn step(n: usize, what: &str, t0: Instant) {
     eprintln!("\n[{n}/6 at {:.0} s] {what}", t0.elapsed().as_secs_f64());
 }
 
-fn simulate(out: PathBuf, events: u64, seed: u64, first_event: u64, threads: Option<usize>) -> SimulateArgs {
-    SimulateArgs {
-        events,
-        pileup: Some(PILEUP),
-        seed,
-        first_event,
-        out,
-        gzip: false,
-        config: None,
-        threads,
-        json: false,
-        detector: DetectorArg::default(),
-    }
-}
-
 pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let dir = &a.out;
     if dir.join("run").exists() {
@@ -47,6 +43,8 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(dir)?;
     let t0 = Instant::now();
     let p = |s: &str| -> PathBuf { dir.join(s) };
+    let pool = thread_pool(a.threads)?;
+    let generator = Generator::new(Detector::trackml(), SimConfig { pileup: PILEUP, ..SimConfig::default() });
     step(
         1,
         &format!(
@@ -54,97 +52,93 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         ),
         t0,
     );
-    super::simulate::run(simulate(p("events"), TRAIN_EVENTS, 1, 1, a.threads))?;
-    super::simulate::run(simulate(p("heldout"), HELDOUT_EVENTS, 2, 1001, a.threads))?;
+    pool.install(|| simulate(&generator, &p("events"), 1, 1..=TRAIN_EVENTS))?;
+    pool.install(|| simulate(&generator, &p("heldout"), 2, 1001..=1000 + HELDOUT_EVENTS))?;
     step(2, "building graphs (geometric builder, all hits: no truth cuts)", t0);
-    let bg = BuildGraphsArgs {
-        input: p("events"),
-        out: p("graphs"),
-        method: GraphMethod::Geometric,
-        map: None,
-        pt_min: None,
-        remove_noise: false,
-        margin: None,
-        no_triplets: false,
-        keep_shortcuts: false,
-        phi_slope_max: None,
-        z0_max: None,
-        skip_layers: None,
-        sectors: None,
-        sector_overlap: None,
-        config: None,
-        events: None,
-        threads: a.threads,
-        json: false,
-        detector: DetectorArg::default(),
-    };
-    super::build_graphs::run(bg)?;
+    pool.install(|| build_graphs(generator.detector(), &p("events"), &p("graphs")))?;
     step(3, &format!("training an InteractionGNN (hidden {HIDDEN}, {ITERATIONS} iterations, {EPOCHS} epochs)"), t0);
-    let tr = TrainArgs {
-        graphs: p("graphs"),
-        out: p("run"),
-        config: None,
-        resume: false,
-        epochs: Some(EPOCHS),
-        seed: Some(1),
-        lr: Some(2e-3),
-        hidden: Some(HIDDEN),
-        iterations: Some(ITERATIONS),
-        pos_weight: Some(2.0),
-        init_weights: None,
-        graphs_per_step: None,
-        clip_grad_norm: None,
-        early_stopping: None,
-        checkpoint_every: None,
-        max_graphs: None,
-        warmup_epochs: None,
-        lr_scaling: None,
-        sampler: None,
-        threads: a.threads,
-        checkpointing: None,
-        max_memory: None,
-        oversize: None,
-        mpi_chunk: None,
-        json: false,
-    };
-    super::train::run_single(tr)?;
+    let mut cfg = TrainConfig { epochs: EPOCHS, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
+    (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, HIDDEN, ITERATIONS);
+    super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads, false, &mut SingleProcess)?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
-    let ev = EvalArgs {
-        run: p("run"),
-        graphs: p("graphs"),
-        all: false,
-        split: crate::cli::SplitArg::Test,
-        threshold: None,
-        weights: "best".into(),
-        threads: a.threads,
-        json: false,
-    };
-    super::train::eval(ev)?;
+    let run = RunDir::open(p("run"))?;
+    pool.install(|| super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, false))?;
     step(
         5,
         &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"),
         t0,
     );
-    let rc = ReconstructArgs {
-        run: p("run"),
-        input: p("heldout"),
-        out: p("tracks"),
-        score_cut: None,
-        method: TrackMethodArg::Follow,
-        min_hits: 5,
-        branch_cut: None,
-        no_hit_search: false,
-        truth_scores: false,
-        weights: "best".into(),
-        events: None,
-        threads: a.threads,
-        json: false,
-        detector: DetectorArg::default(),
-    };
-    super::reconstruct::run(rc)?;
+    let tracks = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(TrackMethod::Follow, None) };
+    let rec = Reconstructor::open(&run, &Weights::Best, generator.detector().clone())?.with_tracks(tracks)?;
+    let done = pool.install(|| rec.reconstruct_dir(&p("heldout"), &p("tracks"), None, |_| {}))?;
+    super::reconstruct::report(&p("tracks"), false, &rec, &done);
     step(6, "done", t0);
     report(dir, t0);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Generates events `ids` of `seed` into `out` as TrackML CSV, with the detector's geometry.
+fn simulate(generator: &Generator, out: &Path, seed: u64, ids: std::ops::RangeInclusive<u64>) -> Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    write_detectors(&out.join("detectors.csv"), &generator.detector().modules)?;
+    let n = ids.clone().count();
+    let hits: usize = ids
+        .clone()
+        .into_par_iter()
+        .map(|id| -> Result<usize> {
+            let (event, _) = generator.event(seed, id);
+            write_event(out, &event, false)?;
+            Ok(event.hits.len())
+        })
+        .sum::<Result<usize>>()?;
+    let record = RunRecord {
+        seed,
+        first_event: *ids.start(),
+        events: n as u64,
+        gzip: false,
+        detector: "built-in TrackML".into(),
+        config: generator.config(),
+    };
+    record.write(out)?;
+    println!("{n} events in {}: {:.0} hits per event", out.display(), hits as f64 / n as f64);
+    Ok(())
+}
+
+/// Builds the graph of every event in `input` with the default geometric recipe (no truth
+/// cuts) into `out`, with the recipe beside them.
+fn build_graphs(det: &Detector, input: &Path, out: &Path) -> Result<()> {
+    let recipe = GraphRecipe::new(Method::Geometric);
+    let events = discover_events(input)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let pb = progress::bar(events.len() as u64, "build graphs");
+    let built: Vec<BuildStats> = events
+        .par_iter()
+        .map(|files| -> Result<BuildStats> {
+            let opts = ReadOptions {
+                truth: files.has(FileKind::Truth),
+                particles: files.has(FileKind::Particles),
+                cells: files.has(FileKind::Cells),
+            };
+            let event = read_event(files, opts)?;
+            let (graph, stats) = build_graph(&event, det, &recipe, None)?;
+            write_graph(&out.join(graph_file_name(event.event_id)), &graph)?;
+            pb.inc(1);
+            Ok(stats)
+        })
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    write_atomic(&out.join(RECIPE_FILE), toml::to_string(&recipe)?.as_bytes())?;
+    let total = |f: fn(&BuildStats) -> u64| built.iter().map(f).sum::<u64>() as f64;
+    println!(
+        "{} graphs in {}: per event {:.0} nodes, {:.0} edges; graph efficiency {:.4}, graph purity {:.4}",
+        built.len(),
+        out.display(),
+        total(|s| s.nodes) / built.len() as f64,
+        total(|s| s.edges) / built.len() as f64,
+        total(|s| s.target_edges) / total(|s| s.event_target_edges).max(1.0),
+        total(|s| s.true_edges) / total(|s| s.edges).max(1.0),
+    );
+    Ok(())
 }
 
 fn report(dir: &Path, t0: Instant) {

@@ -7,13 +7,12 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::ModuleMap;
-use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::module_map::MapConfig;
-use trackgnn_graph::truth::{TargetConfig, truth_edges};
+use trackgnn_graph::truth::TargetConfig;
 use trackgnn_simulate::primaries::Produced;
 use trackgnn_simulate::{Generator, SimConfig};
-use trackgnn_trackml::Event;
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
+use trackgnn_trackml::{Detector, Event};
 
 use crate::cli::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 use crate::progress;
@@ -23,89 +22,99 @@ use crate::util::{load_detector, print_json, thread_pool};
 enum Source {
     /// Event files found in a directory.
     Files(Vec<EventFiles>),
-    /// Event ids drawn from the generator, only their prompt particles above the map's pT.
+    /// Event ids drawn from the generator, only the primaries the map can use
+    /// ([`MapConfig::keeps_primary`]).
     Generated { generator: Box<Generator>, seed: u64, ids: Vec<u64> },
 }
 
-pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
-    let det = load_detector(a.detector.detector.as_deref())?;
-    if let Some(n) = a.events {
-        anyhow::ensure!(n > 0, "--events must be at least 1");
-    }
-    let source = match (&a.input, a.simulate) {
-        (Some(dir), _) => {
-            let mut events = discover_events(dir)?;
-            if let Some(n) = a.events {
-                events.truncate(n);
+impl Source {
+    /// The events of `--input DIR` or `--simulate N` (at most `--events`).
+    fn of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<Source> {
+        if let Some(n) = a.events {
+            anyhow::ensure!(n > 0, "--events must be at least 1");
+        }
+        Ok(match (&a.input, a.simulate) {
+            (Some(dir), _) => {
+                let mut events = discover_events(dir)?;
+                if let Some(n) = a.events {
+                    events.truncate(n);
+                }
+                Source::Files(events)
             }
-            Source::Files(events)
+            (None, Some(n)) => {
+                anyhow::ensure!(n > 0, "--simulate must be at least 1");
+                let n = a.events.map_or(n, |e| n.min(e as u64));
+                let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
+                cfg.validate()?;
+                let generator = Box::new(Generator::new(det.clone(), cfg));
+                Source::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
+            }
+            (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
+        })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Source::Files(f) => f.len(),
+            Source::Generated { ids, .. } => ids.len(),
         }
-        (None, Some(n)) => {
-            anyhow::ensure!(n > 0, "--simulate must be at least 1");
-            let n = a.events.map_or(n, |e| n.min(e as u64));
-            let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
-            cfg.validate()?;
-            let generator = Box::new(Generator::new(det.clone(), cfg));
-            Source::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
-        }
-        (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
-    };
-    let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
-    let max_vertex_r = if a.all_particles { None } else { Some(a.max_vertex_r) };
-    let config = MapConfig { target: target.clone(), max_vertex_r };
-    let cuts = NodeCuts { pt_min: Some(a.pt_min), remove_noise: true, eta_range: None };
-    let n_events = match &source {
-        Source::Files(f) => f.len(),
-        Source::Generated { ids, .. } => ids.len(),
-    };
-    let pool = thread_pool(a.threads)?;
-    let pb = progress::bar(n_events as u64, "module map");
-    let t = Instant::now();
-    let load = |k: usize| -> Result<Event> {
-        match &source {
+    }
+
+    /// Event `k`, with truth and particles.
+    fn event(&self, k: usize, config: &MapConfig) -> Result<Event> {
+        match self {
             Source::Files(files) => {
                 let opts = ReadOptions { truth: true, particles: true, cells: false };
                 Ok(read_event(&files[k], opts)?)
             }
             Source::Generated { generator, seed, ids } => {
-                // The map records prompt particles (primaries) above its pT. With
-                // --all-particles secondaries count too. Their primaries need not pass the cut,
-                // but a decay or conversion product gains at most the decay momentum (≤ 0.21
-                // GeV for K0_S) in pT over its parent, and a nuclear-interaction product rarely
-                // more, so primaries below half the cut are left out.
-                let keep = |p: &Produced| {
-                    let pt = p.momentum[0].hypot(p.momentum[1]);
-                    if max_vertex_r.is_none() { pt >= 0.5 * a.pt_min } else { p.species.is_charged() && pt >= a.pt_min }
-                };
+                let keep =
+                    |p: &Produced| config.keeps_primary(p.momentum[0].hypot(p.momentum[1]), p.species.is_charged());
                 Ok(generator.event_of(*seed, ids[k], keep, false).0)
             }
         }
-    };
-    let map = pool.install(|| {
-        (0..n_events)
-            .into_par_iter()
-            .try_fold(
-                || ModuleMap::new(config.clone()),
-                |mut map, k| -> Result<ModuleMap> {
-                    let event = load(k)?;
-                    let table = HitTable::build(&event, &det, &cuts)?;
-                    map.add_event(&table, &truth_edges(&table, &target));
-                    pb.inc(1);
-                    Ok(map)
-                },
-            )
-            .try_reduce(
-                || ModuleMap::new(config.clone()),
-                |mut a, b| {
-                    a.merge(&b);
-                    Ok(a)
-                },
-            )
-    })?;
+    }
+}
+
+/// The map learned from every event of `source`, events in parallel.
+fn learn(source: &Source, config: &MapConfig, det: &Detector) -> Result<ModuleMap> {
+    let pb = progress::bar(source.len() as u64, "module map");
+    let map = (0..source.len())
+        .into_par_iter()
+        .try_fold(
+            || ModuleMap::new(config.clone()),
+            |mut map, k| -> Result<ModuleMap> {
+                map.add_training_event(&source.event(k, config)?, det)?;
+                pb.inc(1);
+                Ok(map)
+            },
+        )
+        .try_reduce(
+            || ModuleMap::new(config.clone()),
+            |mut a, b| {
+                a.merge(&b);
+                Ok(a)
+            },
+        )?;
     pb.finish_and_clear();
+    Ok(map)
+}
+
+pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
+    let det = load_detector(a.detector.detector.as_deref())?;
+    let source = Source::of_args(&a, &det)?;
+    let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
+    let config = MapConfig { target, max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
+    let pool = thread_pool(a.threads)?;
+    let t = Instant::now();
+    let map = pool.install(|| learn(&source, &config, &det))?;
     let seconds = t.elapsed().as_secs_f64();
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
-    let drawn = matches!(source, Source::Generated { .. });
+    report_build(&a, &map, matches!(source, Source::Generated { .. }), bytes, seconds);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_build(a: &ModuleMapBuildArgs, map: &ModuleMap, drawn: bool, bytes: u64, seconds: f64) {
     if a.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "module_triplets": map.triplet_count(), "bytes": bytes,
@@ -129,7 +138,6 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
             a.out.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {

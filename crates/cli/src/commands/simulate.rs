@@ -50,13 +50,26 @@ pub struct SimulateArgs {
 
 /// The settings of a run, written to `simulation.toml` in the output directory.
 #[derive(serde::Serialize)]
-struct RunRecord<'a> {
-    seed: u64,
-    first_event: u64,
-    events: u64,
-    gzip: bool,
-    detector: String,
-    config: &'a SimConfig,
+pub struct RunRecord<'a> {
+    /// The seed of the data set.
+    pub seed: u64,
+    /// The first event's number.
+    pub first_event: u64,
+    /// The number of events.
+    pub events: u64,
+    /// Whether the files are gzipped.
+    pub gzip: bool,
+    /// The geometry: a detectors.csv, or "built-in TrackML".
+    pub detector: String,
+    /// The generator settings.
+    pub config: &'a SimConfig,
+}
+
+impl RunRecord<'_> {
+    /// Writes the record into `out` (atomically).
+    pub fn write(&self, out: &Path) -> Result<()> {
+        write_atomic(&out.join("simulation.toml"), toml::to_string(self)?.as_bytes())
+    }
 }
 
 /// Reads the generator settings: the TOML file if given, then the flags.
@@ -107,7 +120,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         detector: a.detector.detector.as_ref().map_or("built-in TrackML".into(), |p| p.display().to_string()),
         config: &cfg,
     };
-    write_atomic(&a.out.join("simulation.toml"), toml::to_string(&record)?.as_bytes())?;
+    record.write(&a.out)?;
     report(&a, &figures, wall_s, threads);
     Ok(ExitCode::SUCCESS)
 }

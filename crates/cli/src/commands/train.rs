@@ -8,15 +8,13 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result, bail};
 use indicatif::ProgressBar;
 use serde_json::json;
-use trackgnn_engine::InteractionGnn;
-use trackgnn_trackml::rng::Rng;
-use trackgnn_train::checkpoint::load_weights;
+use trackgnn_reco::inference::TrainedModel;
 use trackgnn_train::data::{GraphSet, load_sample};
 use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{EvalArgs, TrainArgs};
+use crate::cli::{EvalArgs, SplitArg, TrainArgs};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 
@@ -115,17 +113,32 @@ impl Progress for Bars {
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
     let cfg = resolve_config(&a)?;
-    let pool = thread_pool(a.threads)?;
+    train(cfg, &a.graphs, &a.out, a.resume, a.threads, a.json, comm)
+}
+
+/// Trains with `cfg` on the graphs of `graphs` into the run directory `out` (continuing it with
+/// `resume`), on `threads` threads; SIGTERM and SIGINT stop it after a checkpoint (exit code
+/// 3). Rank 0 prints progress and the outcome, one JSON object with `as_json`.
+pub fn train(
+    cfg: TrainConfig,
+    graphs: &Path,
+    out: &Path,
+    resume: bool,
+    threads: Option<usize>,
+    as_json: bool,
+    comm: &mut dyn Comm,
+) -> Result<ExitCode> {
+    let pool = thread_pool(threads)?;
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM (Slurm preemption) and SIGINT: finish the step, checkpoint, exit.
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the signal handler")?;
     }
     let root = comm.is_root();
-    let bars = Bars { bar: std::sync::Mutex::new(None), quiet: !root || a.json };
+    let bars = Bars { bar: std::sync::Mutex::new(None), quiet: !root || as_json };
     let outcome = pool.install(|| -> Result<_> {
-        let mut trainer = Trainer::new(cfg.clone(), &a.graphs, &a.out, a.resume, comm)?;
-        if root && !a.json {
+        let mut trainer = Trainer::new(cfg.clone(), graphs, out, resume, comm)?;
+        if root && !as_json {
             let s = trainer.split();
             eprintln!(
                 "training on {} graphs ({} validation, {} test), {} parameters, run directory {}",
@@ -133,14 +146,14 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
                 s.val.len(),
                 s.test.len(),
                 trainer.model.params.len(),
-                a.out.display()
+                out.display()
             );
         }
         Ok(trainer.run(&bars, &stop)?)
     })?;
     if root {
-        if a.json {
-            print_json(&json!({ "run": a.out, "outcome": outcome }));
+        if as_json {
+            print_json(&json!({ "run": out, "outcome": outcome }));
         } else if outcome.interrupted {
             eprintln!("interrupted: checkpoint written at step {}; continue with --resume", outcome.global_step);
         } else {
@@ -153,16 +166,11 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
                 "done: {} epochs, {} steps; {best}; weights in {}",
                 outcome.epochs_completed,
                 outcome.global_step,
-                RunDir::new(&a.out).best_path().display()
+                RunDir::new(out).best_path().display()
             );
         }
     }
     Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
-}
-
-/// Training in this process alone (the demo), whatever the build.
-pub fn run_single(a: TrainArgs) -> Result<ExitCode> {
-    run_with(a, &mut SingleProcess)
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
@@ -182,52 +190,63 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 /// `trackgnn eval`: the Table-1 row of a run on a graph directory.
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
+    let weights = a.weights.parse::<Weights>()?;
+    let pool = thread_pool(a.threads)?;
+    let split = (!a.all).then_some(a.split);
+    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.json))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Evaluates `run`'s `weights` on the graphs of `graphs` and prints the Table-1 row (one JSON
+/// object with `as_json`): on the run's `split` events when `graphs` is the run's own graph
+/// directory, else (or without `split`) on every graph; at the run's edge threshold unless
+/// `threshold` is given.
+pub fn eval_run(
+    run: &RunDir,
+    graphs: &Path,
+    split: Option<SplitArg>,
+    weights: &Weights,
+    threshold: Option<f64>,
+    as_json: bool,
+) -> Result<()> {
     let mut cfg = run.read_config()?;
-    if let Some(t) = a.threshold {
+    if let Some(t) = threshold {
         cfg.threshold = t;
         cfg.validate().with_context(|| format!("--threshold {t}"))?;
     }
-    let set = GraphSet::open(&a.graphs, 0)?;
+    let set = GraphSet::open(graphs, 0)?;
     // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
     let events = run.read_events()?;
-    let idx: Vec<usize> = if same_path(&events.graphs_dir, &a.graphs) && !a.all {
-        let ids = match a.split {
-            crate::cli::SplitArg::Train => &events.train,
-            crate::cli::SplitArg::Val => &events.val,
-            crate::cli::SplitArg::Test => &events.test,
-        };
-        (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
-    } else {
-        (0..set.len()).collect()
+    let idx: Vec<usize> = match split {
+        Some(split) if same_path(&events.graphs_dir, graphs) => {
+            let ids = match split {
+                SplitArg::Train => &events.train,
+                SplitArg::Val => &events.val,
+                SplitArg::Test => &events.test,
+            };
+            (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
+        }
+        _ => (0..set.len()).collect(),
     };
     if idx.is_empty() {
-        bail!("no graphs to evaluate in {}", a.graphs.display());
+        bail!("no graphs to evaluate in {}", graphs.display());
     }
     let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
-    let mut model =
-        InteractionGnn::<f32>::new(cfg.model.clone(), first.input.node_dim, first.input.edge_dim, &mut Rng::new(0));
-    let weights = run.weights_path(&a.weights.parse::<Weights>()?);
-    load_weights(&weights, &mut model.params)?;
-    let pool = thread_pool(a.threads)?;
-    let r = pool.install(|| evaluate(&model, &set, &idx, &cfg, &mut SingleProcess, false))?;
+    let trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
+    let (model, weights) = (&trained.model, &trained.weights);
+    let r = evaluate(model, &set, &idx, &cfg, &mut SingleProcess, false)?;
     let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
     let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
     let m = &r.mean;
-    if a.json {
+    if as_json {
         print_json(&json!({
-            "run": run.root(), "graphs": a.graphs, "weights": weights, "events": r.events,
+            "run": run.root(), "graphs": graphs, "weights": weights, "events": r.events,
             "threshold": cfg.threshold, "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
             "purity": m.purity, "auc": m.auc, "loss": m.loss,
             "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
         }));
     } else {
-        println!(
-            "{} events of {} with {}, threshold {}",
-            r.events,
-            a.graphs.display(),
-            weights.display(),
-            cfg.threshold
-        );
+        println!("{} events of {} with {}, threshold {}", r.events, graphs.display(), weights.display(), cfg.threshold);
         println!(
             "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
         );
@@ -244,7 +263,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
             batch_s
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn same_path(a: &Path, b: &Path) -> bool {

@@ -1,0 +1,398 @@
+//! Inference with a trained run: an event's hits → its graph (the run's recipe, without truth)
+//! → edge scores (the run's GNN) → track candidates → a TrackML submission; and, for events
+//! that have truth files, the track metrics afterwards.
+//!
+//! [`TrainedModel::open`] loads a run's configuration and weights;
+//! [`Reconstructor::open`] adds the module map and the detector, and then reconstructs one
+//! event at a time ([`Reconstructor::event`]) or a whole directory of events
+//! ([`Reconstructor::reconstruct_dir`]). Reconstruction never reads a truth file, except in
+//! the truth-scores diagnostic ([`Reconstructor::with_truth_scores`]), where truth replaces
+//! the GNN's edge scores.
+//!
+//! ```no_run
+//! use trackgnn_reco::inference::Reconstructor;
+//! use trackgnn_reco::{Method, TrackBuilderConfig};
+//! use trackgnn_trackml::{Detector, csv};
+//! use trackgnn_train::run_dir::{RunDir, Weights};
+//! # fn main() -> Result<(), trackgnn_reco::Error> {
+//! let run = RunDir::open("trackgnn-demo/run")?;
+//! let rec = Reconstructor::open(&run, &Weights::Best, Detector::trackml())?
+//!     .with_tracks(TrackBuilderConfig::for_method(Method::Follow, None))?;
+//! let files = &csv::discover_events("trackgnn-demo/heldout".as_ref())?[0];
+//! let event = csv::read_event(files, rec.read_options())?;
+//! let reco = rec.event(&event)?;
+//! println!("{} tracks from {} edges", reco.num_tracks(), reco.scores.len());
+//! # Ok(()) }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
+use trackgnn_graph::module_map::file_hash;
+use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
+use trackgnn_graph::{Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph};
+use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
+use trackgnn_trackml::rng::Rng;
+use trackgnn_trackml::{Detector, Event};
+use trackgnn_train::TrainConfig;
+use trackgnn_train::checkpoint::load_weights;
+use trackgnn_train::run_dir::{RunDir, Weights};
+
+use crate::error::{Error, Result};
+use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
+use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
+use crate::tracks::search::{NodeLayers, Surface, node_layers};
+use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
+
+/// A run's model with its trained weights, and the configuration it was trained with.
+pub struct TrainedModel {
+    /// The run's training configuration.
+    pub config: TrainConfig,
+    /// The GNN, with the weights loaded.
+    pub model: InteractionGnn<f32>,
+    /// The weights file loaded.
+    pub weights: PathBuf,
+}
+
+impl TrainedModel {
+    /// Loads `run`'s configuration and the `weights` chosen into a model for graphs of
+    /// `node_dim` node features and `edge_dim` edge features (weights of other sizes are an
+    /// error naming the tensor).
+    pub fn open(run: &RunDir, weights: &Weights, node_dim: usize, edge_dim: usize) -> Result<TrainedModel> {
+        let config = run.read_config()?;
+        let mut model = InteractionGnn::<f32>::new(config.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
+        let weights = run.weights_path(weights);
+        load_weights(&weights, &mut model.params)?;
+        Ok(TrainedModel { config, model, weights })
+    }
+
+    /// [`open`](Self::open) for the graphs of `recipe`.
+    pub fn for_recipe(run: &RunDir, weights: &Weights, recipe: &GraphRecipe) -> Result<TrainedModel> {
+        let edge_dim = if recipe.edge_features { EDGE_FEATURE_NAMES.len() } else { 0 };
+        TrainedModel::open(run, weights, recipe.features.features.len(), edge_dim)
+    }
+
+    /// The edge scores (probabilities) of a graph, reusing `cache`'s buffers.
+    pub fn scores(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
+        let input = GraphInput::<f32>::new(
+            graph.num_nodes(),
+            &graph.node_features,
+            graph.num_node_features(),
+            &graph.edge_features,
+            graph.num_edge_features(),
+            &graph.src,
+            &graph.dst,
+        );
+        let logits = self.model.infer(&input, cache);
+        logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect()
+    }
+}
+
+/// Seconds one event spent in each stage of [`Reconstructor::event`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageSeconds {
+    /// Graph building.
+    pub graph: f64,
+    /// GNN inference (or reading the truth scores).
+    pub gnn: f64,
+    /// Track building.
+    pub tracks: f64,
+}
+
+/// What reconstructing one event gives.
+#[derive(Clone, Debug)]
+pub struct EventReco {
+    /// The event.
+    pub event_id: u64,
+    /// The event's graph (its nodes are hits, `graph.hit_id`).
+    pub graph: Graph,
+    /// The score of each edge of `graph`, a probability.
+    pub scores: Vec<f32>,
+    /// A track id per hit of the event, in the event's hit order ([`NO_TRACK`](crate::NO_TRACK)
+    /// for hits in no track).
+    pub hit_tracks: Vec<u32>,
+    /// Seconds per stage.
+    pub seconds: StageSeconds,
+}
+
+impl EventReco {
+    /// The number of track candidates.
+    pub fn num_tracks(&self) -> u32 {
+        num_tracks(&self.hit_tracks)
+    }
+}
+
+/// A trained run, ready for inference: its recipe without truth cuts, module map, model,
+/// detector and track builder.
+pub struct Reconstructor {
+    model: TrainedModel,
+    recipe: GraphRecipe,
+    map: Option<ModuleMap>,
+    det: Detector,
+    /// The detector's layers for the hit search of track following.
+    surfaces: Vec<Surface>,
+    builder: TrackBuilder,
+    truth_scores: bool,
+    /// The GNN's buffers, reused from event to event.
+    cache: Mutex<ForwardCache<f32>>,
+}
+
+impl Reconstructor {
+    /// Opens `run` for inference with the `weights` chosen: its recipe (without truth cuts),
+    /// its module map (checked against the hash recorded when the graphs were built) and its
+    /// model. Tracks are built with [`TrackBuilderConfig::default`] until
+    /// [`with_tracks`](Self::with_tracks) says otherwise.
+    pub fn open(run: &RunDir, weights: &Weights, det: Detector) -> Result<Reconstructor> {
+        let recipe = run.read_recipe()?.for_inference();
+        let map = match (&recipe.method, &recipe.map_file) {
+            (GraphMethod::ModuleMap, Some(p)) => {
+                let path = PathBuf::from(p);
+                if let Some(then) = &recipe.map_hash {
+                    let now = file_hash(&path)?;
+                    if &now != then {
+                        return Err(Error::MapChanged { path, then: then.clone(), now });
+                    }
+                }
+                Some(ModuleMap::load(&path)?)
+            }
+            (GraphMethod::ModuleMap, None) => return Err(Error::MapMissing { recipe: run.recipe_path() }),
+            _ => None,
+        };
+        let model = TrainedModel::for_recipe(run, weights, &recipe)?;
+        let surfaces = Surface::of_detector(&det);
+        let builder = TrackBuilder::new(TrackBuilderConfig::default())?;
+        Ok(Reconstructor {
+            model,
+            recipe,
+            map,
+            det,
+            surfaces,
+            builder,
+            truth_scores: false,
+            cache: Mutex::new(ForwardCache::default()),
+        })
+    }
+
+    /// The same, building tracks with `config` (checked).
+    pub fn with_tracks(self, config: TrackBuilderConfig) -> Result<Reconstructor> {
+        Ok(Reconstructor { builder: TrackBuilder::new(config)?, ..self })
+    }
+
+    /// The same, scoring edges from the truth instead of the GNN when `truth_scores` (a
+    /// diagnostic: the ceiling of the graph and the track builder). Events must then carry
+    /// truth and particles ([`read_options`](Self::read_options) asks for them).
+    pub fn with_truth_scores(self, truth_scores: bool) -> Reconstructor {
+        Reconstructor { truth_scores, ..self }
+    }
+
+    /// The recipe graphs are built with (the run's, without truth cuts).
+    pub fn recipe(&self) -> &GraphRecipe {
+        &self.recipe
+    }
+
+    /// The run's model.
+    pub fn model(&self) -> &TrainedModel {
+        &self.model
+    }
+
+    /// The track building settings.
+    pub fn track_config(&self) -> &TrackBuilderConfig {
+        self.builder.config()
+    }
+
+    /// Whether edges are scored from the truth instead of the GNN.
+    pub fn truth_scores(&self) -> bool {
+        self.truth_scores
+    }
+
+    /// The files of an event reconstruction reads: the hits, the cells when the node features
+    /// need them, and truth and particles only for truth scores.
+    pub fn read_options(&self) -> ReadOptions {
+        let cells = self.recipe.features.features.iter().any(|f| f.name.needs_cells());
+        ReadOptions { truth: self.truth_scores, particles: self.truth_scores, cells }
+    }
+
+    /// Reconstructs one event: graph, edge scores, tracks.
+    pub fn event(&self, event: &Event) -> Result<EventReco> {
+        let t = Instant::now();
+        let (graph, _) = build_graph(event, &self.det, &self.recipe, self.map.as_ref())?;
+        let graph_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let scores = self.edge_scores(event.event_id, &graph)?;
+        let gnn_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let hit_tracks = self.tracks(event, &graph, &scores)?;
+        let tracks_s = t.elapsed().as_secs_f64();
+        let seconds = StageSeconds { graph: graph_s, gnn: gnn_s, tracks: tracks_s };
+        Ok(EventReco { event_id: event.event_id, graph, scores, hit_tracks, seconds })
+    }
+
+    /// The scores of `graph`'s edges: the GNN's, or the truth's with truth scores.
+    fn edge_scores(&self, event_id: u64, graph: &Graph) -> Result<Vec<f32>> {
+        if self.truth_scores {
+            let truth = graph.truth.as_ref().ok_or(Error::TruthScoresWithoutTruth { event_id })?;
+            return Ok(truth.target.iter().map(|&y| y as f32).collect());
+        }
+        // Concurrent callers each get buffers: a second caller (or a rayon task stolen while
+        // the first waits) gets fresh ones instead of waiting for the lock.
+        let mut fresh = ForwardCache::default();
+        let mut guard = self.cache.try_lock();
+        let cache = match guard.as_deref_mut() {
+            Ok(c) => c,
+            Err(_) => &mut fresh,
+        };
+        Ok(self.model.scores(graph, cache))
+    }
+
+    /// A track id per hit of `event` from `graph`'s scored edges.
+    fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
+        let edges = ScoredEdges::from_graph(graph, scores);
+        let node_tracks = if self.builder.config().hit_search() {
+            let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
+            self.builder.build(&edges.with_layers(NodeLayers { layer: &layer, surfaces: &self.surfaces }))?
+        } else {
+            self.builder.build(&edges)?
+        };
+        event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)
+    }
+
+    /// Reconstructs the events `files` and writes a TrackML submission for each into `out`
+    /// (which must exist), calling `done` after each event. Returns each event's summary and
+    /// its track id per hit.
+    pub fn write_submissions(
+        &self,
+        files: &[EventFiles],
+        out: &Path,
+        mut done: impl FnMut(&EventSummary),
+    ) -> Result<Vec<(EventSummary, Vec<u32>)>> {
+        let mut per_event = Vec::with_capacity(files.len());
+        for f in files {
+            let t = Instant::now();
+            let event = read_event(f, self.read_options())?;
+            let read_seconds = t.elapsed().as_secs_f64();
+            let reco = self.event(&event)?;
+            let t = Instant::now();
+            let ids = singleton_track_ids(&reco.hit_tracks)?;
+            write_submission(
+                &out.join(submission_file_name(event.event_id)),
+                event.event_id,
+                &event.hits.hit_id,
+                &ids,
+            )?;
+            let write_seconds = t.elapsed().as_secs_f64();
+            let summary = EventSummary {
+                event_id: event.event_id,
+                hits: event.hits.len(),
+                nodes: reco.graph.num_nodes(),
+                edges: reco.graph.num_edges(),
+                tracks: reco.num_tracks(),
+                read_seconds,
+                graph_seconds: reco.seconds.graph,
+                gnn_seconds: reco.seconds.gnn,
+                track_seconds: reco.seconds.tracks,
+                write_seconds,
+            };
+            done(&summary);
+            per_event.push((summary, reco.hit_tracks));
+        }
+        Ok(per_event)
+    }
+
+    /// Reconstructs the events of directory `input` (the first `limit` of them, if given): see
+    /// [`reconstruct_events`](Self::reconstruct_events).
+    pub fn reconstruct_dir(
+        &self,
+        input: &Path,
+        out: &Path,
+        limit: Option<usize>,
+        done: impl FnMut(&EventSummary),
+    ) -> Result<DirReco> {
+        let mut files = discover_events(input)?;
+        if let Some(n) = limit {
+            files.truncate(n);
+        }
+        self.reconstruct_events(&files, out, done)
+    }
+
+    /// Reconstructs the events `files` into submission files in `out` (created if needed); then
+    /// scores the tracks of the events that have truth and particles files, and plots the
+    /// efficiency into `out/plots`. Calls `done` after each event.
+    pub fn reconstruct_events(
+        &self,
+        files: &[EventFiles],
+        out: &Path,
+        done: impl FnMut(&EventSummary),
+    ) -> Result<DirReco> {
+        std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+        let per_event = self.write_submissions(files, out, done)?;
+        let tracks: Vec<&[u32]> = per_event.iter().map(|(_, t)| t.as_slice()).collect();
+        let metrics = score_against_truth(files, &tracks, &MetricsConfig::default())?;
+        let plots = match &metrics {
+            Some(m) => crate::plots::plot_track_efficiency(&out.join("plots"), m)?,
+            None => Vec::new(),
+        };
+        Ok(DirReco { events: per_event.into_iter().map(|(s, _)| s).collect(), metrics, plots })
+    }
+}
+
+/// One event of a directory's reconstruction: its sizes and seconds per stage.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EventSummary {
+    /// The event.
+    pub event_id: u64,
+    /// Hits of the event.
+    pub hits: usize,
+    /// Nodes of its graph.
+    pub nodes: usize,
+    /// Edges of its graph.
+    pub edges: usize,
+    /// Track candidates.
+    pub tracks: u32,
+    /// Seconds reading the event's files.
+    pub read_seconds: f64,
+    /// Seconds building the graph.
+    pub graph_seconds: f64,
+    /// Seconds of GNN inference.
+    pub gnn_seconds: f64,
+    /// Seconds building tracks.
+    pub track_seconds: f64,
+    /// Seconds writing the submission.
+    pub write_seconds: f64,
+}
+
+/// What [`Reconstructor::reconstruct_dir`] did.
+#[derive(Clone, Debug)]
+pub struct DirReco {
+    /// Each event reconstructed, in order.
+    pub events: Vec<EventSummary>,
+    /// The track metrics of the events with truth files, merged (`None` if none has).
+    pub metrics: Option<TrackMetrics>,
+    /// The efficiency plots written (none without metrics).
+    pub plots: Vec<PathBuf>,
+}
+
+/// The track metrics of the events among `files` that have truth and particles files, merged;
+/// `tracks[i]` is event `files[i]`'s track id per hit. Truth is read only here, after
+/// reconstruction. `None` if no event has truth.
+pub fn score_against_truth(
+    files: &[EventFiles],
+    tracks: &[&[u32]],
+    config: &MetricsConfig,
+) -> Result<Option<TrackMetrics>> {
+    let mut total: Option<TrackMetrics> = None;
+    for (f, t) in files.iter().zip(tracks) {
+        if !(f.has(FileKind::Truth) && f.has(FileKind::Particles)) {
+            continue;
+        }
+        let event = read_event(f, ReadOptions { truth: true, particles: true, cells: false })?;
+        let m = evaluate_event(&event, t, config)?;
+        match total.as_mut() {
+            Some(total) => total.merge(&m)?,
+            None => total = Some(m),
+        }
+    }
+    Ok(total)
+}
