@@ -125,6 +125,11 @@ pub struct InspectArgs {
     /// built-in TrackML geometry.
     #[arg(long, value_name = "FILE")]
     pub detector: Option<PathBuf>,
+    /// Another event directory (or event) to compare with, row by row, in place of MISSION.md's
+    /// real TrackML values (e.g. real TrackML files); its geometry is its own `detectors.csv`,
+    /// else `--detector`, else the built-in one.
+    #[arg(long, value_name = "PATH")]
+    pub against: Option<PathBuf>,
 }
 
 /// `trackgnn module-map …`.
