@@ -129,7 +129,7 @@ pub struct DigiConfig {
     /// detectors such as the ATLAS SCT record only hit/no-hit), instead of charge-weighted.
     /// Strips stay binary because the real table says so: charge-weighting the short strips
     /// (μ = 200, seed 5) takes the short-strip barrel r-φ residual from 15 to 7 µm (real
-    /// 16 µm) and leaves its z residual at 0.26 mm.
+    /// 20 µm) and leaves its z residual at 0.26 mm.
     pub binary: bool,
 }
 

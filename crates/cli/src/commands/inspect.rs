@@ -204,7 +204,9 @@ fn print_against(rows: &[AgainstRow], reference: &[ReferenceRow]) {
 }
 
 fn print_checks(d: &DataSet) {
-    println!("\nconsistency checks (format: any TrackML event; model: trackgnn's generator, decides the exit code only on generated events)");
+    println!(
+        "\nconsistency checks (format: any TrackML event; model: trackgnn's generator, decides the exit code only on generated events)"
+    );
     for c in d.checks.results() {
         let kind = match c.kind {
             CheckKind::Format => "format",

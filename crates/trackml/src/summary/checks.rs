@@ -142,7 +142,7 @@ impl ConsistencyChecks {
         let sum: f64 = truth.weight.iter().map(|&w| w as f64).sum();
         let bad_weight = |i: usize| {
             let w = truth.weight[i];
-            !(w >= 0.0) || (truth.particle_id[i].is_noise() && w != 0.0)
+            w.is_nan() || w < 0.0 || (truth.particle_id[i].is_noise() && w != 0.0)
         };
         let bad = (0..truth.len()).filter(|&i| bad_weight(i)).count() as u64;
         let detail = match (0..truth.len()).find(|&i| bad_weight(i)) {
