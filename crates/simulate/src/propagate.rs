@@ -197,8 +197,12 @@ impl<'a> Propagator<'a> {
         }
     }
 
-    /// A photon flies straight; at each layer it may convert into an e+e− pair.
+    /// A photon flies straight; at each layer it may convert into an e+e− pair (if
+    /// `photon_conversions` is on).
     fn photon(&self, st: &mut EventState, k: usize) {
+        if !self.cfg.photon_conversions {
+            return;
+        }
         let gp = st.out.particles[k];
         let e = norm(gp.momentum);
         let dir = unit(gp.momentum);

@@ -116,3 +116,47 @@ fn noise_is_spread_uniformly_over_modules_not_like_the_signal() {
     assert!(noise[&17] / n_noise > 2.0 * signal[&17] / n_signal);
     assert!(noise[&8] / n_noise < 0.7 * signal[&8] / n_signal);
 }
+
+/// Electrons and muons among the particles with hits, over `events` events.
+fn lepton_fraction(cfg: SimConfig, events: u64) -> (f64, f64) {
+    let g = Generator::new(Detector::trackml(), cfg);
+    let mut acc = RealismAccumulator::default();
+    for id in 1..=events {
+        acc.add(&g.event(3, id).0, Some(g.detector()));
+    }
+    let s = acc.finish();
+    let f = |k: &str| s.species.get(k).copied().unwrap_or(0.0);
+    (f("electron") + f("muon"), s.secondary_fraction)
+}
+
+#[test]
+fn without_conversions_the_leptons_are_the_prompt_ones_as_in_trackml() {
+    let off = SimConfig { pileup: 20.0, ..SimConfig::default() };
+    assert!(!off.photon_conversions, "TrackML's fast simulation had no photon conversions");
+    let on = SimConfig { photon_conversions: true, ..off.clone() };
+    let (leptons_off, secondaries_off) = lepton_fraction(off, 2);
+    let (leptons_on, secondaries_on) = lepton_fraction(on, 2);
+    // Real TrackML: 0.002; the prompt leptons of `charged_fractions` alone are ≈ 0.004 of the
+    // primaries.
+    assert!(leptons_off < 0.01, "{leptons_off}");
+    // Conversions in the silicon and its services add electrons, all of them secondaries.
+    assert!(leptons_on > leptons_off + 0.02, "{leptons_on} vs {leptons_off}");
+    assert!(secondaries_on > secondaries_off, "{secondaries_on} vs {secondaries_off}");
+}
+
+#[test]
+fn a_lower_pixel_threshold_keeps_the_end_cells_of_long_clusters() {
+    // Long barrel pixel clusters measure z to a few µm when their partly crossed end cells pass
+    // the threshold; a threshold of a quarter MIP cuts them and the z residual grows.
+    let residual_z = |threshold: f64| {
+        let mut cfg = SimConfig { pileup: 10.0, ..SimConfig::default() };
+        cfg.digi_barrel[0].threshold = threshold;
+        let g = Generator::new(Detector::trackml(), cfg);
+        let mut acc = RealismAccumulator::default();
+        acc.add(&g.event(4, 1).0, Some(g.detector()));
+        acc.finish().residuals["pixel_barrel"].second_rms_mm
+    };
+    let (low, high) = (residual_z(SimConfig::default().digi_barrel[0].threshold), residual_z(0.25));
+    assert!(low < 0.0065, "default threshold: {low} mm (real 0.0049)");
+    assert!(high > 1.4 * low, "{high} vs {low}");
+}

@@ -5,6 +5,9 @@ mod checks;
 mod realism;
 mod reference;
 
-pub use checks::{CheckResult, ConsistencyChecks};
+pub use checks::{CheckKind, CheckResult, ConsistencyChecks};
 pub use realism::{CentroidLimit, RealismAccumulator, RealismStats, ResidualStats};
-pub use reference::{ReferenceRow, Tolerance, compare_with_trackml};
+pub use reference::{
+    AgainstRow, FRACTION_TOLERANCE, Figure, RELATIVE_TOLERANCE, Reference, ReferenceRow, TRACKML_REFERENCE, Tolerance,
+    compare_with, compare_with_trackml,
+};
