@@ -8,6 +8,7 @@ pub mod config;
 pub mod graph_input;
 pub mod loss;
 pub mod matmul;
+pub mod matmul_bf16;
 pub mod mlp;
 pub mod model;
 pub mod naive;
@@ -18,7 +19,7 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
-pub use config::{ModelConfig, Norm};
+pub use config::{ModelConfig, Norm, Precision};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

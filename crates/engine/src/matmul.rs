@@ -91,19 +91,63 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
-/// Time and floating-point work spent in [`matmul`], counted only while enabled (benchmarks
-/// report the GEMM share of a step).
+/// Time and floating-point work spent in matrix products ([`matmul`] and
+/// [`crate::matmul_bf16`]), in total and per kernel path, counted only while enabled
+/// (benchmarks report the GEMM share of a step and which kernels ran).
 pub mod stats {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+    use crate::matmul_bf16::Bf16Path;
+    use crate::simd::{self, Level};
+
+    /// The kernel a product ran on.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum GemmPath {
+        /// f32 through the `gemm` crate (its own AVX-512 / AVX2 / portable kernels).
+        F32Gemm,
+        /// bf16 operands, AVX512-BF16 dot products.
+        Bf16Avx512,
+        /// bf16 operands, portable f32 arithmetic.
+        Bf16Portable,
+    }
+
+    impl GemmPath {
+        /// Every path, in report order.
+        pub const ALL: [GemmPath; 3] = [GemmPath::F32Gemm, GemmPath::Bf16Avx512, GemmPath::Bf16Portable];
+
+        /// What ran, for benchmark output (the f32 path names the SIMD level this CPU gives it).
+        pub fn name(self) -> &'static str {
+            match self {
+                GemmPath::F32Gemm => match simd::level() {
+                    Level::Avx512 => "f32 gemm crate (AVX-512)",
+                    Level::Avx2 => "f32 gemm crate (AVX2+FMA)",
+                    Level::Scalar => "f32 gemm crate (portable)",
+                },
+                GemmPath::Bf16Avx512 => Bf16Path::Avx512Bf16.name(),
+                GemmPath::Bf16Portable => Bf16Path::Portable.name(),
+            }
+        }
+    }
+
+    impl From<Bf16Path> for GemmPath {
+        fn from(p: Bf16Path) -> Self {
+            match p {
+                Bf16Path::Avx512Bf16 => GemmPath::Bf16Avx512,
+                Bf16Path::Portable => GemmPath::Bf16Portable,
+            }
+        }
+    }
+
     static ENABLED: AtomicBool = AtomicBool::new(false);
-    static NANOS: AtomicU64 = AtomicU64::new(0);
-    static FLOPS: AtomicU64 = AtomicU64::new(0);
+    static NANOS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static FLOPS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 
     /// Starts (or stops) counting and resets the counters.
     pub fn enable(on: bool) {
-        NANOS.store(0, Ordering::Relaxed);
-        FLOPS.store(0, Ordering::Relaxed);
+        for c in NANOS.iter().chain(&FLOPS).chain(&CALLS) {
+            c.store(0, Ordering::Relaxed);
+        }
         ENABLED.store(on, Ordering::Relaxed);
     }
 
@@ -113,14 +157,29 @@ pub mod stats {
         ENABLED.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn add(nanos: u64, flops: u64) {
-        NANOS.fetch_add(nanos, Ordering::Relaxed);
-        FLOPS.fetch_add(flops, Ordering::Relaxed);
+    pub(crate) fn add_path(path: GemmPath, nanos: u64, flops: u64) {
+        let i = path as usize;
+        NANOS[i].fetch_add(nanos, Ordering::Relaxed);
+        FLOPS[i].fetch_add(flops, Ordering::Relaxed);
+        CALLS[i].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// (thread-seconds inside GEMM, floating-point operations) since [`enable`].
+    /// (thread-seconds inside GEMM, floating-point operations) since [`enable`], all paths.
     pub fn read() -> (f64, u64) {
-        (NANOS.load(Ordering::Relaxed) as f64 * 1e-9, FLOPS.load(Ordering::Relaxed))
+        GemmPath::ALL.iter().fold((0.0, 0), |(s, f), &p| {
+            let (_, ps, pf) = read_path(p);
+            (s + ps, f + pf)
+        })
+    }
+
+    /// (calls, thread-seconds, floating-point operations) of one path since [`enable`].
+    pub fn read_path(path: GemmPath) -> (u64, f64, u64) {
+        let i = path as usize;
+        (
+            CALLS[i].load(Ordering::Relaxed),
+            NANOS[i].load(Ordering::Relaxed) as f64 * 1e-9,
+            FLOPS[i].load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -174,7 +233,7 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
         );
     }
     if let Some(t0) = t0 {
-        stats::add(t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+        stats::add_path(stats::GemmPath::F32Gemm, t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
     }
 }
 

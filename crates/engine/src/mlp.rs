@@ -18,7 +18,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
+use crate::matmul_bf16::matmul_bf16;
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
@@ -55,6 +57,8 @@ pub struct Mlp {
     pub layers: Vec<Layer>,
     /// Where its parameters (and gradients) live.
     pub range: Range<usize>,
+    /// The arithmetic of its matrix products.
+    pub precision: Precision,
 }
 
 /// How each layer of an MLP ends.
@@ -301,7 +305,17 @@ impl Mlp {
             });
             layers.push(Layer { w, b, norm, act: s.act, din, dout });
         }
-        Mlp { layers, range: start..ps.len() }
+        Mlp { layers, range: start..ps.len(), precision: Precision::F32 }
+    }
+
+    /// A matrix product in this MLP's precision.
+    #[inline]
+    #[track_caller]
+    fn matmul<T: Real>(&self, dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_, T>, accum: Accum) {
+        match self.precision {
+            Precision::F32 => matmul(dst, ld, a, b, accum),
+            Precision::Bf16 => matmul_bf16(dst, ld, a, b, accum),
+        }
     }
 
     /// Output width.
@@ -321,8 +335,8 @@ impl Mlp {
             let r0 = t * TILE;
             let rows = ac.len() / l0.dout;
             let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
-            matmul(ac, l0.dout, hv, wa, Accum::Replace);
-            matmul(bc, l0.dout, hv, wb, Accum::Replace);
+            self.matmul(ac, l0.dout, hv, wa, Accum::Replace);
+            self.matmul(bc, l0.dout, hv, wb, Accum::Replace);
         });
     }
 
@@ -376,10 +390,10 @@ impl Mlp {
             let z = &mut *pre[l];
             let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
             if l == 0 {
-                first_layer(input, w, layer, r0, tr, z);
+                first_layer(self, input, w, layer, r0, tr, z);
             } else {
                 let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
-                matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
+                self.matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
             }
             add_bias(z, ps.value(layer.b));
             let ys = &mut y[..tr * layer.dout];
@@ -610,17 +624,17 @@ impl Mlp {
             let dw = &mut g_local[wr.start - base..wr.end - base];
             if l > 0 {
                 let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
+                self.matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
+                self.matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
                 std::mem::swap(g, g_prev);
                 continue;
             }
             match input {
                 Input::Dense { x, dim } => {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
-                    matmul(dw, dim, gz.t(), xv, Accum::Add);
+                    self.matmul(dw, dim, gz.t(), xv, Accum::Add);
                     if let Some(dx) = out.dx.as_deref_mut() {
-                        matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
+                        self.matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
                     }
                 }
                 Input::Split { h_dim, rest, .. } => {
@@ -629,10 +643,10 @@ impl Mlp {
                     }
                     if let Some((rx, rd)) = rest {
                         let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                        matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
+                        self.matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
                         if let Some(dr) = out.drest.as_deref_mut().or(out.io.as_deref_mut()) {
                             let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                            matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
+                            self.matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
                         }
                     }
                 }
@@ -683,8 +697,8 @@ impl Mlp {
                     let hv = MatRef::row_major(&h[r0 * h_dim..r1 * h_dim], r1 - r0, h_dim);
                     let dav = MatRef::row_major(&da[r0 * d1..r1 * d1], r1 - r0, d1);
                     let dbv = MatRef::row_major(&db[r0 * d1..r1 * d1], r1 - r0, d1);
-                    matmul(&mut dw, din, dav.t(), hv, Accum::Add);
-                    matmul(&mut dw[h_dim..], din, dbv.t(), hv, Accum::Add);
+                    self.matmul(&mut dw, din, dav.t(), hv, Accum::Add);
+                    self.matmul(&mut dw[h_dim..], din, dbv.t(), hv, Accum::Add);
                 }
                 dw
             })
@@ -697,8 +711,8 @@ impl Mlp {
         dh.par_chunks_mut(TILE * h_dim).enumerate().for_each(|(t, dhc)| {
             let r0 = t * TILE;
             let rows = dhc.len() / h_dim;
-            matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
-            matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
+            self.matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
+            self.matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
         });
     }
 }
@@ -756,16 +770,24 @@ crate::dispatch! {
 }
 
 /// z = first Linear of rows r0..r0+tr (without bias).
-fn first_layer<T: Real>(input: Input<'_, T>, w: MatRef<'_, T>, layer: &Layer, r0: usize, tr: usize, z: &mut [T]) {
+fn first_layer<T: Real>(
+    mlp: &Mlp,
+    input: Input<'_, T>,
+    w: MatRef<'_, T>,
+    layer: &Layer,
+    r0: usize,
+    tr: usize,
+    z: &mut [T],
+) {
     match input {
         Input::Dense { x, dim } => {
-            matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
+            mlp.matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
         }
         Input::Split { a, b, src, dst, h_dim, rest } => {
             gather_pair(a, b, &src[r0..r0 + tr], &dst[r0..r0 + tr], layer.dout, z);
             if let Some((rx, rd)) = rest {
                 let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
+                mlp.matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
             }
         }
     }
