@@ -97,6 +97,15 @@ pub fn matmul_bf16_on<T: Real>(
         return;
     }
     assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16: dst too short");
+    stats::log(|| stats::Product {
+        path: path.into(),
+        m,
+        k,
+        n,
+        a_row_major: a.is_row_major(),
+        b_row_major: b.is_row_major(),
+        add: accum == Accum::Add,
+    });
     let t0 = stats::enabled().then(std::time::Instant::now);
     PACK.with_borrow_mut(|p| {
         let kp = k.div_ceil(2);
