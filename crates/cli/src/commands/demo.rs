@@ -102,6 +102,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         sampler: None,
         threads: a.threads,
         checkpointing: None,
+        precision: None,
         max_memory: None,
         oversize: None,
         mpi_chunk: None,
@@ -116,6 +117,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         split: crate::cli::SplitArg::Test,
         threshold: None,
         weights: "best".into(),
+        precision: None,
         threads: a.threads,
         json: false,
     };
@@ -136,6 +138,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         no_hit_search: false,
         truth_scores: false,
         weights: "best".into(),
+        precision: None,
         events: None,
         threads: a.threads,
         json: false,

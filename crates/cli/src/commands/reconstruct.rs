@@ -85,6 +85,7 @@ impl Reconstructor {
             other => PathBuf::from(other),
         };
         load_weights(&wp, &mut model.params)?;
+        model.set_precision(cfg.precision);
         let surfaces = Surface::of_detector(&det);
         Ok(Reconstructor { recipe, map, model, det, surfaces })
     }
@@ -146,7 +147,10 @@ impl Reconstructor {
 
 pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
-    let rec = Reconstructor::load(&a.run, &a.weights, det)?;
+    let mut rec = Reconstructor::load(&a.run, &a.weights, det)?;
+    if let Some(p) = a.precision {
+        rec.model.set_precision(p);
+    }
     let method = match a.method {
         TrackMethodArg::Cc => TrackMethod::Cc,
         TrackMethodArg::Walkthrough => TrackMethod::Walkthrough,

@@ -64,6 +64,7 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
         };
     }
     set!(a.checkpointing, c.checkpointing);
+    set!(a.precision, c.precision);
     set!(a.max_memory, c.max_memory_bytes);
     if let Some(o) = a.oversize {
         c.oversize = match o {
@@ -232,6 +233,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
         other => PathBuf::from(other),
     };
     load_weights(&weights, &mut model.params)?;
+    model.set_precision(a.precision.unwrap_or(cfg.precision));
     let pool = thread_pool(a.threads)?;
     let r = pool.install(|| evaluate(&model, &set, &idx, &cfg, &mut SingleProcess, false))?;
     let last = read_records(&run.join("metrics.jsonl")).ok().and_then(|v| v.last().cloned());
