@@ -85,8 +85,14 @@ impl<'a, T> MatRef<'a, T> {
         self.cs == 1
     }
 
+    /// The backing slice, offset, row stride and column stride (after [`MatRef::check`]: every
+    /// reachable index `offset + i·rs + j·cs` is in the slice).
+    pub(crate) fn raw(&self) -> (&'a [T], usize, usize, usize) {
+        (self.data, self.offset, self.rs as usize, self.cs as usize)
+    }
+
     /// Checks every reachable index is in bounds (strides are non-negative here).
-    fn check(&self) {
+    pub(crate) fn check(&self) {
         if self.rows == 0 || self.cols == 0 {
             return;
         }

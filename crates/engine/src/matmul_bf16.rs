@@ -107,40 +107,32 @@ pub fn matmul_bf16_on<T: Real>(
         add: accum == Accum::Add,
     });
     let t0 = stats::enabled().then(std::time::Instant::now);
+    a.check();
+    b.check();
     PACK.with_borrow_mut(|p| {
+        // A as m rows of kp pairs; B as kp rows of np pairs (columns past n zero), so that a
+        // kernel reads consecutive columns of a k-pair.
+        let np = match path {
+            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
+            Bf16Path::Portable => n,
+        };
+        pack_rows(&a, &mut p.a);
+        pack_cols(&b, np, &mut p.b);
+        p.out.clear();
+        p.out.resize(m * np, 0.0);
         let kp = k.div_ceil(2);
         match path {
             Bf16Path::Avx512Bf16 => {
-                let np = n.div_ceil(16) * 16;
-                // A as m rows of kp pairs; B as kp rows of np pairs (columns past n zero), so
-                // that a micro-tile reads 16 consecutive columns per vector.
-                p.a.clear();
-                p.a.extend((0..m).flat_map(|i| (0..kp).map(move |q| pair(&a, i, q))));
-                let bt = b.t();
-                p.b.clear();
-                p.b.extend((0..kp).flat_map(|q| (0..np).map(move |j| pair(&bt, j, q))));
-                p.out.resize(m * np, 0.0);
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `path.available()` was asserted: the CPU has AVX-512F and AVX512-BF16;
-                // the packed buffers have the sizes the kernel reads (m·kp, np·kp, m·np).
+                // the packed buffers have the sizes the kernel reads (m·kp, kp·np, m·np).
                 unsafe {
                     avx512::gemm(&p.a, &p.b, &mut p.out, m, kp, np)
                 };
-                store(dst, ld, &p.out, np, m, n, accum);
             }
-            Bf16Path::Portable => {
-                let (ar, br) = (&mut p.fa, &mut p.fb);
-                ar.clear();
-                ar.extend((0..m).flat_map(|i| (0..2 * kp).map(move |c| bf16_value(bits(&a, i, c) as u16))));
-                let bt = b.t();
-                br.clear();
-                br.extend((0..2 * kp).flat_map(|c| (0..n).map(move |j| bf16_value(bits(&bt, j, c) as u16))));
-                p.out.clear();
-                p.out.resize(m * n, 0.0);
-                portable_gemm(ar, br, &mut p.out, m, kp, n);
-                store(dst, ld, &p.out, n, m, n, accum);
-            }
+            Bf16Path::Portable => portable_gemm(&p.a, &p.b, &mut p.out, m, kp, np),
         }
+        store(dst, ld, &p.out, np, m, n, accum);
     });
     if let Some(t0) = t0 {
         stats::add_path(stats::GemmPath::from(path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
@@ -152,13 +144,23 @@ fn bf16_value(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
 }
 
+/// The bf16 bits of element (i, j) of `x`, or 0 past its last column (an odd k's padding).
+#[inline]
+fn bits<T: Real>(x: &MatRef<'_, T>, i: usize, j: usize) -> u32 {
+    if j < x.ncols() { x.at(i, j).to_bf16_bits() as u32 } else { 0 }
+}
+
+/// Two values as one bf16 pair: `lo` in the low half (the even element), `hi` in the high one.
+#[inline(always)]
+fn pair_of<T: Real>(lo: T, hi: T) -> u32 {
+    lo.to_bf16_bits() as u32 | ((hi.to_bf16_bits() as u32) << 16)
+}
+
 /// Packed operands of one thread, reused between calls.
 #[derive(Default)]
 struct Pack {
     a: Vec<u32>,
     b: Vec<u32>,
-    fa: Vec<f32>,
-    fb: Vec<f32>,
     out: Vec<f32>,
 }
 
@@ -166,16 +168,105 @@ thread_local! {
     static PACK: RefCell<Pack> = RefCell::new(Pack::default());
 }
 
-/// The bf16 bits of `x`, or 0 for a column past the matrix (an odd k's padding).
-#[inline]
-fn bits<T: Real>(x: &MatRef<'_, T>, i: usize, j: usize) -> u32 {
-    if i < x.nrows() && j < x.ncols() { x.at(i, j).to_bf16_bits() as u32 } else { 0 }
+/// `out[r·kp + q]` = the pair (x(r, 2q), x(r, 2q + 1)) of a rows × k matrix, kp = ⌈k/2⌉.
+fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) {
+    let (rows, k) = (x.nrows(), x.ncols());
+    let kp = k.div_ceil(2);
+    out.clear();
+    out.resize(rows * kp, 0);
+    let (data, off, rs, cs) = x.raw();
+    if rows == 0 || k == 0 {
+        return;
+    }
+    if cs == 1 {
+        // Rows contiguous.
+        for (r, o) in out.chunks_exact_mut(kp).enumerate() {
+            pack_contiguous(&data[off + r * rs..off + r * rs + k], o);
+        }
+    } else if rs == 1 {
+        // Columns contiguous (a transposed view): two columns at a time.
+        for q in 0..kp {
+            let c0 = &data[off + 2 * q * cs..off + 2 * q * cs + rows];
+            if 2 * q + 1 < k {
+                let c1 = &data[off + (2 * q + 1) * cs..off + (2 * q + 1) * cs + rows];
+                for r in 0..rows {
+                    out[r * kp + q] = pair_of(c0[r], c1[r]);
+                }
+            } else {
+                for r in 0..rows {
+                    out[r * kp + q] = pair_of(c0[r], T::ZERO);
+                }
+            }
+        }
+    } else {
+        for r in 0..rows {
+            for q in 0..kp {
+                out[r * kp + q] = bits(x, r, 2 * q) | (bits(x, r, 2 * q + 1) << 16);
+            }
+        }
+    }
 }
 
-/// Element 2q (low half) and 2q + 1 (high half) of row i of `x`, as one bf16 pair.
-#[inline]
-fn pair<T: Real>(x: &MatRef<'_, T>, i: usize, q: usize) -> u32 {
-    bits(x, i, 2 * q) | (bits(x, i, 2 * q + 1) << 16)
+crate::dispatch! {
+    /// o[q] = the pair (x[2q], x[2q + 1]), 0 past the end of x.
+    fn pack_contiguous<T: Real>(x: &[T], o: &mut [u32]) {
+        let full = x.len() / 2;
+        for (o, p) in o.iter_mut().zip(x.chunks_exact(2)) {
+            *o = pair_of(p[0], p[1]);
+        }
+        if x.len() % 2 == 1 {
+            o[full] = pair_of(x[x.len() - 1], T::ZERO);
+        }
+    }
+}
+
+/// `out[q·np + j]` = the pair (b(2q, j), b(2q + 1, j)) of a k × n matrix for j < n, 0 for
+/// n ≤ j < np.
+fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Vec<u32>) {
+    let (k, n) = (b.nrows(), b.ncols());
+    let kp = k.div_ceil(2);
+    out.clear();
+    out.resize(kp * np, 0);
+    let (data, off, rs, cs) = b.raw();
+    if n == 0 || k == 0 {
+        return;
+    }
+    if cs == 1 {
+        // Rows contiguous: rows 2q and 2q + 1 interleaved.
+        for (q, o) in out.chunks_exact_mut(np).enumerate() {
+            let r0 = &data[off + 2 * q * rs..off + 2 * q * rs + n];
+            if 2 * q + 1 < k {
+                let r1 = &data[off + (2 * q + 1) * rs..off + (2 * q + 1) * rs + n];
+                interleave(r0, r1, &mut o[..n]);
+            } else {
+                o[..n].iter_mut().zip(r0).for_each(|(o, &v)| *o = pair_of(v, T::ZERO));
+            }
+        }
+    } else if rs == 1 {
+        // Columns contiguous (a transposed weight): each column gives all its pairs.
+        for j in 0..n {
+            let col = &data[off + j * cs..off + j * cs + k];
+            for (q, p) in col.chunks(2).enumerate() {
+                out[q * np + j] = pair_of(p[0], p.get(1).copied().unwrap_or(T::ZERO));
+            }
+        }
+    } else {
+        let bt = b.t();
+        for q in 0..kp {
+            for j in 0..n {
+                out[q * np + j] = bits(&bt, j, 2 * q) | (bits(&bt, j, 2 * q + 1) << 16);
+            }
+        }
+    }
+}
+
+crate::dispatch! {
+    /// o[j] = the pair (lo[j], hi[j]).
+    fn interleave<T: Real>(lo: &[T], hi: &[T], o: &mut [u32]) {
+        for ((o, &l), &h) in o.iter_mut().zip(lo).zip(hi) {
+            *o = pair_of(l, h);
+        }
+    }
 }
 
 /// Writes the f32 result (m × n of a buffer with row stride `ldo`) into `dst`.
@@ -190,20 +281,19 @@ fn store<T: Real>(dst: &mut [T], ld: usize, out: &[f32], ldo: usize, m: usize, n
 }
 
 crate::dispatch! {
-    /// out (m × n) = Σ over pairs q of a\[i\]\[2q+1\]·b\[2q+1\]\[j\] then a\[i\]\[2q\]·b\[2q\]\[j\],
-    /// added in that order (as `vdpbf16ps` does). `a` is m × 2kp, `b` is 2kp × n, both bf16
-    /// values held in f32 (their products are exact).
-    fn portable_gemm(a: &[f32], b: &[f32], out: &mut [f32], m: usize, kp: usize, n: usize) {
+    /// out (m × np, zeroed) += Σ over pairs q of a\[i\]\[2q+1\]·b\[2q+1\]\[j\] then
+    /// a\[i\]\[2q\]·b\[2q\]\[j\], added in that order (as `vdpbf16ps` does), from the packed
+    /// pairs (A: m × kp, B: kp × np). Products of two bf16 values are exact in f32.
+    fn portable_gemm(a: &[u32], b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
         for i in 0..m {
-            let acc = &mut out[i * n..(i + 1) * n];
-            let ar = &a[i * 2 * kp..(i + 1) * 2 * kp];
+            let acc = &mut out[i * np..(i + 1) * np];
             for q in 0..kp {
-                let (lo, hi) = (ar[2 * q], ar[2 * q + 1]);
-                let blo = &b[2 * q * n..(2 * q + 1) * n];
-                let bhi = &b[(2 * q + 1) * n..(2 * q + 2) * n];
-                for j in 0..n {
-                    let s = acc[j] + hi * bhi[j];
-                    acc[j] = s + lo * blo[j];
+                let pa = a[i * kp + q];
+                let (lo, hi) = (f32::from_bits(pa << 16), f32::from_bits(pa & 0xffff_0000));
+                let brow = &b[q * np..(q + 1) * np];
+                for (c, &pb) in acc.iter_mut().zip(brow) {
+                    let s = *c + hi * f32::from_bits(pb & 0xffff_0000);
+                    *c = s + lo * f32::from_bits(pb << 16);
                 }
             }
         }
@@ -226,7 +316,6 @@ mod avx512 {
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn gemm(a: &[u32], b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
         assert!(a.len() >= m * kp && b.len() >= np * kp && out.len() >= m * np && np.is_multiple_of(16));
-        let bt = b;
         let mut j0 = 0;
         while j0 < np {
             let nv = ((np - j0) / 16).min(4);
@@ -236,14 +325,14 @@ mod avx512 {
                 // SAFETY: rows i0..i0+mr < m and columns j0..j0+16·nv ≤ np are in the buffers.
                 unsafe {
                     match (mr, nv) {
-                        (MR, 4) => tile::<MR, 4>(a, bt, out, i0, j0, kp, np),
-                        (MR, 3) => tile::<MR, 3>(a, bt, out, i0, j0, kp, np),
-                        (MR, 2) => tile::<MR, 2>(a, bt, out, i0, j0, kp, np),
-                        (MR, 1) => tile::<MR, 1>(a, bt, out, i0, j0, kp, np),
-                        (_, 4) => rows::<4>(a, bt, out, i0, mr, j0, kp, np),
-                        (_, 3) => rows::<3>(a, bt, out, i0, mr, j0, kp, np),
-                        (_, 2) => rows::<2>(a, bt, out, i0, mr, j0, kp, np),
-                        _ => rows::<1>(a, bt, out, i0, mr, j0, kp, np),
+                        (MR, 4) => tile::<MR, 4>(a, b, out, i0, j0, kp, np),
+                        (MR, 3) => tile::<MR, 3>(a, b, out, i0, j0, kp, np),
+                        (MR, 2) => tile::<MR, 2>(a, b, out, i0, j0, kp, np),
+                        (MR, 1) => tile::<MR, 1>(a, b, out, i0, j0, kp, np),
+                        (_, 4) => rows::<4>(a, b, out, i0, mr, j0, kp, np),
+                        (_, 3) => rows::<3>(a, b, out, i0, mr, j0, kp, np),
+                        (_, 2) => rows::<2>(a, b, out, i0, mr, j0, kp, np),
+                        _ => rows::<1>(a, b, out, i0, mr, j0, kp, np),
                     }
                 }
                 i0 += mr;
@@ -367,10 +456,13 @@ mod tests {
             let mut rng = Rng::new(3);
             for &(m, k, n) in &SIZES {
                 let a: Vec<f32> = (0..m * (k + 3)).map(|_| rng.normal() as f32).collect();
-                let b: Vec<f32> = (0..n * k).map(|_| rng.normal() as f32).collect();
-                let av = MatRef::row_major(&a, m, k + 3).cols(2, 2 + k);
-                let bv = MatRef::row_major(&b, n, k).t();
-                for accum in [Accum::Replace, Accum::Add] {
+                let b: Vec<f32> = (0..n * (k + 1)).map(|_| rng.normal() as f32).collect();
+                // Every layout the packers distinguish: rows contiguous, columns contiguous.
+                let layouts = [
+                    (MatRef::row_major(&a, m, k + 3).cols(2, 2 + k), MatRef::row_major(&b, n, k).t()),
+                    (MatRef::row_major(&a, k + 3, m).rows(1, 1 + k).t(), MatRef::row_major(&b, k + 1, n).rows(0, k)),
+                ];
+                for ((av, bv), accum) in layouts.into_iter().flat_map(|l| [(l, Accum::Replace), (l, Accum::Add)]) {
                     let init: Vec<f32> = (0..m * (n + 2)).map(|_| rng.normal() as f32).collect();
                     let (mut fast, mut slow) = (init.clone(), init.clone());
                     matmul_bf16_on(path, &mut fast, n + 2, av, bv, accum);
