@@ -411,6 +411,10 @@ pub struct TrainArgs {
     /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
     #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
     pub checkpointing: Option<trackgnn_engine::Checkpointing>,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Recorded in the run's config.toml.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
     /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
     /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
@@ -458,6 +462,10 @@ pub struct EvalArgs {
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
     /// Threads.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -516,6 +524,10 @@ pub struct ReconstructArgs {
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
     /// Use only the first N events.
     #[arg(long)]
     pub events: Option<usize>,

@@ -1,8 +1,48 @@
 //! The configuration space of the InteractionGNN.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::ops::{Activation, Aggr};
+
+/// The arithmetic of the matrix products (a compute choice, not part of the model: weights
+/// trained in one precision load in the other).
+///
+/// `Bf16` is mixed precision as `torch.autocast(bfloat16)` does it: every matrix product
+/// rounds its operands to bfloat16 and accumulates in f32 ([`crate::matmul_bf16`]); the weights
+/// (the f32 masters), optimiser state, LayerNorm statistics, aggregations, the loss and the
+/// scores stay f32.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// f32 throughout.
+    #[default]
+    F32,
+    /// bf16 operands with f32 accumulation in the matrix products.
+    Bf16,
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+        })
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "f32" => Ok(Precision::F32),
+            "bf16" => Ok(Precision::Bf16),
+            _ => Err(format!("precision `{s}`: expected f32 or bf16")),
+        }
+    }
+}
 
 /// LayerNorm after each Linear of the MLPs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -42,6 +42,7 @@ pub mod config;
 pub mod graph_input;
 pub mod loss;
 pub mod matmul;
+pub mod matmul_bf16;
 pub mod mlp;
 pub mod model;
 pub mod naive;
@@ -52,7 +53,7 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
-pub use config::{ConfigError, ModelConfig, Norm};
+pub use config::{ConfigError, ModelConfig, Norm, Precision};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

@@ -80,8 +80,19 @@ impl<'a, T> MatRef<'a, T> {
         self.data[(self.offset as isize + i as isize * self.rs + j as isize * self.cs) as usize]
     }
 
+    /// True when rows are contiguous (column stride 1); false for a transposed view.
+    pub(crate) fn is_row_major(&self) -> bool {
+        self.cs == 1
+    }
+
+    /// The backing slice, offset, row stride and column stride (after [`MatRef::check`]: every
+    /// reachable index `offset + i·rs + j·cs` is in the slice).
+    pub(crate) fn raw(&self) -> (&'a [T], usize, usize, usize) {
+        (self.data, self.offset, self.rs as usize, self.cs as usize)
+    }
+
     /// Checks every reachable index is in bounds (strides are non-negative here).
-    fn check(&self) {
+    pub(crate) fn check(&self) {
         if self.rows == 0 || self.cols == 0 {
             return;
         }
@@ -91,19 +102,107 @@ impl<'a, T> MatRef<'a, T> {
     }
 }
 
-/// Time and floating-point work spent in [`matmul`], counted only while enabled (benchmarks
-/// report the GEMM share of a step).
+/// Time and floating-point work spent in matrix products ([`matmul`] and
+/// [`crate::matmul_bf16`]), in total and per kernel path, counted only while enabled
+/// (benchmarks report the GEMM share of a step and which kernels ran).
 pub mod stats {
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+    use crate::matmul_bf16::Bf16Path;
+    use crate::simd::{self, Level};
+
+    /// The kernel a product ran on.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum GemmPath {
+        /// f32 through the `gemm` crate (its own AVX-512 / AVX2 / portable kernels).
+        F32Gemm,
+        /// bf16 operands, AVX512-BF16 dot products.
+        Bf16Avx512,
+        /// bf16 operands, portable f32 arithmetic.
+        Bf16Portable,
+    }
+
+    impl GemmPath {
+        /// Every path, in report order.
+        pub const ALL: [GemmPath; 3] = [GemmPath::F32Gemm, GemmPath::Bf16Avx512, GemmPath::Bf16Portable];
+
+        /// What ran, for benchmark output (the f32 path names the SIMD level this CPU gives it).
+        pub fn name(self) -> &'static str {
+            match self {
+                GemmPath::F32Gemm => match simd::level() {
+                    Level::Avx512 => "f32 gemm crate (AVX-512)",
+                    Level::Avx2 => "f32 gemm crate (AVX2+FMA)",
+                    Level::Scalar => "f32 gemm crate (portable)",
+                },
+                GemmPath::Bf16Avx512 => Bf16Path::Avx512Bf16.name(),
+                GemmPath::Bf16Portable => Bf16Path::Portable.name(),
+            }
+        }
+    }
+
+    impl From<Bf16Path> for GemmPath {
+        fn from(p: Bf16Path) -> Self {
+            match p {
+                Bf16Path::Avx512Bf16 => GemmPath::Bf16Avx512,
+                Bf16Path::Portable => GemmPath::Bf16Portable,
+            }
+        }
+    }
+
+    /// One product as recorded by [`record`]: its path and shape, and how its operands were
+    /// laid out (row-major, or read transposed).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Product {
+        /// The kernel it ran on.
+        pub path: GemmPath,
+        /// Rows of the result.
+        pub m: usize,
+        /// Inner dimension.
+        pub k: usize,
+        /// Columns of the result.
+        pub n: usize,
+        /// The left operand was row-major (else a transposed view).
+        pub a_row_major: bool,
+        /// The right operand was row-major (else a transposed view).
+        pub b_row_major: bool,
+        /// It accumulated into its destination.
+        pub add: bool,
+    }
+
+    static RECORD: AtomicBool = AtomicBool::new(false);
+    static LOG: Mutex<Vec<Product>> = Mutex::new(Vec::new());
+
+    /// Starts recording every product's shape (clearing the record), or stops (keeping it).
+    pub fn record(on: bool) {
+        if on {
+            LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
+        RECORD.store(on, Ordering::Relaxed);
+    }
+
+    /// The products recorded since [`record`]`(true)`, in no particular order.
+    pub fn recorded() -> Vec<Product> {
+        LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    #[inline]
+    pub(crate) fn log(p: impl FnOnce() -> Product) {
+        if RECORD.load(Ordering::Relaxed) {
+            LOG.lock().unwrap_or_else(|e| e.into_inner()).push(p());
+        }
+    }
+
     static ENABLED: AtomicBool = AtomicBool::new(false);
-    static NANOS: AtomicU64 = AtomicU64::new(0);
-    static FLOPS: AtomicU64 = AtomicU64::new(0);
+    static NANOS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static FLOPS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
 
     /// Starts (or stops) counting and resets the counters.
     pub fn enable(on: bool) {
-        NANOS.store(0, Ordering::Relaxed);
-        FLOPS.store(0, Ordering::Relaxed);
+        for c in NANOS.iter().chain(&FLOPS).chain(&CALLS) {
+            c.store(0, Ordering::Relaxed);
+        }
         ENABLED.store(on, Ordering::Relaxed);
     }
 
@@ -113,14 +212,39 @@ pub mod stats {
         ENABLED.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn add(nanos: u64, flops: u64) {
-        NANOS.fetch_add(nanos, Ordering::Relaxed);
-        FLOPS.fetch_add(flops, Ordering::Relaxed);
+    /// Stops counting without resetting; returns whether it was on (for [`resume`]).
+    pub(crate) fn pause() -> bool {
+        ENABLED.swap(false, Ordering::Relaxed)
     }
 
-    /// (thread-seconds inside GEMM, floating-point operations) since [`enable`].
+    /// Counts again if `on`.
+    pub(crate) fn resume(on: bool) {
+        ENABLED.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_path(path: GemmPath, nanos: u64, flops: u64) {
+        let i = path as usize;
+        NANOS[i].fetch_add(nanos, Ordering::Relaxed);
+        FLOPS[i].fetch_add(flops, Ordering::Relaxed);
+        CALLS[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (thread-seconds inside GEMM, floating-point operations) since [`enable`], all paths.
     pub fn read() -> (f64, u64) {
-        (NANOS.load(Ordering::Relaxed) as f64 * 1e-9, FLOPS.load(Ordering::Relaxed))
+        GemmPath::ALL.iter().fold((0.0, 0), |(s, f), &p| {
+            let (_, ps, pf) = read_path(p);
+            (s + ps, f + pf)
+        })
+    }
+
+    /// (calls, thread-seconds, floating-point operations) of one path since [`enable`].
+    pub fn read_path(path: GemmPath) -> (u64, f64, u64) {
+        let i = path as usize;
+        (
+            CALLS[i].load(Ordering::Relaxed),
+            NANOS[i].load(Ordering::Relaxed) as f64 * 1e-9,
+            FLOPS[i].load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -147,6 +271,15 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
     }
     a.check();
     b.check();
+    stats::log(|| stats::Product {
+        path: stats::GemmPath::F32Gemm,
+        m,
+        k,
+        n,
+        a_row_major: a.is_row_major(),
+        b_row_major: b.is_row_major(),
+        add: accum == Accum::Add,
+    });
     let t0 = stats::enabled().then(std::time::Instant::now);
     // SAFETY: every index gemm reads or writes was bounds-checked above: dst covers
     // (m−1)·ld + n elements and both operands' last reachable elements are in their slices.
@@ -174,8 +307,38 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
         );
     }
     if let Some(t0) = t0 {
-        stats::add(t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+        stats::add_path(stats::GemmPath::F32Gemm, t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
     }
+}
+
+/// Runs recorded products alone, in parallel on the current rayon pool (each on one thread, as
+/// in a step), on buffers of their shapes and layouts: the step's GEMM-only time. Returns the
+/// wall seconds. Not counted by [`stats`].
+pub fn replay(products: &[stats::Product]) -> f64 {
+    use rayon::prelude::*;
+
+    use crate::matmul_bf16::{Bf16Path, matmul_bf16_on};
+    let on = stats::pause();
+    let t0 = std::time::Instant::now();
+    products.par_iter().for_each_init(
+        || (Vec::<f32>::new(), Vec::<f32>::new(), Vec::<f32>::new()),
+        |(ab, bb, db), p| {
+            for (buf, len) in [(&mut *ab, p.m * p.k), (&mut *bb, p.k * p.n), (&mut *db, p.m * p.n)] {
+                buf.resize(len, 0.25);
+            }
+            let a = if p.a_row_major { MatRef::row_major(ab, p.m, p.k) } else { MatRef::row_major(ab, p.k, p.m).t() };
+            let b = if p.b_row_major { MatRef::row_major(bb, p.k, p.n) } else { MatRef::row_major(bb, p.n, p.k).t() };
+            let accum = if p.add { Accum::Add } else { Accum::Replace };
+            match p.path {
+                stats::GemmPath::F32Gemm => matmul(db, p.n, a, b, accum),
+                stats::GemmPath::Bf16Avx512 => matmul_bf16_on(Bf16Path::Avx512Bf16, db, p.n, a, b, accum),
+                stats::GemmPath::Bf16Portable => matmul_bf16_on(Bf16Path::Portable, db, p.n, a, b, accum),
+            }
+        },
+    );
+    let s = t0.elapsed().as_secs_f64();
+    stats::resume(on);
+    s
 }
 
 /// The slow twin of [`matmul`]: three plain loops, summing in f64.
@@ -224,5 +387,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn recorded_products_replay_with_their_shapes() {
+        let (a, b) = (vec![1.0f32; 6 * 4], vec![1.0f32; 5 * 4]);
+        let mut d = vec![0.0f32; 6 * 5];
+        stats::record(true);
+        matmul(&mut d, 5, MatRef::row_major(&a, 6, 4), MatRef::row_major(&b, 5, 4).t(), Accum::Add);
+        stats::record(false);
+        assert_eq!(d, vec![4.0; 30]);
+        let want = stats::Product {
+            path: stats::GemmPath::F32Gemm,
+            m: 6,
+            k: 4,
+            n: 5,
+            a_row_major: true,
+            b_row_major: false,
+            add: true,
+        };
+        let rec = stats::recorded();
+        assert!(rec.contains(&want), "{rec:?}");
+        assert!(replay(&[want; 3]) > 0.0);
     }
 }

@@ -18,7 +18,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
+use crate::matmul_bf16::matmul_bf16;
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
@@ -55,6 +57,8 @@ pub struct Mlp {
     pub layers: Vec<Layer>,
     /// Where its parameters (and gradients) live.
     pub range: Range<usize>,
+    /// The arithmetic of its matrix products.
+    pub precision: Precision,
 }
 
 /// How each layer of an MLP ends.
@@ -180,6 +184,36 @@ impl<T: Real> TileScratch<T> {
     }
 }
 
+/// Tile-sized buffers of one backward worker; see [`Mlp::backward_scratch`].
+pub struct BackwardScratch<T> {
+    acts: Vec<Vec<T>>,
+    ys: Vec<Vec<T>>,
+    g: Vec<T>,
+    g_prev: Vec<T>,
+    forward: Option<TileScratch<T>>,
+}
+
+/// One backward's inputs, shared by all its tiles.
+#[derive(Clone, Copy)]
+struct TileStep<'a, T> {
+    ps: &'a ParamStore<T>,
+    input: Input<'a, T>,
+    source: Acts<'a, T>,
+    /// The output gradient, when given (else it is in each chunk's `io`).
+    given: Option<&'a [T]>,
+    /// With `io`: keep the output gradient and add the rest gradient to it.
+    keep: bool,
+}
+
+/// One gradient chunk of a backward: its rows and its slices of the input-gradient outputs.
+struct ChunkGrads<'a, T> {
+    rows: Range<usize>,
+    dx: Option<&'a mut [T]>,
+    dz1: Option<&'a mut [T]>,
+    drest: Option<&'a mut [T]>,
+    io: Option<&'a mut [T]>,
+}
+
 /// The tile forward, as a trait so [`TileScratch`] can call it without borrowing conflicts.
 trait TileForward<T> {
     fn layers(&self) -> &[Layer];
@@ -271,7 +305,17 @@ impl Mlp {
             });
             layers.push(Layer { w, b, norm, act: s.act, din, dout });
         }
-        Mlp { layers, range: start..ps.len() }
+        Mlp { layers, range: start..ps.len(), precision: Precision::F32 }
+    }
+
+    /// A matrix product in this MLP's precision.
+    #[inline]
+    #[track_caller]
+    fn matmul<T: Real>(&self, dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_, T>, accum: Accum) {
+        match self.precision {
+            Precision::F32 => matmul(dst, ld, a, b, accum),
+            Precision::Bf16 => matmul_bf16(dst, ld, a, b, accum),
+        }
     }
 
     /// Output width.
@@ -291,8 +335,8 @@ impl Mlp {
             let r0 = t * TILE;
             let rows = ac.len() / l0.dout;
             let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
-            matmul(ac, l0.dout, hv, wa, Accum::Replace);
-            matmul(bc, l0.dout, hv, wb, Accum::Replace);
+            self.matmul(ac, l0.dout, hv, wa, Accum::Replace);
+            self.matmul(bc, l0.dout, hv, wb, Accum::Replace);
         });
     }
 
@@ -315,7 +359,7 @@ impl Mlp {
             cache.pre[l].resize(rows * layer.dout, T::ZERO);
             cache.rstd[l].resize(if layer.norm.is_some() { rows } else { 0 }, T::ZERO);
         }
-        let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        let width = self.width();
         let tiles = TileViews::split(&mut cache.pre, &mut cache.rstd, &self.layers, out, dout, rows);
         // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
         // allocator would map and unmap them every time.
@@ -346,10 +390,10 @@ impl Mlp {
             let z = &mut *pre[l];
             let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
             if l == 0 {
-                first_layer(input, w, layer, r0, tr, z);
+                first_layer(self, input, w, layer, r0, tr, z);
             } else {
                 let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
-                matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
+                self.matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
             }
             add_bias(z, ps.value(layer.b));
             let ys = &mut y[..tr * layer.dout];
@@ -364,7 +408,7 @@ impl Mlp {
     pub fn forward_nocache<T: Real>(&self, ps: &ParamStore<T>, input: Input<'_, T>, rows: usize, out: &mut [T]) {
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
-        let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        let width = self.width();
         let scratch = || TileScratch::new(&self.layers, width);
         out.par_chunks_mut(TILE * dout).enumerate().for_each_init(scratch, |s, (t, o)| {
             let tr = o.len() / dout;
@@ -384,6 +428,25 @@ impl Mlp {
         }
     }
 
+    /// The tile-sized buffers of one backward worker (one per rayon job, reused over its
+    /// tiles): per layer the recomputed norm outputs y_l and activations a_l, two gradient
+    /// buffers, and with `recompute` (activation checkpointing) the tile forward's buffers.
+    pub fn backward_scratch<T: Real>(&self, recompute: bool) -> BackwardScratch<T> {
+        let width = self.width();
+        BackwardScratch {
+            acts: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
+            ys: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
+            g: vec![T::ZERO; TILE * width],
+            g_prev: vec![T::ZERO; TILE * width],
+            forward: recompute.then(|| TileScratch::new(&self.layers, width)),
+        }
+    }
+
+    /// The widest layer input or output.
+    fn width(&self) -> usize {
+        self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0)
+    }
+
     /// Backward over `rows` rows given dL/d(output) in `dout`; accumulates parameter gradients
     /// into `grad` (the whole flat gradient buffer) and input gradients as `dinput` asks.
     pub fn backward<T: Real>(
@@ -399,23 +462,19 @@ impl Mlp {
             Acts::Cached(c) => c.rows,
             Acts::Recompute { rows } => rows,
         };
-        let n_layers = self.layers.len();
         let d_out = self.dout();
-        let (dout_given, mut io_chunks, keep) = match dout {
+        let chunk = chunk_rows(rows);
+        let n_chunks = rows.div_ceil(chunk);
+        let (given, mut io_chunks, keep) = match dout {
             DOut::Given(g) => {
                 assert_eq!(g.len(), rows * d_out, "mlp backward: dout shape");
                 (Some(g), Vec::new(), true)
             }
             DOut::SharedWithRest { buf, keep } => {
                 assert_eq!(buf.len(), rows * d_out, "mlp backward: dout shape");
-                let chunk = chunk_rows(rows);
                 (None, buf.chunks_mut(chunk * d_out).map(Some).collect::<Vec<_>>(), keep)
             }
         };
-        let chunk = chunk_rows(rows);
-        let n_chunks = rows.div_ceil(chunk);
-        let plen = self.range.len();
-        let base = self.range.start;
         // Per-chunk views of the input-gradient outputs.
         let (din_dim, split_d1) = match input {
             Input::Dense { dim, .. } => (dim, 0),
@@ -443,132 +502,155 @@ impl Mlp {
             }
         }
         io_chunks.resize_with(n_chunks, || None);
-        let work: Vec<_> = (0..n_chunks).zip(dense_chunks).zip(dz1_chunks).zip(drest_chunks).zip(io_chunks).collect();
+        let work: Vec<ChunkGrads<'_, T>> = (0..n_chunks)
+            .zip(dense_chunks)
+            .zip(dz1_chunks)
+            .zip(drest_chunks)
+            .zip(io_chunks)
+            .map(|((((c, dx), dz1), drest), io)| ChunkGrads {
+                rows: c * chunk..((c + 1) * chunk).min(rows),
+                dx,
+                dz1,
+                drest,
+                io,
+            })
+            .collect();
+        let recompute = matches!(source, Acts::Recompute { .. });
+        let plen = self.range.len();
+        let step = TileStep { ps, input, source, given, keep };
         let partials: Vec<Vec<T>> = work
             .into_par_iter()
-            .map(|((((c, mut dx_c), mut dz1_c), mut drest_c), mut io_c)| {
-                let mut g_local = vec![T::ZERO; plen];
-                let width = self.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
-                let r_begin = c * chunk;
-                let r_end = ((c + 1) * chunk).min(rows);
-                let mut acts: Vec<Vec<T>> = self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
-                let mut ys: Vec<Vec<T>> = self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
-                let mut g = vec![T::ZERO; TILE * width];
-                let mut g_prev = vec![T::ZERO; TILE * width];
-                let recompute = matches!(source, Acts::Recompute { .. });
-                let mut local = if recompute { Some(TileScratch::new(&self.layers, width)) } else { None };
-                let mut r0 = r_begin;
-                while r0 < r_end {
-                    let tr = TILE.min(r_end - r0);
-                    // With checkpointing, the tile's forward runs again here, while it is hot.
-                    if let Some(s) = local.as_mut() {
-                        s.forward(self, ps, input, r0, tr, self.dout());
+            .map_init(
+                || self.backward_scratch(recompute),
+                |scratch, mut out| {
+                    let mut g_local = vec![T::ZERO; plen];
+                    let mut r0 = out.rows.start;
+                    while r0 < out.rows.end {
+                        let tr = TILE.min(out.rows.end - r0);
+                        self.backward_tile(&step, scratch, &mut out, &mut g_local, r0, tr);
+                        r0 += tr;
                     }
-                    // x̂ (or z) and rstd of layer l for this tile.
-                    let pre_of = |l: usize| -> &[T] {
-                        let d = self.layers[l].dout;
-                        match (source, local.as_ref()) {
-                            (Acts::Cached(c), _) => &c.pre[l][r0 * d..(r0 + tr) * d],
-                            (_, Some(s)) => &s.pre[l][..tr * d],
-                            _ => unreachable!("recompute has scratch"),
-                        }
-                    };
-                    let rstd_of = |l: usize| -> &[T] {
-                        match (source, local.as_ref()) {
-                            (Acts::Cached(c), _) => &c.rstd[l][r0..r0 + tr],
-                            (_, Some(s)) => &s.rstd[l][..tr],
-                            _ => unreachable!("recompute has scratch"),
-                        }
-                    };
-                    // Recompute y_l (norm outputs) once, and the activations a_l (inputs of
-                    // layer l + 1).
-                    for (l, layer) in self.layers.iter().enumerate() {
-                        let d = layer.dout;
-                        self.recompute_y(ps, layer, pre_of(l), &mut ys[l][..tr * d]);
-                        if l + 1 < n_layers {
-                            act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
-                        }
-                    }
-                    let d_last = self.dout();
-                    let lr0 = r0 - r_begin;
-                    match (dout_given, io_c.as_deref_mut()) {
-                        (Some(dg), _) => g[..tr * d_last].copy_from_slice(&dg[r0 * d_last..(r0 + tr) * d_last]),
-                        (None, Some(io)) => {
-                            // The tile's output gradient is read before its rows receive the
-                            // rest gradient (added to it with a residual, replacing it without).
-                            let rows_io = &mut io[lr0 * d_last..(lr0 + tr) * d_last];
-                            g[..tr * d_last].copy_from_slice(rows_io);
-                            if !keep {
-                                rows_io.iter_mut().for_each(|v| *v = T::ZERO);
-                            }
-                        }
-                        _ => unreachable!("every chunk has its output gradient"),
-                    }
-                    for l in (0..n_layers).rev() {
-                        let layer = &self.layers[l];
-                        let d = layer.dout;
-                        act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
-                        if let Some((gi, bi)) = layer.norm {
-                            let (xhat, rstd) = (pre_of(l), rstd_of(l));
-                            let gamma = gi.map(|i| ps.value(i));
-                            match (gi, bi) {
-                                (Some(gi), Some(bi)) => {
-                                    let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
-                                    let (dg, db) = two_slices(
-                                        &mut g_local,
-                                        gr.start - base..gr.end - base,
-                                        br.start - base..br.end - base,
-                                    );
-                                    layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], Some(dg), Some(db));
-                                }
-                                _ => layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], None, None),
-                            }
-                        }
-                        // g = dz_l. Bias and weight gradients, then dz → input gradient.
-                        let br = ps.specs[layer.b].range();
-                        sum_rows(&g[..tr * d], d, &mut g_local[br.start - base..br.end - base]);
-                        let wr = ps.specs[layer.w].range();
-                        let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
-                        let gz = MatRef::row_major(&g[..tr * d], tr, d);
-                        let dw = &mut g_local[wr.start - base..wr.end - base];
-                        if l > 0 {
-                            let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                            matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                            matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
-                            std::mem::swap(&mut g, &mut g_prev);
-                            continue;
-                        }
-                        let lr = r0 - r_begin;
-                        match input {
-                            Input::Dense { x, dim } => {
-                                let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
-                                matmul(dw, dim, gz.t(), xv, Accum::Add);
-                                if let Some(dx) = dx_c.as_deref_mut() {
-                                    matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
-                                }
-                            }
-                            Input::Split { h_dim, rest, .. } => {
-                                if let Some(dz1) = dz1_c.as_deref_mut() {
-                                    dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
-                                }
-                                if let Some((rx, rd)) = rest {
-                                    let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                                    matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
-                                    if let Some(dr) = drest_c.as_deref_mut().or(io_c.as_deref_mut()) {
-                                        let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                                        matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    r0 += tr;
-                }
-                g_local
-            })
+                    g_local
+                },
+            )
             .collect();
         for p in partials {
             grad[self.range.clone()].iter_mut().zip(&p).for_each(|(g, &v)| *g += v);
+        }
+    }
+
+    /// The backward of rows r0..r0+tr (one tile of the chunk `out`): parameter gradients into
+    /// `g_local` (this MLP's parameters only), input gradients into `out`.
+    fn backward_tile<T: Real>(
+        &self,
+        step: &TileStep<'_, T>,
+        scratch: &mut BackwardScratch<T>,
+        out: &mut ChunkGrads<'_, T>,
+        g_local: &mut [T],
+        r0: usize,
+        tr: usize,
+    ) {
+        let TileStep { ps, input, source, given, keep } = *step;
+        let BackwardScratch { acts, ys, g, g_prev, forward } = scratch;
+        let n_layers = self.layers.len();
+        let base = self.range.start;
+        // With checkpointing, the tile's forward runs again here, while it is hot.
+        if let Some(f) = forward.as_mut() {
+            f.forward(self, ps, input, r0, tr, self.dout());
+        }
+        let forward = forward.as_ref();
+        // x̂ (or z) and rstd of layer l for this tile.
+        let pre_of = |l: usize| -> &[T] {
+            let d = self.layers[l].dout;
+            match (source, forward) {
+                (Acts::Cached(c), _) => &c.pre[l][r0 * d..(r0 + tr) * d],
+                (_, Some(f)) => &f.pre[l][..tr * d],
+                _ => unreachable!("recompute has scratch"),
+            }
+        };
+        let rstd_of = |l: usize| -> &[T] {
+            match (source, forward) {
+                (Acts::Cached(c), _) => &c.rstd[l][r0..r0 + tr],
+                (_, Some(f)) => &f.rstd[l][..tr],
+                _ => unreachable!("recompute has scratch"),
+            }
+        };
+        // Recompute y_l (norm outputs) once, and the activations a_l (inputs of layer l + 1).
+        for (l, layer) in self.layers.iter().enumerate() {
+            let d = layer.dout;
+            self.recompute_y(ps, layer, pre_of(l), &mut ys[l][..tr * d]);
+            if l + 1 < n_layers {
+                act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
+            }
+        }
+        let d_last = self.dout();
+        let lr = r0 - out.rows.start;
+        match (given, out.io.as_deref_mut()) {
+            (Some(dg), _) => g[..tr * d_last].copy_from_slice(&dg[r0 * d_last..(r0 + tr) * d_last]),
+            (None, Some(io)) => {
+                // The tile's output gradient is read before its rows receive the rest gradient
+                // (added to it with a residual, replacing it without).
+                let rows_io = &mut io[lr * d_last..(lr + tr) * d_last];
+                g[..tr * d_last].copy_from_slice(rows_io);
+                if !keep {
+                    rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+                }
+            }
+            _ => unreachable!("every chunk has its output gradient"),
+        }
+        for l in (0..n_layers).rev() {
+            let layer = &self.layers[l];
+            let d = layer.dout;
+            act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
+            if let Some((gi, bi)) = layer.norm {
+                let (xhat, rstd) = (pre_of(l), rstd_of(l));
+                let gamma = gi.map(|i| ps.value(i));
+                match (gi, bi) {
+                    (Some(gi), Some(bi)) => {
+                        let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
+                        let (dg, db) =
+                            two_slices(g_local, gr.start - base..gr.end - base, br.start - base..br.end - base);
+                        layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], Some(dg), Some(db));
+                    }
+                    _ => layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], None, None),
+                }
+            }
+            // g = dz_l. Bias and weight gradients, then dz → input gradient.
+            let br = ps.specs[layer.b].range();
+            sum_rows(&g[..tr * d], d, &mut g_local[br.start - base..br.end - base]);
+            let wr = ps.specs[layer.w].range();
+            let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
+            let gz = MatRef::row_major(&g[..tr * d], tr, d);
+            let dw = &mut g_local[wr.start - base..wr.end - base];
+            if l > 0 {
+                let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
+                self.matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
+                self.matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
+                std::mem::swap(g, g_prev);
+                continue;
+            }
+            match input {
+                Input::Dense { x, dim } => {
+                    let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
+                    self.matmul(dw, dim, gz.t(), xv, Accum::Add);
+                    if let Some(dx) = out.dx.as_deref_mut() {
+                        self.matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
+                    }
+                }
+                Input::Split { h_dim, rest, .. } => {
+                    if let Some(dz1) = out.dz1.as_deref_mut() {
+                        dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
+                    }
+                    if let Some((rx, rd)) = rest {
+                        let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
+                        self.matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
+                        if let Some(dr) = out.drest.as_deref_mut().or(out.io.as_deref_mut()) {
+                            let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
+                            self.matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -615,8 +697,8 @@ impl Mlp {
                     let hv = MatRef::row_major(&h[r0 * h_dim..r1 * h_dim], r1 - r0, h_dim);
                     let dav = MatRef::row_major(&da[r0 * d1..r1 * d1], r1 - r0, d1);
                     let dbv = MatRef::row_major(&db[r0 * d1..r1 * d1], r1 - r0, d1);
-                    matmul(&mut dw, din, dav.t(), hv, Accum::Add);
-                    matmul(&mut dw[h_dim..], din, dbv.t(), hv, Accum::Add);
+                    self.matmul(&mut dw, din, dav.t(), hv, Accum::Add);
+                    self.matmul(&mut dw[h_dim..], din, dbv.t(), hv, Accum::Add);
                 }
                 dw
             })
@@ -629,8 +711,8 @@ impl Mlp {
         dh.par_chunks_mut(TILE * h_dim).enumerate().for_each(|(t, dhc)| {
             let r0 = t * TILE;
             let rows = dhc.len() / h_dim;
-            matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
-            matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
+            self.matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
+            self.matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
         });
     }
 }
@@ -688,16 +770,24 @@ crate::dispatch! {
 }
 
 /// z = first Linear of rows r0..r0+tr (without bias).
-fn first_layer<T: Real>(input: Input<'_, T>, w: MatRef<'_, T>, layer: &Layer, r0: usize, tr: usize, z: &mut [T]) {
+fn first_layer<T: Real>(
+    mlp: &Mlp,
+    input: Input<'_, T>,
+    w: MatRef<'_, T>,
+    layer: &Layer,
+    r0: usize,
+    tr: usize,
+    z: &mut [T],
+) {
     match input {
         Input::Dense { x, dim } => {
-            matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
+            mlp.matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
         }
         Input::Split { a, b, src, dst, h_dim, rest } => {
             gather_pair(a, b, &src[r0..r0 + tr], &dst[r0..r0 + tr], layer.dout, z);
             if let Some((rx, rd)) = rest {
                 let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
+                mlp.matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
             }
         }
     }

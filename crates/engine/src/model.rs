@@ -5,7 +5,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::bf16;
 use crate::checkpointing::Checkpointing;
-use crate::config::{ModelConfig, Norm};
+use crate::config::{ModelConfig, Norm, Precision};
 use crate::graph_input::GraphInput;
 use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache};
 use crate::ops::Activation;
@@ -219,6 +219,19 @@ impl<T: Real> InteractionGnn<T> {
                 }
             }
         }
+    }
+
+    /// Sets the arithmetic of every matrix product (f32 by default; see [`Precision`]).
+    pub fn set_precision(&mut self, precision: Precision) {
+        let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
+        for mlp in [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets) {
+            mlp.precision = precision;
+        }
+    }
+
+    /// The arithmetic of the matrix products.
+    pub fn precision(&self) -> Precision {
+        self.node_encoder.precision
     }
 
     fn mlps(&self) -> impl Iterator<Item = &Mlp> {

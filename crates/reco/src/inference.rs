@@ -66,6 +66,7 @@ impl TrainedModel {
         let mut model = InteractionGnn::<f32>::new(config.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
         let weights = run.weights_path(weights);
         load_weights(&weights, &mut model.params)?;
+        model.set_precision(config.precision);
         Ok(TrainedModel { config, model, weights })
     }
 
@@ -186,6 +187,15 @@ impl Reconstructor {
     /// truth and particles ([`read_options`](Self::read_options) asks for them).
     pub fn with_truth_scores(self, truth_scores: bool) -> Reconstructor {
         Reconstructor { truth_scores, ..self }
+    }
+
+    /// The same, with the matrix products in `precision` instead of the run's own (`None`
+    /// keeps the run's).
+    pub fn with_precision(mut self, precision: Option<trackgnn_engine::Precision>) -> Reconstructor {
+        if let Some(p) = precision {
+            self.model.model.set_precision(p);
+        }
+        self
     }
 
     /// The recipe graphs are built with (the run's, without truth cuts).

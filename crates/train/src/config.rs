@@ -1,7 +1,7 @@
 //! Every setting of a training run; the run directory records the resolved configuration.
 
 use serde::{Deserialize, Serialize};
-use trackgnn_engine::{Checkpointing, ModelConfig};
+use trackgnn_engine::{Checkpointing, ModelConfig, Precision};
 
 pub use crate::budget::Oversize;
 use trackgnn_engine::optim::{AdamWConfig, LrScheduleConfig};
@@ -102,6 +102,10 @@ pub struct TrainConfig {
     /// `none` optionally `+bf16`): less memory for some recomputation; the gradients are the
     /// same (with `+bf16`, those of the forward with its saved states rounded).
     pub checkpointing: Checkpointing,
+    /// Arithmetic of the matrix products: `f32`, or `bf16` (mixed precision: bf16 operands,
+    /// f32 accumulation, f32 weights and optimiser state). Configs written before it load as
+    /// `f32`.
+    pub precision: Precision,
     /// Memory budget of one training step in bytes (0: none). A graph whose step would need
     /// more is cut into φ sectors or skipped (`oversize`).
     pub max_memory_bytes: u64,
@@ -137,6 +141,7 @@ impl Default for TrainConfig {
             sampler: Sampler::Random,
             sampler_bins: 8,
             checkpointing: Checkpointing::NONE,
+            precision: Precision::F32,
             max_memory_bytes: 0,
             oversize: Oversize::Split,
             sector_overlap_phi: 0.3,
@@ -225,5 +230,16 @@ mod tests {
         let mut cfg = TrainConfig::default();
         cfg.model.hidden = 0;
         assert!(matches!(cfg.validate(), Err(crate::Error::Model(_))));
+    }
+
+    #[test]
+    fn precision_is_recorded_and_configs_without_it_load_as_f32() {
+        let old: TrainConfig = toml::from_str("epochs = 3\n").unwrap();
+        assert_eq!(old.precision, Precision::F32);
+        let cfg = TrainConfig { precision: Precision::Bf16, ..TrainConfig::default() };
+        let text = toml::to_string(&cfg).unwrap();
+        assert!(text.contains("precision = \"bf16\""), "{text}");
+        assert_eq!(toml::from_str::<TrainConfig>(&text).unwrap(), cfg);
+        assert!(toml::from_str::<TrainConfig>("precision = \"fp8\"\n").is_err());
     }
 }

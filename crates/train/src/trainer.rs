@@ -249,6 +249,7 @@ impl<'a> Trainer<'a> {
         let mut model =
             InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
         model.checkpointing = cfg.checkpointing;
+        model.set_precision(cfg.precision);
         if let (Some(path), false) = (&cfg.init_weights, resume) {
             load_weights(path, &mut model.params)?;
         }

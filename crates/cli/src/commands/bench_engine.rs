@@ -1,6 +1,8 @@
 //! `trackgnn bench engine`: the training step of `../shared/bench/BENCH_SPEC.md` (and of the
 //! default model, and the unfused forward), timed as the spec asks: mean and min over 10 steps
-//! after 2 warm-up steps, peak RSS, GFLOP/s and the share of time inside GEMM.
+//! after 2 warm-up steps, peak RSS, GFLOP/s and the share of time inside GEMM; per precision
+//! (f32, bf16), the kernel path each product ran on and the step's GEMM-only time (the same
+//! products alone, same shapes, same threads).
 
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -8,9 +10,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use trackgnn_engine::loss::bce_with_logits;
-use trackgnn_engine::matmul::stats;
+use trackgnn_engine::matmul::{replay, stats};
 use trackgnn_engine::optim::{AdamW, AdamWConfig};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Precision};
 use trackgnn_trackml::rng::Rng;
 
 use crate::cli::EngineVariant;
@@ -31,6 +33,10 @@ pub struct BenchEngineArgs {
     /// Threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: f32 with --only, else both.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -71,20 +77,25 @@ pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
 }
 
 /// Runs one variant in this process and returns its figures.
-fn run_variant(v: EngineVariant, steps: usize, warmup: usize, threads: usize) -> Value {
+fn run_variant(v: EngineVariant, precision: Precision, steps: usize, warmup: usize, threads: usize) -> Value {
     let (g, y) = spec_graph();
     let cfg = match v {
         EngineVariant::BenchSpec | EngineVariant::Unfused => ModelConfig::bench_spec(),
         EngineVariant::Defaults => ModelConfig::default(),
     };
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
+    model.set_precision(precision);
     let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
     let mut cache = ForwardCache::default();
     let mut dl = vec![0.0f32; g.num_edges()];
     let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
     let mut cache_bytes = 0;
+    let mut paths = vec![(0u64, 0.0f64, 0u64); stats::GemmPath::ALL.len()];
+    let mut products = Vec::new();
     for step in 0..warmup + steps {
         stats::enable(step >= warmup);
+        // The last timed step records its products' shapes for the GEMM-only replay.
+        stats::record(step + 1 == warmup + steps);
         let t = Instant::now();
         if v == EngineVariant::Unfused {
             let logits = model.forward_unfused(&g);
@@ -104,14 +115,43 @@ fn run_variant(v: EngineVariant, steps: usize, warmup: usize, threads: usize) ->
             let (s, f) = stats::read();
             gemm_s += s;
             gemm_flops += f;
+            for (acc, &p) in paths.iter_mut().zip(&stats::GemmPath::ALL) {
+                let (c, s, f) = stats::read_path(p);
+                *acc = (acc.0 + c, acc.1 + s, acc.2 + f);
+            }
         }
     }
+    stats::record(false);
+    products.extend(stats::recorded());
     stats::enable(false);
+    // GEMM-only: the last step's products alone, once to warm up, then timed.
+    let gemm_only = if products.is_empty() {
+        f64::NAN
+    } else {
+        replay(&products);
+        let reps = steps.clamp(1, 3);
+        (0..reps).map(|_| replay(&products)).sum::<f64>() / reps as f64
+    };
+    let n_steps = times.len().max(1) as f64;
+    let gemm_paths: Vec<Value> = paths
+        .iter()
+        .zip(&stats::GemmPath::ALL)
+        .filter(|((calls, _, _), _)| *calls > 0)
+        .map(|(&(calls, s, f), p)| {
+            json!({
+                "path": p.name(),
+                "calls_per_step": calls as f64 / n_steps,
+                "gflop_per_step": f as f64 / n_steps / 1e9,
+                "thread_seconds_per_step": s / n_steps,
+            })
+        })
+        .collect();
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     let min = times.iter().cloned().fold(f64::MAX, f64::min);
     let total: f64 = times.iter().sum();
     json!({
         "variant": format!("{v:?}").to_lowercase(),
+        "precision": precision.to_string(),
         "what": if v == EngineVariant::Unfused { "forward only" } else { "forward + backward + Adam" },
         "config": cfg,
         "threads": threads,
@@ -122,6 +162,9 @@ fn run_variant(v: EngineVariant, steps: usize, warmup: usize, threads: usize) ->
         "gemm_gflop_per_step": gemm_flops as f64 / times.len() as f64 / 1e9,
         "gemm_gflops_per_second": gemm_flops as f64 / total / 1e9,
         "gemm_share": gemm_s / (total * threads as f64),
+        "gemm_paths": gemm_paths,
+        "gemm_only_seconds": gemm_only,
+        "step_over_gemm_only": mean / gemm_only,
         "activation_cache_bytes": cache_bytes,
         "peak_rss_bytes": peak_rss_bytes(),
     })
@@ -135,7 +178,8 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads)?;
     let threads = pool.current_num_threads();
     if let Some(v) = a.only {
-        let r = pool.install(|| run_variant(v, a.steps, a.warmup, threads));
+        let precision = a.precision.unwrap_or_default();
+        let r = pool.install(|| run_variant(v, precision, a.steps, a.warmup, threads));
         if a.json {
             print_json(&r);
         } else {
@@ -146,7 +190,16 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     // Each variant in its own process, so each peak RSS is its own.
     let exe = std::env::current_exe().context("locating the trackgnn binary")?;
     let mut rows = Vec::new();
-    for v in [EngineVariant::BenchSpec, EngineVariant::Defaults, EngineVariant::Unfused] {
+    let precisions = match a.precision {
+        Some(p) => vec![p],
+        None => vec![Precision::F32, Precision::Bf16],
+    };
+    let runs = [EngineVariant::BenchSpec, EngineVariant::Defaults, EngineVariant::Unfused]
+        .into_iter()
+        .flat_map(|v| precisions.iter().map(move |&p| (v, p)))
+        // The unfused forward is a reference point in f32 only (unless asked for).
+        .filter(|&(v, p)| v != EngineVariant::Unfused || a.precision.is_some() || p == Precision::F32);
+    for (v, precision) in runs {
         let name = format!("{v:?}").to_lowercase().replace("benchspec", "bench-spec");
         let mut cmd = Command::new(&exe);
         cmd.args([
@@ -159,6 +212,8 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
             &a.steps.to_string(),
             "--warmup",
             &a.warmup.to_string(),
+            "--precision",
+            &precision.to_string(),
         ]);
         cmd.args(["--threads", &threads.to_string()]);
         let out = cmd.output().context("running a benchmark variant")?;
@@ -180,8 +235,9 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
 fn print_row(r: &Value) {
     let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
     println!(
-        "{:<10} {:<27} {:>8} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  peak RSS {:.2} GB",
+        "{:<10} {:<4} {:<27} {:>8} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
         r["variant"].as_str().unwrap_or("?"),
+        r["precision"].as_str().unwrap_or("?"),
         r["what"].as_str().unwrap_or(""),
         r["parameters"],
         f("step_seconds_mean"),
@@ -191,6 +247,18 @@ fn print_row(r: &Value) {
         f("gemm_gflop_per_step"),
         f("gemm_gflops_per_second"),
         100.0 * f("gemm_share"),
+        f("gemm_only_seconds"),
+        f("step_over_gemm_only"),
         f("peak_rss_bytes") / 1e9
     );
+    for p in r["gemm_paths"].as_array().into_iter().flatten() {
+        let g = |k: &str| p[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "           products on {}: {:.0} calls, {:.1} GFLOP, {:.3} thread-s per step",
+            p["path"].as_str().unwrap_or("?"),
+            g("calls_per_step"),
+            g("gflop_per_step"),
+            g("thread_seconds_per_step")
+        );
+    }
 }

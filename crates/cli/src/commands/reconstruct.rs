@@ -34,7 +34,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let weights: Weights = a.weights.parse()?;
     let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?
         .with_tracks(track_config(&a))?
-        .with_truth_scores(a.truth_scores);
+        .with_truth_scores(a.truth_scores)
+        .with_precision(a.precision);
     let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events {
         events.truncate(n);

@@ -53,6 +53,7 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
         c.lr_scaling = s.into();
     }
     set!(a.checkpointing, c.checkpointing);
+    set!(a.precision, c.precision);
     set!(a.max_memory, c.max_memory_bytes);
     if let Some(o) = a.oversize {
         c.oversize = o.into();
@@ -193,7 +194,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads)?;
     let split = (!a.all).then_some(a.split);
-    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.json))?;
+    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -207,6 +208,7 @@ pub fn eval_run(
     split: Option<SplitArg>,
     weights: &Weights,
     threshold: Option<f64>,
+    precision: Option<trackgnn_engine::Precision>,
     as_json: bool,
 ) -> Result<()> {
     let mut cfg = run.read_config()?;
@@ -232,7 +234,10 @@ pub fn eval_run(
         bail!("no graphs to evaluate in {}", graphs.display());
     }
     let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
-    let trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
+    let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
+    if let Some(p) = precision {
+        trained.model.set_precision(p);
+    }
     let (model, weights) = (&trained.model, &trained.weights);
     let r = evaluate(model, &set, &idx, &cfg, &mut SingleProcess, false)?;
     let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
