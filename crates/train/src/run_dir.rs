@@ -455,7 +455,7 @@ mod tests {
         fs::write(run.steps_path(), format!("{text}{{\"epoch\": 2, \"sec")).unwrap();
         assert_eq!(run.read_steps().unwrap().len(), 3);
         fs::write(run.steps_path(), format!("{{\"epoch\": 0}}\n{text}")).unwrap();
-        let e = run.read_steps().unwrap_err().to_string();
+        let e = trackgnn_trackml::error::report(&run.read_steps().unwrap_err());
         assert!(e.contains("steps.jsonl:1") && e.contains("seconds"), "{e}");
         // Old logs without the per-rank lists still read.
         let old = StepRecord::parse_line(r#"{"epoch": 0, "seconds": 1.5, "loss": 0.3}"#).unwrap();
