@@ -1,6 +1,6 @@
 //! Fuzzing the readers of outside input on stable Rust (feature `fuzzing`, for tests).
 //!
-//! Property tests with [`proptest`]: each target takes valid files (seeds), mutates them the
+//! Property tests with the `proptest` crate: each target takes valid files (seeds), mutates them the
 //! ways real files go wrong — truncation, byte flips, deleted or repeated spans, inserted
 //! tokens such as `nan`, `1e39` or a 20-digit integer, and little-endian `u32`/`u64` fields
 //! overwritten with huge values (declared lengths and counts) — or draws arbitrary bytes, and
@@ -47,7 +47,7 @@ impl CappedAlloc {
         // Formatting into a stack buffer: allocating here would recurse.
         let mut buf = [0u8; 160];
         let mut w = &mut buf[..];
-        let _ = write!(w, "fuzzing: an allocation of {size} bytes is over the cap of {} bytes\n", self.cap);
+        let _ = writeln!(w, "fuzzing: an allocation of {size} bytes is over the cap of {} bytes", self.cap);
         let n = 160 - w.len();
         let _ = std::io::stderr().write_all(&buf[..n]);
         std::process::abort()
@@ -95,7 +95,7 @@ pub fn runner(ci_default: u32) -> TestRunner {
     match std::env::var("TRACKGNN_FUZZ_SEED").ok().as_deref() {
         Some("random") => TestRunner::new(config),
         seed => {
-            let n: u64 = seed.and_then(|s| s.parse().ok()).unwrap_or(0x7261_636b_676e_6e);
+            let n: u64 = seed.and_then(|s| s.parse().ok()).unwrap_or(0x0072_6163_6b67_6e6e);
             let mut bytes = [0u8; 32];
             for (i, b) in bytes.iter_mut().enumerate() {
                 *b = (n.rotate_left(i as u32 * 8) as u8) ^ i as u8;
