@@ -2,6 +2,7 @@
 
 mod util;
 
+mod bench;
 mod geometry;
 mod graphs;
 mod inspect;
