@@ -1,6 +1,7 @@
 //! Fuzz targets of the graph crate's readers: graph files (whole and header only), module-map
 //! files, and the graph recipe TOML (see `trackgnn_trackml::fuzzing`). The binary targets also
-//! run with the checksum repaired after mutating, so that inputs reach the checks behind it.
+//! run with the header length and the checksum repaired after mutating, so that inputs reach
+//! the checks behind them.
 //! `TRACKGNN_FUZZ_CASES=N` runs N inputs per target instead of the CI default.
 
 use std::path::Path;
@@ -76,6 +77,34 @@ fn header_len(bytes: &[u8]) -> Option<usize> {
     Some(u32::from_le_bytes(bytes.get(12..16)?.try_into().unwrap()) as usize)
 }
 
+/// Sets the header length (u32 LE at byte 12) to that of the JSON object starting at byte 16,
+/// so that a mutation that made a header number longer or shorter still reaches the parser.
+fn repair_header_len(bytes: &mut [u8]) {
+    if bytes.get(16) != Some(&b'{') {
+        return;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for i in 16..bytes.len() {
+        let b = bytes[i];
+        match (in_string, b) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') => in_string = false,
+            (true, _) => {}
+            (false, b'"') => in_string = true,
+            (false, b'{' | b'[') => depth += 1,
+            (false, b'}' | b']') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    bytes[12..16].copy_from_slice(&((i - 15) as u32).to_le_bytes());
+                    return;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Runs target `name`: inputs from `seeds`, half with `repair` applied after mutating, each
 /// written as `name` and read with `read`, which must return within the deadline without
 /// panicking; an error must name the file.
@@ -115,6 +144,7 @@ fn fuzz_graph_file() {
         seeds.push(std::fs::read(p).unwrap());
     }
     let repair = |b: &mut Vec<u8>| {
+        repair_header_len(b);
         if let Some(h) = header_len(b) {
             repair_crc(b, (16 + h).next_multiple_of(64));
         }
@@ -132,6 +162,7 @@ fn fuzz_graph_file() {
 #[test]
 fn fuzz_module_map() {
     let repair = |b: &mut Vec<u8>| {
+        repair_header_len(b);
         if let Some(h) = header_len(b) {
             repair_crc(b, 16 + h);
         }

@@ -165,6 +165,42 @@ enum Mutation {
     Word32(Index, Index),
     /// Overwrite 8 bytes with one of [`WORDS`] (little-endian u64).
     Word64(Index, Index),
+    /// Replace a number written in text (a run of digits after `:`, `=`, `,`, a space or a
+    /// line start, as in CSV rows and JSON or TOML headers) with one of [`NUMBERS`]: declared
+    /// counts and sizes in text headers.
+    Number(Index, Index),
+}
+
+/// Numbers at the limits of the integer types and of their products with small sizes.
+const NUMBERS: &[&str] = &[
+    "0",
+    "4294967295",
+    "4294967296",
+    "329406144173384850",
+    "1152921504606846976",
+    "4611686018427387904",
+    "9223372036854775807",
+    "18446744073709551615",
+    "18446744073709551616",
+    "1e300",
+    "-1",
+];
+
+/// The spans of the numbers that [`Mutation::Number`] may replace.
+fn number_spans(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i].is_ascii_digit() && (i == 0 || matches!(bytes[i - 1], b':' | b'=' | b',' | b' ' | b'\n'));
+        if starts {
+            let end = i + bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            spans.push((i, end));
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    spans
 }
 
 fn mutation() -> impl Strategy<Value = Mutation> {
@@ -177,6 +213,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         3 => (any::<Index>(), 1..24u8, any::<Index>()).prop_map(|(i, n, t)| Mutation::Replace(i, n, t)),
         2 => (any::<Index>(), any::<Index>()).prop_map(|(i, w)| Mutation::Word32(i, w)),
         1 => (any::<Index>(), any::<Index>()).prop_map(|(i, w)| Mutation::Word64(i, w)),
+        2 => (any::<Index>(), any::<Index>()).prop_map(|(i, n)| Mutation::Number(i, n)),
     ]
 }
 
@@ -211,6 +248,13 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
         Mutation::Word64(i, w) if len >= 8 => {
             let s = i.index(len - 7);
             bytes[s..s + 8].copy_from_slice(&WORDS[w.index(WORDS.len())].to_le_bytes());
+        }
+        Mutation::Number(i, n) => {
+            let spans = number_spans(bytes);
+            if !spans.is_empty() {
+                let (s, e) = spans[i.index(spans.len())];
+                bytes.splice(s..e, NUMBERS[n.index(NUMBERS.len())].bytes());
+            }
         }
         _ => {}
     }
@@ -299,6 +343,13 @@ mod tests {
         let (changed, total) = (changed.get(), total.get());
         // The cut-short branch can give the seed back whole; mutations rarely do.
         assert!(changed * 10 > total * 8, "{changed} of {total} inputs differ from the seed");
+    }
+
+    #[test]
+    fn numbers_in_text_headers_are_found() {
+        let text = b"{\"entries\":329,\"x\":[1,22]}\nhit_id,x\n7,2.5\nab12";
+        let spans: Vec<&[u8]> = number_spans(text).into_iter().map(|(s, e)| &text[s..e]).collect();
+        assert_eq!(spans, [&b"329"[..], b"22", b"7", b"2"]);
     }
 
     #[test]

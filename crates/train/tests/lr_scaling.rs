@@ -43,6 +43,7 @@ fn the_rule_is_read_from_the_toml_config() {
         let c: TrainConfig = toml::from_str(&edited).unwrap();
         assert_eq!(c.lr_scaling, rule, "{text}");
     }
-    let base = toml::to_string(&TrainConfig::default()).unwrap().replace("lr_scaling = \"none\"", "lr_scaling = \"cubic\"");
+    let base =
+        toml::to_string(&TrainConfig::default()).unwrap().replace("lr_scaling = \"none\"", "lr_scaling = \"cubic\"");
     assert!(toml::from_str::<TrainConfig>(&base).is_err());
 }
