@@ -3,6 +3,7 @@
 mod util;
 
 mod bench;
+mod configs;
 mod geometry;
 mod graphs;
 mod inspect;
