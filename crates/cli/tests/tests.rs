@@ -2,6 +2,8 @@
 
 mod util;
 
+mod bench;
+mod configs;
 mod errors;
 mod geometry;
 mod graphs;

@@ -577,17 +577,24 @@ impl ModuleMap {
         }
         let header: MapHeader =
             serde_json::from_slice(&bytes[16..hend]).map_err(|e| corrupt(format!("bad header: {e}")))?;
-        let pairs_len = header.entries as usize * PAIR_BYTES;
-        let body_len = pairs_len + header.triplets as usize * TRIPLET_BYTES;
-        if bytes.len() != hend + body_len + 4 {
+        // Counts are checked against the file's length before anything is allocated; huge
+        // declared counts must not overflow the size arithmetic.
+        let len_of = |n: u64, each: usize| usize::try_from(n).ok().and_then(|n| n.checked_mul(each));
+        let sizes = len_of(header.entries, PAIR_BYTES)
+            .zip(len_of(header.triplets, TRIPLET_BYTES))
+            .and_then(|(p, t)| Some((p, p.checked_add(t)?)))
+            .filter(|&(_, body)| body.checked_add(hend + 4) == Some(bytes.len()));
+        let Some((pairs_len, body_len)) = sizes else {
             return Err(corrupt(format!(
                 "truncated or padded: {} bytes, {} pairs and {} triplets need {}",
                 bytes.len(),
                 header.entries,
                 header.triplets,
-                hend + body_len + 4
+                (header.entries as u128 * PAIR_BYTES as u128 + header.triplets as u128 * TRIPLET_BYTES as u128)
+                    + hend as u128
+                    + 4
             )));
-        }
+        };
         let body = &bytes[hend..hend + body_len];
         let crc = u32::from_le_bytes(bytes[hend + body_len..].try_into().unwrap());
         if crc32fast::hash(body) != crc {

@@ -27,6 +27,8 @@ pub mod csv;
 pub mod error;
 pub mod event;
 pub mod field;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod geometry;
 pub mod ids;
 pub mod index;

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::index::find_duplicate;
 use super::table::{Row, Table};
 use super::write::{CsvWriter, write_rows};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::geometry::{Detector, Module};
 use crate::ids::ModuleId;
 
@@ -126,9 +126,13 @@ pub fn write_detectors(path: &Path, modules: &[Module]) -> Result<u64> {
 
 impl Detector {
     /// Reads a detector from a TrackML `detectors.csv` (see [`read_detectors`]) and builds
-    /// its layers and lookup ([`Detector::from_modules`]).
+    /// its layers and lookup ([`Detector::from_modules`]); a geometry that cannot be used is
+    /// an [`Error::Inconsistent`] naming the file.
     pub fn from_csv(path: &Path) -> Result<Detector> {
-        Detector::from_modules(read_detectors(path)?)
+        Detector::from_modules(read_detectors(path)?).map_err(|e| match e {
+            Error::Geometry(message) => Error::Inconsistent { path: path.to_path_buf(), message },
+            e => e,
+        })
     }
 }
 
@@ -136,7 +140,6 @@ impl Detector {
 mod tests {
     use super::*;
     use crate::csv::testutil::{assert_err, write_text};
-    use crate::error::Error;
     use crate::geometry::trackml_modules;
 
     #[test]
@@ -182,6 +185,22 @@ mod tests {
             &read_detectors(&path).unwrap_err(),
             |e| matches!(e, Error::Parse { line: 3, .. }),
             &["dup.csv:3", "column `module_id`", "first on line 2"],
+        );
+    }
+
+    /// Found by the fuzz target `fuzz_detectors`: a module with a zero pitch parsed, but the
+    /// geometry's refusal did not say which file it came from.
+    #[test]
+    fn unusable_geometry_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "volume_id,layer_id,module_id,cx,cy,cz,rot_xu,rot_xv,rot_xw,rot_yu,rot_yv,rot_yw,\
+                    rot_zu,rot_zv,rot_zw,module_t,module_minhu,module_maxhu,module_hv,pitch_u,pitch_v\n\
+                    7,2,1,-65.7965,-5.9,-1502.5,0.0,1.0,0.0,-1.0,0.0,0.0,0.0,0.0,1.0,0.15,8.4,8.4,36,0.05,0\n";
+        let path = write_text(dir.path(), "zero_pitch.csv", text);
+        assert_err(
+            &Detector::from_csv(&path).unwrap_err(),
+            |e| matches!(e, Error::Inconsistent { .. }),
+            &["zero_pitch.csv", "non-positive size or pitch"],
         );
     }
 }
