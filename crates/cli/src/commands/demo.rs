@@ -62,7 +62,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads, false, &mut SingleProcess)?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
-    pool.install(|| super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false))?;
+    pool.install(|| {
+        super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false)
+    })?;
     step(
         5,
         &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"),
