@@ -26,7 +26,10 @@ fn corrupt_training_configs_and_recipes_name_the_file() {
     cases.push(("train", "bad_enum.toml", train_valid.replace("sqrt", "cubic").into_bytes()));
     let recipe_valid = "method = \"geometric\"\nedge_features = true\n\n[node_cuts]\npt_min = 1.0\n";
     cases.extend(broken(recipe_valid).into_iter().map(|(n, b)| ("build-graphs", n, b)));
-    // The valid texts pass the config stage (and fail later, on the missing input).
+    // Inputs exist but are empty (inputs are checked before the config is read): the valid
+    // texts pass the config stage and fail later, on the empty input.
+    std::fs::create_dir_all(d.join("g")).unwrap();
+    std::fs::create_dir_all(d.join("ev")).unwrap();
     for (command, valid) in [("train", train_valid), ("build-graphs", recipe_valid)] {
         let file = format!("{command}-valid.toml");
         std::fs::write(d.join(&file), valid).unwrap();
