@@ -3,6 +3,7 @@
 //! rows that would not fit in free memory are predicted and skipped, never run into the OOM
 //! killer. Each row runs in its own process so its peak RSS is its own.
 
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -13,8 +14,44 @@ use trackgnn_engine::optim::{AdamW, AdamWConfig};
 use trackgnn_engine::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig, alloc};
 use trackgnn_trackml::rng::Rng;
 
-use crate::cli::BenchMemoryArgs;
 use crate::util::{peak_rss_bytes, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn bench memory`.
+#[derive(Debug, Args)]
+pub struct BenchMemoryArgs {
+    /// Graph sizes in edges, comma separated.
+    #[arg(long, default_value = "100000,400000,1000000,1600000")]
+    pub edges: String,
+    /// Hidden width.
+    #[arg(long, default_value_t = 128)]
+    pub hidden: usize,
+    /// Message-passing iterations.
+    #[arg(long, default_value_t = 8)]
+    pub iters: usize,
+    /// Checkpointing modes, comma separated (none, per-iteration, every:K; `+bf16` appended keeps
+    /// the saved states in bf16).
+    #[arg(long, default_value = "none,per-iteration,every:4,per-iteration+bf16")]
+    pub modes: String,
+    /// Edges per node of the synthetic graphs (full TrackML events: about 15).
+    #[arg(long, default_value_t = 15.0)]
+    pub edges_per_node: f64,
+    /// Timed steps per row (after one warm-up step).
+    #[arg(long, default_value_t = 2)]
+    pub steps: usize,
+    /// Threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Directory for the memory-vs-size plot.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Run one row `MODE@EDGES` in this process (used internally).
+    #[arg(long, hide = true)]
+    pub only: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// A random graph with `e` edges and e / `epn` nodes, 3 node and 4 edge features.
 fn synthetic(e: usize, epn: f64, seed: u64) -> (GraphInput<f32>, Vec<u8>) {

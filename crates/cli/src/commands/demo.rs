@@ -19,9 +19,21 @@ use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use super::simulate::RunRecord;
-use crate::cli::{DemoArgs, SplitArg};
+use crate::cli::SplitArg;
 use crate::progress;
 use crate::util::{thread_pool, write_atomic};
+use clap::Args;
+
+/// `trackgnn demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory for everything the demo makes.
+    #[arg(long, value_name = "DIR", default_value = "trackgnn-demo")]
+    pub out: PathBuf,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
 
 /// The demo's sizes: small enough for a few minutes on 2 cores, large enough to learn.
 const TRAIN_EVENTS: u64 = 60;
@@ -62,7 +74,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads, false, &mut SingleProcess)?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
-    pool.install(|| super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false))?;
+    pool.install(|| {
+        super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false)
+    })?;
     step(
         5,
         &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"),

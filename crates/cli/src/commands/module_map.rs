@@ -1,5 +1,6 @@
 //! `trackgnn module-map build`: learn a module map from training events.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -14,9 +15,71 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::{Detector, Event};
 
-use crate::cli::{ModuleMapBuildArgs, ModuleMapMergeArgs};
+use crate::cli::DetectorArg;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn module-map merge`.
+#[derive(Debug, Args)]
+pub struct ModuleMapMergeArgs {
+    /// The maps to merge (same target definition).
+    #[arg(required = true, num_args = 2.., value_name = "MAP")]
+    pub maps: Vec<PathBuf>,
+    /// Where to write the merged map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `trackgnn module-map build`.
+#[derive(Debug, Args)]
+pub struct ModuleMapBuildArgs {
+    /// Directory of training events (with truth).
+    #[arg(long, value_name = "DIR", required_unless_present = "simulate", conflicts_with = "simulate")]
+    pub input: Option<PathBuf>,
+    /// Instead of reading events, draw this many from the generator in memory: only the prompt
+    /// charged particles above --pt-min are propagated, so no event is written.
+    #[arg(long, value_name = "N")]
+    pub simulate: Option<u64>,
+    /// With --simulate: pile-up of the drawn events.
+    #[arg(long, default_value_t = 200.0, requires = "simulate")]
+    pub pileup: f64,
+    /// With --simulate: seed of the drawn events (use another than the evaluation events').
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub seed: u64,
+    /// With --simulate: id of the first drawn event.
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub first_event: u64,
+    /// Where to write the map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Record true edges of particles with pT at least this \[GeV\].
+    #[arg(long, default_value_t = 1.0)]
+    pub pt_min: f64,
+    /// Record true edges of particles with at least this many hits.
+    #[arg(long, default_value_t = 3)]
+    pub min_hits: usize,
+    /// Record only particles produced within this distance of the beam line \[mm\].
+    #[arg(long, default_value_t = 1.0)]
+    pub max_vertex_r: f64,
+    /// Record secondaries too (no vertex cut).
+    #[arg(long)]
+    pub all_particles: bool,
+    /// Use only the first N events of the directory.
+    #[arg(long)]
+    pub events: Option<usize>,
+    /// Worker threads.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
 
 /// Where the map's training events come from.
 enum Source {

@@ -18,8 +18,8 @@ use trackgnn_train::scaling::predict::{
 };
 use trackgnn_train::{RunDir, TrainConfig};
 
+use super::ScalingArgs;
 use super::{Regime, parse_ranks, sampler_name, speedup_plot};
-use crate::cli::ScalingArgs;
 use crate::util::print_json;
 
 /// One regime and sampler: predictions with speed-up and efficiency, one row per rank count
