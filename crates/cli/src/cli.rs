@@ -68,6 +68,30 @@ pub struct DetectorArg {
     pub detector: Option<PathBuf>,
 }
 
+/// `--threads`: the size of the worker pool.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct ThreadsArg {
+    /// Worker threads per process (default: all cores, or RAYON_NUM_THREADS).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// `--json`: the output format.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct JsonArg {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--events`: a prefix of a directory of events.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct EventsArg {
+    /// Use only the first N events of the directory.
+    #[arg(long)]
+    pub events: Option<usize>,
+}
+
 /// `trackgnn module-map …`.
 #[derive(Debug, Subcommand)]
 pub enum ModuleMapCommand {
@@ -258,7 +282,7 @@ mod tests {
         ])
         .unwrap();
         let Command::Simulate(a) = cli.command else { panic!() };
-        assert_eq!((a.events, a.pileup, a.seed, a.gzip, a.threads), (3, Some(200.0), 8, true, Some(2)));
+        assert_eq!((a.events, a.pileup, a.seed, a.gzip, a.threads.threads), (3, Some(200.0), 8, true, Some(2)));
         assert!(Cli::try_parse_from(["trackgnn", "simulate", "--events", "x", "--out", "d"]).is_err());
         assert!(Cli::try_parse_from(["trackgnn", "simulate"]).is_err(), "--out is required");
     }
@@ -266,7 +290,7 @@ mod tests {
     #[test]
     fn inspect_and_bench_parse() {
         let cli = Cli::try_parse_from(["trackgnn", "inspect", "data", "--json"]).unwrap();
-        assert!(matches!(cli.command, Command::Inspect(InspectArgs { json: true, .. })));
+        assert!(matches!(cli.command, Command::Inspect(InspectArgs { json: JsonArg { json: true }, .. })));
         let cli = Cli::try_parse_from(["trackgnn", "bench", "io", "--events", "1"]).unwrap();
         assert!(matches!(cli.command, Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))));
     }

@@ -31,9 +31,8 @@ pub struct BenchAllreduceArgs {
     /// Write the points and the fit as JSON (the input of `scaling --simulate --interconnect`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 /// Buffer sizes in bytes: `min`, 4·min, … up to `max` (multiples of 4 bytes, one f32 each).
@@ -129,7 +128,7 @@ fn report(a: &BenchAllreduceArgs, ranks: usize, points: &[Value]) -> Result<()> 
     if let Some(path) = &a.out {
         write_atomic(path, serde_json::to_string_pretty(&out)?.as_bytes())?;
     }
-    if a.json {
+    if a.json.json {
         print_json(&out);
         return Ok(());
     }

@@ -29,9 +29,8 @@ pub struct ModuleMapMergeArgs {
     /// Where to write the merged map.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 /// `trackgnn module-map build`.
@@ -68,15 +67,12 @@ pub struct ModuleMapBuildArgs {
     /// Record secondaries too (no vertex cut).
     #[arg(long)]
     pub all_particles: bool,
-    /// Use only the first N events of the directory.
-    #[arg(long)]
-    pub events: Option<usize>,
-    /// Worker threads.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: DetectorArg,
 }
@@ -93,20 +89,20 @@ enum Source {
 impl Source {
     /// The events of `--input DIR` or `--simulate N` (at most `--events`).
     fn of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<Source> {
-        if let Some(n) = a.events {
+        if let Some(n) = a.events.events {
             anyhow::ensure!(n > 0, "--events must be at least 1");
         }
         Ok(match (&a.input, a.simulate) {
             (Some(dir), _) => {
                 let mut events = discover_events(dir)?;
-                if let Some(n) = a.events {
+                if let Some(n) = a.events.events {
                     events.truncate(n);
                 }
                 Source::Files(events)
             }
             (None, Some(n)) => {
                 anyhow::ensure!(n > 0, "--simulate must be at least 1");
-                let n = a.events.map_or(n, |e| n.min(e as u64));
+                let n = a.events.events.map_or(n, |e| n.min(e as u64));
                 let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
                 cfg.validate()?;
                 let generator = Box::new(Generator::new(det.clone(), cfg));
@@ -168,7 +164,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     let source = Source::of_args(&a, &det)?;
     let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
     let config = MapConfig { target, max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let t = Instant::now();
     let map = pool.install(|| learn(&source, &config, &det))?;
     let seconds = t.elapsed().as_secs_f64();
@@ -178,7 +174,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
 }
 
 fn report_build(a: &ModuleMapBuildArgs, map: &ModuleMap, drawn: bool, bytes: u64, seconds: f64) {
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "module_triplets": map.triplet_count(), "bytes": bytes,
             "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "max_vertex_r_mm": map.config.max_vertex_r, "seconds": seconds,
@@ -229,7 +225,7 @@ pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
     }
     let map = merged.expect("clap requires two maps or more");
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "maps": a.maps, "events": map.events, "module_pairs": map.len(),
             "module_triplets": map.triplet_count(), "bytes": bytes, "max_vertex_r_mm": map.config.max_vertex_r,

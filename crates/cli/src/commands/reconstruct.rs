@@ -62,15 +62,12 @@ pub struct ReconstructArgs {
     /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
     #[arg(long, value_name = "f32|bf16")]
     pub precision: Option<trackgnn_engine::Precision>,
-    /// Use only the first N events.
-    #[arg(long)]
-    pub events: Option<usize>,
-    /// Threads.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: DetectorArg,
 }
@@ -94,14 +91,14 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);
     let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events {
+    if let Some(n) = a.events.events {
         events.truncate(n);
     }
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "reconstruct");
     let done = pool.install(|| rec.reconstruct_events(&events, &a.out, |_| pb.inc(1)))?;
     pb.finish_and_clear();
-    report(&a.out, a.json, &rec, &done);
+    report(&a.out, a.json.json, &rec, &done);
     Ok(ExitCode::SUCCESS)
 }
 

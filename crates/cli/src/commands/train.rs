@@ -80,9 +80,8 @@ pub struct TrainArgs {
     /// Step sampler.
     #[arg(long, value_enum)]
     pub sampler: Option<SamplerArg>,
-    /// Threads (per rank).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
     /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
     /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
     #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
@@ -101,9 +100,8 @@ pub struct TrainArgs {
     /// Largest element count per MPI call (tests use a small one to exercise chunking).
     #[arg(long, hide = true)]
     pub mpi_chunk: Option<usize>,
-    /// Print one JSON object at the end instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 /// `trackgnn eval`.
@@ -131,12 +129,10 @@ pub struct EvalArgs {
     /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
     #[arg(long, value_name = "f32|bf16")]
     pub precision: Option<trackgnn_engine::Precision>,
-    /// Threads.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
@@ -239,7 +235,7 @@ impl Progress for Bars {
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
     let cfg = resolve_config(&a)?;
-    train(cfg, &a.graphs, &a.out, a.resume, a.threads, a.json, comm)
+    train(cfg, &a.graphs, &a.out, a.resume, a.threads.threads, a.json.json, comm)
 }
 
 /// Trains with `cfg` on the graphs of `graphs` into the run directory `out` (continuing it with
@@ -317,9 +313,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let split = (!a.all).then_some(a.split);
-    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json))?;
+    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
 

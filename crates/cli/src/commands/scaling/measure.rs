@@ -392,7 +392,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         &study.ranks,
     )?;
     write_atomic(&out.join("scaling.json"), serde_json::to_string_pretty(&out_json)?.as_bytes())?;
-    if a.json {
+    if a.json.json {
         print_json(&out_json);
     } else {
         print_tables(&out_json, &study.regimes);

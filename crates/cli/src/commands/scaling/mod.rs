@@ -107,9 +107,8 @@ pub struct ScalingArgs {
     /// Epochs whose step draws the simulation averages.
     #[arg(long, default_value_t = 4)]
     pub sim_epochs: u64,
-    /// Print one JSON object instead of the tables.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     /// Further `train` arguments for every run, after `--` (e.g. `-- --hidden 64`).
     #[arg(last = true, value_name = "TRAIN_ARGS")]
     pub train_args: Vec<String>,

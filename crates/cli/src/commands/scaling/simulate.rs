@@ -193,7 +193,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         speedup_plot(&dir.join("predicted_speedup"), "Predicted speed-up", &curves, &ranks)?;
         crate::util::write_atomic(&dir.join("simulation.json"), serde_json::to_string_pretty(&out)?.as_bytes())?;
     }
-    if a.json {
+    if a.json.json {
         print_json(&out);
     } else {
         print_text(&out);
