@@ -11,7 +11,8 @@ pub fn softplus<T: Real>(x: T) -> T {
     m + (T::ONE + (-x.abs()).exp()).ln()
 }
 
-/// σ(x), stable for any x.
+/// σ(x) = 1 / (1 + e^−x), stable for any x: the one logistic function of the workspace (the
+/// loss, the training metrics and inference's edge scores).
 #[inline]
 pub fn sigmoid<T: Real>(x: T) -> T {
     if x >= T::ZERO {

@@ -30,6 +30,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Serialize;
+use trackgnn_engine::loss::sigmoid;
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
@@ -88,7 +89,7 @@ impl TrainedModel {
             &graph.dst,
         );
         let logits = self.model.infer(&input, cache);
-        logits.iter().map(|&x| 1.0 / (1.0 + (-x).exp())).collect()
+        logits.iter().map(|&x| sigmoid(x)).collect()
     }
 }
 

@@ -6,6 +6,7 @@
 //! efficiency, are other quantities with their own names.
 
 use serde::{Deserialize, Serialize};
+use trackgnn_engine::loss::sigmoid;
 
 /// Edge metrics of one event, or their mean over events. Fractions in 0–1; NaN where
 /// undefined (a zero denominator, or AUC without positives or negatives).
@@ -53,7 +54,7 @@ impl EdgeCounts {
         assert_eq!(logits.len(), target.len(), "EdgeCounts: logits and target differ in length");
         let mut c = EdgeCounts::default();
         for ((&l, &yi), &ti) in logits.iter().zip(y).zip(target) {
-            let pred = sigmoid(l) > threshold;
+            let pred = sigmoid(f64::from(l)) > threshold;
             let (yi, ti) = (yi != 0, ti != 0);
             c.predicted += u64::from(pred);
             c.target_true += u64::from(ti);
@@ -63,11 +64,6 @@ impl EdgeCounts {
         }
         c
     }
-}
-
-/// The logistic function in f64 ([`trackgnn_engine::loss::sigmoid`]).
-fn sigmoid(logit: f32) -> f64 {
-    trackgnn_engine::loss::sigmoid(f64::from(logit))
 }
 
 /// `num / den`, NaN when `den` is 0.

@@ -3,6 +3,7 @@
 //! ([`fit_allreduce`]). `--out FILE` writes the points and the fit for
 //! `trackgnn scaling --simulate --interconnect FILE`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -11,8 +12,28 @@ use serde_json::{Value, json};
 use trackgnn_train::dist::Comm;
 use trackgnn_train::scaling::allreduce::fit_allreduce;
 
-use crate::cli::BenchAllreduceArgs;
 use crate::util::{print_json, write_atomic};
+use clap::Args;
+
+/// `trackgnn bench allreduce`.
+#[derive(Debug, Args)]
+pub struct BenchAllreduceArgs {
+    /// Smallest buffer, bytes (sizes grow by × 4 from it).
+    #[arg(long, default_value_t = 4096)]
+    pub min_bytes: usize,
+    /// Largest buffer, bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub max_bytes: usize,
+    /// Timed all-reduces per size (fewer for large buffers: at most 1 GiB moved per size, at
+    /// least 5).
+    #[arg(long, default_value_t = 50)]
+    pub iters: usize,
+    /// Write the points and the fit as JSON (the input of `scaling --simulate --interconnect`).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+}
 
 /// Buffer sizes in bytes: `min`, 4·min, … up to `max` (multiples of 4 bytes, one f32 each).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
@@ -107,7 +128,7 @@ fn report(a: &BenchAllreduceArgs, ranks: usize, points: &[Value]) -> Result<()> 
     if let Some(path) = &a.out {
         write_atomic(path, serde_json::to_string_pretty(&out)?.as_bytes())?;
     }
-    if a.json {
+    if a.json.json {
         print_json(&out);
         return Ok(());
     }

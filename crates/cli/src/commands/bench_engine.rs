@@ -30,16 +30,14 @@ pub struct BenchEngineArgs {
     /// Warm-up steps before timing.
     #[arg(long, default_value_t = 2)]
     pub warmup: usize,
-    /// Threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
     /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
     /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: f32 with --only, else both.
     #[arg(long, value_name = "f32|bf16")]
     pub precision: Option<trackgnn_engine::Precision>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 /// The spec's graph: N = 20000, E = 160000, deterministic features, edges and labels.
@@ -175,12 +173,12 @@ fn opt_lr(opt: &AdamW) -> f64 {
 }
 
 pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
     if let Some(v) = a.only {
         let precision = a.precision.unwrap_or_default();
         let r = pool.install(|| run_variant(v, precision, a.steps, a.warmup, threads));
-        if a.json {
+        if a.json.json {
             print_json(&r);
         } else {
             print_row(&r);
@@ -221,12 +219,12 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
             bail!("variant {name} failed: {}", String::from_utf8_lossy(&out.stderr));
         }
         let r: Value = serde_json::from_slice(&out.stdout).context("variant output")?;
-        if !a.json {
+        if !a.json.json {
             print_row(&r);
         }
         rows.push(r);
     }
-    if a.json {
+    if a.json.json {
         print_json(&json!({ "variants": rows }));
     }
     Ok(ExitCode::SUCCESS)

@@ -24,9 +24,8 @@ pub struct BenchIoArgs {
     /// Directory for the files written (a temporary one by default).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
 }
 
 fn stats(xs: &[f64]) -> (f64, f64) {
@@ -79,7 +78,7 @@ pub fn run(a: BenchIoArgs) -> Result<ExitCode> {
     let (r_gz_s, _) = read(&gz)?;
     let (gen_mean, gen_min) = stats(&gen_s);
     let hits = events.iter().map(|e| e.hits.len()).sum::<usize>() as f64 / events.len() as f64;
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "events": a.events, "pileup": a.pileup, "hits_per_event": hits,
             "generate_seconds_per_event_mean": gen_mean, "generate_seconds_per_event_min": gen_min,

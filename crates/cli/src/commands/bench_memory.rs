@@ -3,6 +3,7 @@
 //! rows that would not fit in free memory are predicted and skipped, never run into the OOM
 //! killer. Each row runs in its own process so its peak RSS is its own.
 
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -13,8 +14,42 @@ use trackgnn_engine::optim::{AdamW, AdamWConfig};
 use trackgnn_engine::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig, alloc};
 use trackgnn_trackml::rng::Rng;
 
-use crate::cli::BenchMemoryArgs;
 use crate::util::{peak_rss_bytes, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn bench memory`.
+#[derive(Debug, Args)]
+pub struct BenchMemoryArgs {
+    /// Graph sizes in edges, comma separated.
+    #[arg(long, default_value = "100000,400000,1000000,1600000")]
+    pub edges: String,
+    /// Hidden width.
+    #[arg(long, default_value_t = 128)]
+    pub hidden: usize,
+    /// Message-passing iterations.
+    #[arg(long, default_value_t = 8)]
+    pub iters: usize,
+    /// Checkpointing modes, comma separated (none, per-iteration, every:K; `+bf16` appended keeps
+    /// the saved states in bf16).
+    #[arg(long, default_value = "none,per-iteration,every:4,per-iteration+bf16")]
+    pub modes: String,
+    /// Edges per node of the synthetic graphs (full TrackML events: about 15).
+    #[arg(long, default_value_t = 15.0)]
+    pub edges_per_node: f64,
+    /// Timed steps per row (after one warm-up step).
+    #[arg(long, default_value_t = 2)]
+    pub steps: usize,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    /// Directory for the memory-vs-size plot.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Run one row `MODE@EDGES` in this process (used internally).
+    #[arg(long, hide = true)]
+    pub only: Option<String>,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+}
 
 /// A random graph with `e` edges and e / `epn` nodes, 3 node and 4 edge features.
 fn synthetic(e: usize, epn: f64, seed: u64) -> (GraphInput<f32>, Vec<u8>) {
@@ -100,7 +135,7 @@ fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing,
     cmd.args(["bench", "memory", "--only", &format!("{mode}@{e}"), "--hidden", &a.hidden.to_string()]);
     cmd.args(["--iters", &a.iters.to_string(), "--steps", &a.steps.to_string()]);
     cmd.args(["--edges-per-node", &a.edges_per_node.to_string()]);
-    if let Some(t) = a.threads {
+    if let Some(t) = a.threads.threads {
         cmd.args(["--threads", &t.to_string()]);
     }
     let out = cmd.output().context("running a memory row")?;
@@ -116,7 +151,7 @@ fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing,
 fn measure_rows(a: &BenchMemoryArgs, modes: &[Checkpointing], edges: &[usize]) -> Result<Vec<Value>> {
     let exe = std::env::current_exe().context("locating the trackgnn binary")?;
     let mut rows: Vec<Value> = Vec::new();
-    if !a.json {
+    if !a.json.json {
         println!(
             "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  note",
             "checkpointing", "edges", "nodes", "step s", "counted GB", "engine GB", "peak RSS GB"
@@ -141,7 +176,7 @@ fn measure_rows(a: &BenchMemoryArgs, modes: &[Checkpointing], edges: &[usize]) -
                 points.push((e as f64, r["counted_peak_bytes"].as_f64().unwrap_or(0.0)));
                 r
             };
-            if !a.json {
+            if !a.json.json {
                 print_row(&row, e);
             }
             rows.push(row);
@@ -246,7 +281,7 @@ pub fn run(a: BenchMemoryArgs) -> Result<ExitCode> {
         a.edges.split(',').map(|e| e.trim().parse::<usize>().context("--edges")).collect::<Result<_>>()?;
     if let Some(only) = &a.only {
         let (m, e) = only.split_once('@').context("--only MODE@EDGES")?;
-        let pool = thread_pool(a.threads)?;
+        let pool = thread_pool(a.threads.threads)?;
         let (mode, e): (Checkpointing, usize) = (m.parse().map_err(anyhow::Error::msg)?, e.parse()?);
         let row = pool.install(|| run_row(&a, mode, e));
         print_json(&row);
@@ -258,7 +293,7 @@ pub fn run(a: BenchMemoryArgs) -> Result<ExitCode> {
     if let Some(dir) = &a.plot {
         plot(dir, &rows, &modes)?;
     }
-    if a.json {
+    if a.json.json {
         print_json(
             &json!({ "rows": rows, "fits": fits, "ratios_to_none": ratios, "hidden": a.hidden, "iterations": a.iters }),
         );

@@ -66,15 +66,12 @@ pub struct BuildGraphsArgs {
     /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Use only the first N events.
-    #[arg(long)]
-    pub events: Option<usize>,
-    /// Worker threads.
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: crate::cli::DetectorArg,
 }
@@ -157,11 +154,11 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
         _ => None,
     };
     let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events {
+    if let Some(n) = a.events.events {
         events.truncate(n);
     }
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "build graphs");
     let wall = Instant::now();
     let results: Vec<Result<(BuildStats, u64)>> = pool.install(|| {
@@ -226,7 +223,7 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         "build_seconds_per_event": mean(|s| s.build_seconds), "bytes_written": bytes, "wall_seconds": wall_s,
         "sector_coverage": sector_coverage,
     });
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "method": recipe.method, "recipe": recipe,
             "per_event": built.iter().map(|b| &b.0).collect::<Vec<_>>(), "summary": summary,

@@ -19,9 +19,20 @@ use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use super::simulate::RunRecord;
-use crate::cli::{DemoArgs, SplitArg};
+use crate::cli::SplitArg;
 use crate::progress;
 use crate::util::{thread_pool, write_atomic};
+use clap::Args;
+
+/// `trackgnn demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory for everything the demo makes.
+    #[arg(long, value_name = "DIR", default_value = "trackgnn-demo")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+}
 
 /// The demo's sizes: small enough for a few minutes on 2 cores, large enough to learn.
 const TRAIN_EVENTS: u64 = 60;
@@ -43,7 +54,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(dir)?;
     let t0 = Instant::now();
     let p = |s: &str| -> PathBuf { dir.join(s) };
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let generator = Generator::new(Detector::trackml(), SimConfig { pileup: PILEUP, ..SimConfig::default() });
     step(
         1,
@@ -59,7 +70,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(3, &format!("training an InteractionGNN (hidden {HIDDEN}, {ITERATIONS} iterations, {EPOCHS} epochs)"), t0);
     let mut cfg = TrainConfig { epochs: EPOCHS, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
     (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, HIDDEN, ITERATIONS);
-    super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads, false, &mut SingleProcess)?;
+    super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads.threads, false, &mut SingleProcess)?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {

@@ -14,9 +14,8 @@ pub struct GeometryArgs {
     /// Where to write detectors.csv.
     #[arg(long, value_name = "FILE")]
     pub out: std::path::PathBuf,
-    /// Print one JSON object (module counts per layer) instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: crate::cli::DetectorArg,
 }
@@ -35,7 +34,7 @@ pub fn run(a: GeometryArgs) -> Result<ExitCode> {
             })
         })
         .collect();
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "modules": det.modules.len(), "layers": det.layers.len(),
             "volumes": det.layers.iter().map(|l| l.id.volume()).collect::<std::collections::BTreeSet<_>>().len(),

@@ -21,9 +21,8 @@ use crate::util::print_json;
 pub struct InspectArgs {
     /// An event directory, or one event (any of its files, or its `eventNNNNNNNNN` prefix).
     pub path: std::path::PathBuf,
-    /// Print one JSON object instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     /// Central field \[T\] for the helix check (the TrackML profile is scaled to it).
     #[arg(long, default_value_t = 2.0)]
     pub field_tesla: f64,
@@ -127,7 +126,7 @@ pub fn run(a: InspectArgs) -> Result<ExitCode> {
     let rows = compare_with_trackml(stats);
     let agreeing = rows.iter().filter(|r| r.agrees).count();
     let against = other.as_ref().map(|o| compare_with(stats, &o.stats));
-    if a.json {
+    if a.json.json {
         let mut out = json!({
             "path": a.path, "events": stats.events, "detector": data.detector,
             "generated": data.generated,

@@ -1,14 +1,14 @@
 //! One module per subcommand.
 
-mod bench_allreduce;
+pub(crate) mod bench_allreduce;
 pub(crate) mod bench_engine;
 pub(crate) mod bench_io;
-mod bench_memory;
+pub(crate) mod bench_memory;
 pub mod build_graphs;
-mod demo;
+pub(crate) mod demo;
 pub(crate) mod geometry;
 pub(crate) mod inspect;
-mod module_map;
+pub(crate) mod module_map;
 pub(crate) mod parity;
 pub mod reconstruct;
 pub mod scaling;

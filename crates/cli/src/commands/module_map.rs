@@ -1,5 +1,6 @@
 //! `trackgnn module-map build`: learn a module map from training events.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -14,9 +15,67 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::{Detector, Event};
 
-use crate::cli::{ModuleMapBuildArgs, ModuleMapMergeArgs};
+use crate::cli::DetectorArg;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn module-map merge`.
+#[derive(Debug, Args)]
+pub struct ModuleMapMergeArgs {
+    /// The maps to merge (same target definition).
+    #[arg(required = true, num_args = 2.., value_name = "MAP")]
+    pub maps: Vec<PathBuf>,
+    /// Where to write the merged map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+}
+
+/// `trackgnn module-map build`.
+#[derive(Debug, Args)]
+pub struct ModuleMapBuildArgs {
+    /// Directory of training events (with truth).
+    #[arg(long, value_name = "DIR", required_unless_present = "simulate", conflicts_with = "simulate")]
+    pub input: Option<PathBuf>,
+    /// Instead of reading events, draw this many from the generator in memory: only the prompt
+    /// charged particles above --pt-min are propagated, so no event is written.
+    #[arg(long, value_name = "N")]
+    pub simulate: Option<u64>,
+    /// With --simulate: pile-up of the drawn events.
+    #[arg(long, default_value_t = 200.0, requires = "simulate")]
+    pub pileup: f64,
+    /// With --simulate: seed of the drawn events (use another than the evaluation events').
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub seed: u64,
+    /// With --simulate: id of the first drawn event.
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub first_event: u64,
+    /// Where to write the map.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Record true edges of particles with pT at least this \[GeV\].
+    #[arg(long, default_value_t = 1.0)]
+    pub pt_min: f64,
+    /// Record true edges of particles with at least this many hits.
+    #[arg(long, default_value_t = 3)]
+    pub min_hits: usize,
+    /// Record only particles produced within this distance of the beam line \[mm\].
+    #[arg(long, default_value_t = 1.0)]
+    pub max_vertex_r: f64,
+    /// Record secondaries too (no vertex cut).
+    #[arg(long)]
+    pub all_particles: bool,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
 
 /// Where the map's training events come from.
 enum Source {
@@ -30,20 +89,20 @@ enum Source {
 impl Source {
     /// The events of `--input DIR` or `--simulate N` (at most `--events`).
     fn of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<Source> {
-        if let Some(n) = a.events {
+        if let Some(n) = a.events.events {
             anyhow::ensure!(n > 0, "--events must be at least 1");
         }
         Ok(match (&a.input, a.simulate) {
             (Some(dir), _) => {
                 let mut events = discover_events(dir)?;
-                if let Some(n) = a.events {
+                if let Some(n) = a.events.events {
                     events.truncate(n);
                 }
                 Source::Files(events)
             }
             (None, Some(n)) => {
                 anyhow::ensure!(n > 0, "--simulate must be at least 1");
-                let n = a.events.map_or(n, |e| n.min(e as u64));
+                let n = a.events.events.map_or(n, |e| n.min(e as u64));
                 let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
                 cfg.validate()?;
                 let generator = Box::new(Generator::new(det.clone(), cfg));
@@ -105,7 +164,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     let source = Source::of_args(&a, &det)?;
     let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
     let config = MapConfig { target, max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let t = Instant::now();
     let map = pool.install(|| learn(&source, &config, &det))?;
     let seconds = t.elapsed().as_secs_f64();
@@ -115,7 +174,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
 }
 
 fn report_build(a: &ModuleMapBuildArgs, map: &ModuleMap, drawn: bool, bytes: u64, seconds: f64) {
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "events": map.events, "module_pairs": map.len(), "module_triplets": map.triplet_count(), "bytes": bytes,
             "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "max_vertex_r_mm": map.config.max_vertex_r, "seconds": seconds,
@@ -166,7 +225,7 @@ pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
     }
     let map = merged.expect("clap requires two maps or more");
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "maps": a.maps, "events": map.events, "module_pairs": map.len(),
             "module_triplets": map.triplet_count(), "bytes": bytes, "max_vertex_r_mm": map.config.max_vertex_r,

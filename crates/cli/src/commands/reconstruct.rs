@@ -3,7 +3,7 @@
 //! track metrics and their plots. Reconstruction itself never reads a truth file, except in the
 //! `--truth-scores` diagnostic, where truth replaces the GNN's edge scores.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -14,9 +14,63 @@ use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
-use crate::cli::ReconstructArgs;
+use crate::cli::{DetectorArg, TrackMethodArg};
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn reconstruct`.
+#[derive(Debug, Args)]
+pub struct ReconstructArgs {
+    /// A training run directory (its recipe, config and weights).
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Directory of events (hits; truth files are used only to score the tracks afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// Output directory for the submission files and plots.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Edge score cut. Default: 0.5 (cc, walkthrough), 0.02 (follow, whose windows on the
+    /// helix do the rest of the selection).
+    #[arg(long)]
+    pub score_cut: Option<f64>,
+    /// Track building method.
+    #[arg(long, value_enum, default_value_t = TrackMethodArg::Cc)]
+    pub method: TrackMethodArg,
+    /// Smallest track candidate, in hits: shorter groups are left out (their hits become
+    /// singletons in the submission). 5 is the field's usual track-quality cut (acorn's
+    /// `min_track_length`); 3 keeps every candidate the metrics count.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_hits: u32,
+    /// Walk-through only: branchings whose second edge scores at least this are explored
+    /// (the longest path wins). Default: the larger of 0.8 and the score cut.
+    #[arg(long)]
+    pub branch_cut: Option<f64>,
+    /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
+    #[arg(long)]
+    pub no_hit_search: bool,
+    /// Diagnostic, not reconstruction: score each edge 1 if it joins consecutive hits of a
+    /// target particle and 0 otherwise, from the truth files, instead of the GNN. The metrics
+    /// are then the ceiling that the graph and the track builder allow a perfect classifier.
+    #[arg(long)]
+    pub truth_scores: bool,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
 
 /// The track building settings of the flags: the method's defaults, then the flags.
 fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
@@ -37,14 +91,14 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);
     let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events {
+    if let Some(n) = a.events.events {
         events.truncate(n);
     }
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "reconstruct");
     let done = pool.install(|| rec.reconstruct_events(&events, &a.out, |_| pb.inc(1)))?;
     pb.finish_and_clear();
-    report(&a.out, a.json, &rec, &done);
+    report(&a.out, a.json.json, &rec, &done);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -38,12 +38,10 @@ pub struct SimulateArgs {
     /// Generator settings (TOML, the keys of `SimConfig`); flags win over the file.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
-    /// Worker threads (default: all cores, or RAYON_NUM_THREADS).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Print one JSON object with the run's figures instead of text.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: crate::cli::DetectorArg,
 }
@@ -95,7 +93,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     write_detectors(&a.out.join("detectors.csv"), &det.modules)?;
     let generator = Generator::new(det, cfg.clone());
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
     let pb = progress::bar(a.events, "simulate");
     let wall = Instant::now();
@@ -161,7 +159,7 @@ fn report(a: &SimulateArgs, f: &[EventFigures], wall_s: f64, threads: usize) {
     let gen_s = mean(|e| e.generate_s);
     let write_s = mean(|e| e.write_s);
     let bytes: u64 = f.iter().map(|e| e.bytes).sum();
-    if a.json {
+    if a.json.json {
         print_json(&json!({
             "out": a.out, "events": f.len(), "seed": a.seed, "threads": threads, "gzip": a.gzip,
             "hits_per_event": hits, "particles_per_event": mean(|e| e.particles as f64),

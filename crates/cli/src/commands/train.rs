@@ -1,6 +1,6 @@
 //! `trackgnn train` and `trackgnn eval`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -14,9 +14,130 @@ use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{EvalArgs, SplitArg, TrainArgs};
+use crate::cli::{LrScalingArg, OversizeArg, SamplerArg, SplitArg, parse_bytes};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Graph directory (from `build-graphs`).
+    #[arg(long, value_name = "DIR")]
+    pub graphs: PathBuf,
+    /// Run directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Training configuration (TOML, the keys of `TrainConfig`); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Continue the run in --out from its last checkpoint.
+    #[arg(long)]
+    pub resume: bool,
+    /// Epochs.
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Learning rate.
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Hidden width.
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    /// Message-passing iterations.
+    #[arg(long)]
+    pub iterations: Option<usize>,
+    /// Positive-class weight of the loss.
+    #[arg(long)]
+    pub pos_weight: Option<f64>,
+    /// Start from the weights of an earlier run (its directory, for its best.safetensors, or a
+    /// weights file) instead of random ones; optimiser and schedule start afresh.
+    #[arg(long, value_name = "RUN_OR_FILE")]
+    pub init_weights: Option<PathBuf>,
+    /// Graphs per optimiser step (per rank).
+    #[arg(long)]
+    pub graphs_per_step: Option<usize>,
+    /// Clip the gradient norm (0: off).
+    #[arg(long)]
+    pub clip_grad_norm: Option<f64>,
+    /// Early-stopping patience in epochs (0: off).
+    #[arg(long)]
+    pub early_stopping: Option<usize>,
+    /// Checkpoint every N steps too (0: per epoch only).
+    #[arg(long)]
+    pub checkpoint_every: Option<usize>,
+    /// Use at most N graphs.
+    #[arg(long)]
+    pub max_graphs: Option<usize>,
+    /// Linear warm-up of the learning rate over this many epochs.
+    #[arg(long)]
+    pub warmup_epochs: Option<f64>,
+    /// Learning-rate scaling with the number of ranks.
+    #[arg(long, value_enum)]
+    pub lr_scaling: Option<LrScalingArg>,
+    /// Step sampler.
+    #[arg(long, value_enum)]
+    pub sampler: Option<SamplerArg>,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
+    /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
+    #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
+    pub checkpointing: Option<trackgnn_engine::Checkpointing>,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Recorded in the run's config.toml.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
+    /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
+    /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
+    /// What to do with a graph over `--max-memory`.
+    #[arg(long, value_enum)]
+    pub oversize: Option<OversizeArg>,
+    /// Largest element count per MPI call (tests use a small one to exercise chunking).
+    #[arg(long, hide = true)]
+    pub mpi_chunk: Option<usize>,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+}
+
+/// `trackgnn eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Run directory.
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Graph directory. The run's test events when it is the run's own directory, else all.
+    #[arg(long, value_name = "DIR")]
+    pub graphs: PathBuf,
+    /// Evaluate every graph of the directory, even the run's training events.
+    #[arg(long)]
+    pub all: bool,
+    /// Which of the run's events to evaluate on its own graph directory.
+    #[arg(long, value_enum, default_value = "test")]
+    pub split: SplitArg,
+    /// Score threshold of the edge metrics (default: the run's).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
+    #[arg(long, value_name = "f32|bf16")]
+    pub precision: Option<trackgnn_engine::Precision>,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+}
+
+fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
+    s.parse()
+}
 
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
 fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
@@ -114,7 +235,7 @@ impl Progress for Bars {
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
     let cfg = resolve_config(&a)?;
-    train(cfg, &a.graphs, &a.out, a.resume, a.threads, a.json, comm)
+    train(cfg, &a.graphs, &a.out, a.resume, a.threads.threads, a.json.json, comm)
 }
 
 /// Trains with `cfg` on the graphs of `graphs` into the run directory `out` (continuing it with
@@ -192,9 +313,9 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
 pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
-    let pool = thread_pool(a.threads)?;
+    let pool = thread_pool(a.threads.threads)?;
     let split = (!a.all).then_some(a.split);
-    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json))?;
+    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
 

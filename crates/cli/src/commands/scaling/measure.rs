@@ -27,8 +27,9 @@ use trackgnn_train::data::GraphSet;
 use trackgnn_train::logs::{RankReport, load_average};
 use trackgnn_train::scaling::measured::StepFigures;
 
+use super::ScalingArgs;
 use super::{Regime, parse_ranks, sampler_name, speedup_plot};
-use crate::cli::{SamplerArg, ScalingArgs};
+use crate::cli::SamplerArg;
 use crate::util::{print_json, write_atomic};
 
 /// One configuration to train: ranks and graphs (`--max-graphs`).
@@ -391,7 +392,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         &study.ranks,
     )?;
     write_atomic(&out.join("scaling.json"), serde_json::to_string_pretty(&out_json)?.as_bytes())?;
-    if a.json {
+    if a.json.json {
         print_json(&out_json);
     } else {
         print_tables(&out_json, &study.regimes);

@@ -17,14 +17,102 @@
 pub mod measure;
 pub mod simulate;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use trackgnn_train::config::Sampler;
 pub use trackgnn_train::scaling::Regime;
 
-use crate::cli::{RegimeArg, ScalingArgs};
+use crate::cli::{RegimeArg, SamplerArg};
+use clap::Args;
+
+/// `trackgnn scaling`: measure mode (default), or `--simulate` / `--check`.
+///
+/// Measure: `trackgnn scaling --graphs DIR --ranks 1,2 --out DIR` launches
+/// `mpirun -np N trackgnn train …` for every rank count, regime and repeat, then prints the
+/// tables and writes `scaling.json` and `speedup.{png,svg}`. Simulate:
+/// `trackgnn scaling --simulate --from RUN --ranks 1,2,4,…,64` predicts more ranks from a
+/// measured run; `--check SCALING_JSON` also compares the predictions with measured runs.
+#[derive(Debug, Args)]
+pub struct ScalingArgs {
+    /// Graph directory (measure mode; in simulate mode: where the run's graphs are now, if moved).
+    #[arg(long, value_name = "DIR")]
+    pub graphs: Option<PathBuf>,
+    /// Rank counts, comma separated; must include 1 (default: 1,2 to measure,
+    /// 1,2,4,8,16,32,64 to simulate).
+    #[arg(long, value_name = "LIST")]
+    pub ranks: Option<String>,
+    /// Threads per rank (`train --threads`; default 1 to measure, the run's to simulate).
+    #[arg(long)]
+    pub threads_per_rank: Option<usize>,
+    /// Epochs of every measured run (the first is not timed when there are several).
+    #[arg(long, default_value_t = 2)]
+    pub epochs: usize,
+    /// Step sampler (default: balanced to measure, both to simulate).
+    #[arg(long, value_enum)]
+    pub sampler: Option<SamplerArg>,
+    /// Runs per configuration; speed-ups use the fastest.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Graphs of one rank (`train --max-graphs`): the strong data set, and each rank's share in
+    /// weak scaling (N ranks use N × it). Default: all graphs for strong, all / the largest
+    /// rank count for weak.
+    #[arg(long)]
+    pub max_graphs: Option<usize>,
+    /// Scaling regimes.
+    #[arg(long, value_enum, default_value_t = RegimeArg::Both)]
+    pub regime: RegimeArg,
+    /// Output directory: runs/, logs, scaling.json, speed-up plots (simulate: simulation.json).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The MPI launcher.
+    #[arg(long, default_value = "mpirun")]
+    pub mpirun: String,
+    /// Allow more ranks than cores (`mpirun --oversubscribe`).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// An extra argument for the launcher (repeatable), e.g. `--mpirun-arg=--bind-to=core`.
+    #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub mpirun_args: Vec<String>,
+    /// Training configuration for every run (`train --config`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Predict rank counts beyond this machine from a measured run (see --from).
+    #[arg(long)]
+    pub simulate: bool,
+    /// The measured run to simulate from: a `train` run directory with one graph per step, or
+    /// a `scaling` output directory (its fastest 1-rank strong run).
+    #[arg(long, value_name = "DIR")]
+    pub from: Option<PathBuf>,
+    /// Compare the predictions with a measured study (its scaling.json or directory); implies
+    /// --simulate, and --from defaults to the study.
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+    /// Interconnect of the simulation from `bench allreduce --out FILE` (its fit).
+    #[arg(long, value_name = "FILE")]
+    pub interconnect: Option<PathBuf>,
+    /// All-reduce latency α of the simulation, seconds per message (default 2e-6: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[arg(long, value_name = "SECONDS")]
+    pub latency: Option<f64>,
+    /// All-reduce link bandwidth β of the simulation, bytes/s (default 20e9: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[arg(long, value_name = "BYTES_PER_S")]
+    pub bandwidth: Option<f64>,
+    /// Cores the simulated ranks share (slows compute by max(1, N·threads / cores)); default:
+    /// unlimited, or the --check study's.
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// Epochs whose step draws the simulation averages.
+    #[arg(long, default_value_t = 4)]
+    pub sim_epochs: u64,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    /// Further `train` arguments for every run, after `--` (e.g. `-- --hidden 64`).
+    #[arg(last = true, value_name = "TRAIN_ARGS")]
+    pub train_args: Vec<String>,
+}
 
 impl RegimeArg {
     /// The regimes the option selects.

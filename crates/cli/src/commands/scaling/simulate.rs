@@ -18,8 +18,8 @@ use trackgnn_train::scaling::predict::{
 };
 use trackgnn_train::{RunDir, TrainConfig};
 
+use super::ScalingArgs;
 use super::{Regime, parse_ranks, sampler_name, speedup_plot};
-use crate::cli::ScalingArgs;
 use crate::util::print_json;
 
 /// One regime and sampler: predictions with speed-up and efficiency, one row per rank count
@@ -193,7 +193,7 @@ pub fn run(a: &ScalingArgs) -> Result<ExitCode> {
         speedup_plot(&dir.join("predicted_speedup"), "Predicted speed-up", &curves, &ranks)?;
         crate::util::write_atomic(&dir.join("simulation.json"), serde_json::to_string_pretty(&out)?.as_bytes())?;
     }
-    if a.json {
+    if a.json.json {
         print_json(&out);
     } else {
         print_text(&out);
