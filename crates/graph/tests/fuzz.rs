@@ -13,7 +13,7 @@ use trackgnn_graph::{Graph, GraphRecipe, GraphTruth, Method, ModuleMap, read_gra
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::fuzzing::proptest::prelude::*;
-use trackgnn_trackml::fuzzing::{CappedAlloc, inputs, names_file, runner, within};
+use trackgnn_trackml::fuzzing::{CappedAlloc, inputs, read_written, runner, within};
 
 /// No reader may ask for more than 256 MiB at once for inputs of a few kB.
 #[global_allocator]
@@ -117,14 +117,7 @@ fn fuzz_file(name: &str, seeds: Vec<Vec<u8>>, repair: fn(&mut Vec<u8>), read: fn
         }
         b
     });
-    let result = runner(CI_CASES).run(&strategy, |bytes| {
-        std::fs::write(&path, &bytes).unwrap();
-        let p = path.clone();
-        match within(name, move || read(&p))? {
-            Ok(()) => Ok(()),
-            Err(message) => names_file(&message, &path),
-        }
-    });
+    let result = runner(CI_CASES).run(&strategy, |bytes| read_written(name, &path, &bytes, read));
     if let Err(e) = result {
         panic!("fuzz target {name}: {e}");
     }

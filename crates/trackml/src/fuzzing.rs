@@ -315,6 +315,22 @@ pub fn names_file(message: &str, path: &Path) -> Result<(), TestCaseError> {
     }
 }
 
+/// Writes `bytes` to `path` and reads it back with `read` within the deadline ([`within`]):
+/// no panic, no hang, and an error must name the file ([`names_file`]). `what` names the target.
+pub fn read_written(
+    what: &str,
+    path: &Path,
+    bytes: &[u8],
+    read: fn(&Path) -> Result<(), String>,
+) -> Result<(), TestCaseError> {
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    let p = path.to_path_buf();
+    match within(what, move || read(&p))? {
+        Ok(()) => Ok(()),
+        Err(message) => names_file(&message, path),
+    }
+}
+
 /// Gzip-compresses `bytes` (for the `.csv.gz` readers: mutating the text before compressing
 /// reaches the parser, mutating the compressed bytes exercises the decoder).
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {

@@ -10,7 +10,7 @@ use trackgnn_trackml::csv::{
 };
 use trackgnn_trackml::event::ParticleRecord;
 use trackgnn_trackml::fuzzing::proptest::prelude::*;
-use trackgnn_trackml::fuzzing::{CappedAlloc, gzip, inputs, names_file, runner, within};
+use trackgnn_trackml::fuzzing::{CappedAlloc, gzip, inputs, read_written, runner};
 use trackgnn_trackml::geometry::trackml_modules;
 use trackgnn_trackml::{Cells, Detector, Hits, ModuleId, ParticleId, Particles, Truth};
 
@@ -90,12 +90,7 @@ fn fuzz_csv(name: &str, seeds: Vec<Vec<u8>>, read: fn(&Path) -> Result<(), Strin
     let mut runner = runner(CI_CASES);
     let result = runner.run(&strategy, |(gz, bytes)| {
         let path: PathBuf = dir.path().join(if gz { format!("{name}.gz") } else { name.to_owned() });
-        std::fs::write(&path, &bytes).unwrap();
-        let p = path.clone();
-        match within(name, move || read(&p))? {
-            Ok(()) => Ok(()),
-            Err(message) => names_file(&message, &path),
-        }
+        read_written(name, &path, &bytes, read)
     });
     if let Err(e) = result {
         panic!("fuzz target {name}: {e}");
