@@ -4,7 +4,7 @@
 
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision, Real};
 use trackgnn_trackml::rng::Rng;
 
 fn random_graph(
@@ -39,14 +39,25 @@ fn to_f32(g: &GraphInput<f64>, w: &[f64]) -> (GraphInput<f32>, Vec<f32>) {
     (g32, w.iter().map(|&v| v as f32).collect())
 }
 
-fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
-    let mut cache = ForwardCache::default();
-    model.forward(g, &mut cache);
-    let mut dl = vec![0.0; g.num_edges()];
+/// Forward, the loss (pos_weight 2) and the backward into `model.params.grad`, with `cache`'s
+/// buffers (the logits stay in `cache.logits`); returns the loss.
+fn step<T: Real>(
+    model: &mut InteractionGnn<T>,
+    g: &GraphInput<T>,
+    y: &[u8],
+    w: &[T],
+    cache: &mut ForwardCache<T>,
+) -> f64 {
+    model.forward(g, cache);
+    let mut dl = vec![T::from_f64(0.0); g.num_edges()];
     let l = bce_with_logits(&cache.logits, y, Some(w), 2.0, &mut dl);
     model.params.zero_grad();
-    model.backward(g, &mut cache, &dl);
+    model.backward(g, cache, &dl);
     l
+}
+
+fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
+    step(model, g, y, w, &mut ForwardCache::default())
 }
 
 fn loss_only(model: &InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
@@ -170,11 +181,7 @@ fn results_are_bit_identical_at_1_2_and_3_threads_in_both_precisions() {
             let mut model = base.clone();
             let (logits, grad) = pool.install(|| {
                 let mut cache = ForwardCache::default();
-                model.forward(&g32, &mut cache);
-                let mut dl = vec![0.0f32; g32.num_edges()];
-                bce_with_logits(&cache.logits, &y, Some(&w32), 2.0, &mut dl);
-                model.params.zero_grad();
-                model.backward(&g32, &mut cache, &dl);
+                step(&mut model, &g32, &y, &w32, &mut cache);
                 (cache.logits.clone(), model.params.grad.clone())
             });
             results.push((logits, grad));
@@ -203,12 +210,7 @@ fn gradient_errors(cfg: ModelConfig, precision: Precision, seed: u64) -> Vec<(St
     reference.params.data = model.params.data.iter().map(|&v| v as f64).collect();
     model.set_precision(precision);
     loss_and_grad(&mut reference, &g, &y, &w);
-    let mut cache = ForwardCache::default();
-    model.forward(&g32, &mut cache);
-    let mut dl = vec![0.0f32; g32.num_edges()];
-    bce_with_logits(&cache.logits, &y, Some(&w32), 2.0, &mut dl);
-    model.params.zero_grad();
-    model.backward(&g32, &mut cache, &dl);
+    step(&mut model, &g32, &y, &w32, &mut ForwardCache::default());
     reference
         .params
         .specs
@@ -266,11 +268,7 @@ fn checkpointing_gives_the_same_gradients() {
             let mut cache = ForwardCache::default();
             // Twice, so buffers reused from a previous step do not change anything.
             for _ in 0..2 {
-                m.forward(&g32, &mut cache);
-                let mut dl = vec![0.0f32; g32.num_edges()];
-                bce_with_logits(&cache.logits, &y, Some(&w32), 2.0, &mut dl);
-                m.params.zero_grad();
-                m.backward(&g32, &mut cache, &dl);
+                step(&mut m, &g32, &y, &w32, &mut cache);
             }
             (cache.logits.clone(), m.params.grad.clone())
         };
