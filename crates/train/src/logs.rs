@@ -297,21 +297,7 @@ fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
     trackgnn_trackml::atomic::write_synced(path, bytes).map_err(|e| Error::io(path, e))
 }
 
-/// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`), or 0
-/// where that is not available.
-pub fn peak_rss_bytes() -> u64 {
-    proc_status_bytes("VmHWM")
-}
-
-/// Current resident set size of this process in bytes (`VmRSS`), or 0 where not available.
-pub fn current_rss_bytes() -> u64 {
-    proc_status_bytes("VmRSS")
-}
-
-/// A `kB` entry of `/proc/self/status` in bytes, 0 if unavailable.
-fn proc_status_bytes(key: &str) -> u64 {
-    fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, key)).map_or(0, |k| k * 1024)
-}
+pub use trackgnn_engine::alloc::{current_rss_bytes, peak_rss_bytes};
 
 /// What one rank of a run reports when the run ends (`rank{r}.json` in the run directory).
 /// Times cover this process from its start (a resumed run counts only its own process).
@@ -400,14 +386,6 @@ pub fn load_average() -> Option<[f64; 3]> {
     let text = fs::read_to_string("/proc/loadavg").ok()?;
     let v: Vec<f64> = text.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
     v.try_into().ok()
-}
-
-/// Parses `key:   1234 kB` out of a `/proc/<pid>/status` text.
-fn status_kib(status: &str, key: &str) -> Option<u64> {
-    status.lines().find_map(|l| {
-        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
-        rest.trim().strip_suffix("kB")?.trim().parse().ok()
-    })
 }
 
 #[cfg(test)]
@@ -516,19 +494,6 @@ mod tests {
             let r = RankReport::measure(0, 1, 2);
             assert!(r.peak_rss_bytes > 0 && r.cpu_utilisation >= 0.0, "{r:?}");
             assert!(load_average().is_some());
-        }
-    }
-
-    #[test]
-    fn memory_figures() {
-        let status = "Name:\tx\nVmPeak:\t  20 kB\nVmHWM:\t    1234 kB\nVmRSS:\t  1000 kB\n";
-        assert_eq!(status_kib(status, "VmHWM"), Some(1234));
-        assert_eq!(status_kib(status, "VmRSS"), Some(1000));
-        assert_eq!(status_kib(status, "VmSwap"), None);
-        if cfg!(target_os = "linux") {
-            let now = current_rss_bytes();
-            let peak = peak_rss_bytes();
-            assert!(now > 0 && peak >= now, "peak {peak}, current {now}");
         }
     }
 }

@@ -28,6 +28,10 @@
 pub mod allreduce;
 pub mod measured;
 pub mod predict;
+pub mod simulation;
+pub mod study;
+
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -49,4 +53,17 @@ impl Regime {
             Regime::Weak => "weak",
         }
     }
+}
+
+/// Speed-up against ranks, with the ideal line y = N; writes `<stem>.png` and `<stem>.svg`.
+pub fn plot_speedup(
+    stem: &Path,
+    title: &str,
+    curves: &[(String, Vec<(f64, f64)>)],
+    ranks: &[usize],
+) -> crate::Result<()> {
+    let ideal: Vec<(f64, f64)> = ranks.iter().map(|&n| (n as f64, n as f64)).collect();
+    let mut series: Vec<(&str, Vec<(f64, f64)>)> = vec![("ideal", ideal)];
+    series.extend(curves.iter().map(|(name, pts)| (name.as_str(), pts.clone())));
+    crate::plots::plot_series(stem, title, "ranks", "speed-up", &series, false)
 }

@@ -17,11 +17,10 @@
 pub mod measure;
 pub mod simulate;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use trackgnn_train::config::Sampler;
 pub use trackgnn_train::scaling::Regime;
 
 use crate::cli::{RegimeArg, SamplerArg};
@@ -125,11 +124,6 @@ impl RegimeArg {
     }
 }
 
-/// `random` or `balanced`.
-pub fn sampler_name(s: Sampler) -> &'static str {
-    s.name()
-}
-
 /// Parses `--ranks 1,2,4`: positive, distinct, sorted on return, and including 1 (the
 /// baseline of every speed-up).
 pub fn parse_ranks(text: &str) -> Result<Vec<usize>> {
@@ -209,15 +203,6 @@ pub fn run(a: ScalingArgs) -> Result<ExitCode> {
     }
 }
 
-/// Speed-up against ranks, with the ideal line y = N; writes `<stem>.png` and `<stem>.svg`.
-pub fn speedup_plot(stem: &Path, title: &str, curves: &[(String, Vec<(f64, f64)>)], ranks: &[usize]) -> Result<()> {
-    let ideal: Vec<(f64, f64)> = ranks.iter().map(|&n| (n as f64, n as f64)).collect();
-    let mut series: Vec<(&str, Vec<(f64, f64)>)> = vec![("ideal", ideal)];
-    series.extend(curves.iter().map(|(name, pts)| (name.as_str(), pts.clone())));
-    trackgnn_train::plots::plot_series(stem, title, "ranks", "speed-up", &series, false)?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -267,6 +252,5 @@ mod tests {
         // Last one wins.
         assert_eq!(args(&["--graphs", "g", "--out", "o", "--epochs", "3", "--epochs", "5"]).epochs, 5);
         assert_eq!(RegimeArg::Both.regimes(), [Regime::Strong, Regime::Weak]);
-        assert_eq!(sampler_name(SamplerArg::Balanced.into()), "balanced");
     }
 }
