@@ -4,7 +4,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use trackgnn_trackml::Detector;
-pub use trackgnn_train::logs::peak_rss_bytes;
 
 /// A rayon pool with `threads` workers (default: rayon's choice, which follows
 /// RAYON_NUM_THREADS).

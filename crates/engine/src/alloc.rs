@@ -74,3 +74,45 @@ pub fn peak_bytes() -> usize {
 pub fn reset_peak() {
     PEAK.store(CURRENT.load(Ordering::Relaxed), Ordering::Relaxed);
 }
+
+/// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`), or 0
+/// where that is not available.
+pub fn peak_rss_bytes() -> u64 {
+    proc_status_bytes("VmHWM")
+}
+
+/// Current resident set size of this process in bytes (`VmRSS`), or 0 where not available.
+pub fn current_rss_bytes() -> u64 {
+    proc_status_bytes("VmRSS")
+}
+
+/// A `kB` entry of `/proc/self/status` in bytes, 0 if unavailable.
+fn proc_status_bytes(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status").ok().and_then(|s| status_kib(&s, key)).map_or(0, |k| k * 1024)
+}
+
+/// Parses `key:   1234 kB` out of a `/proc/<pid>/status` text.
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    status.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_figures() {
+        let status = "Name:\tx\nVmPeak:\t  20 kB\nVmHWM:\t    1234 kB\nVmRSS:\t  1000 kB\n";
+        assert_eq!(status_kib(status, "VmHWM"), Some(1234));
+        assert_eq!(status_kib(status, "VmRSS"), Some(1000));
+        assert_eq!(status_kib(status, "VmSwap"), None);
+        if cfg!(target_os = "linux") {
+            let now = current_rss_bytes();
+            let peak = peak_rss_bytes();
+            assert!(now > 0 && peak >= now, "peak {peak}, current {now}");
+        }
+    }
+}

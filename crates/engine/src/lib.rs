@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod alloc;
+pub mod bench;
 pub mod bf16;
 pub mod checkpointing;
 pub mod config;

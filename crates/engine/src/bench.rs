@@ -1,0 +1,614 @@
+//! Measurements of the engine for `trackgnn bench engine` and `bench memory`: the training
+//! step of `BENCH_SPEC.md` on its graph ([`measure_step`]: time, GEMM share and paths, the
+//! GEMM-only replay), and the memory of a step on synthetic graphs of growing size
+//! ([`measure_memory`], with the bytes-per-edge fits of [`MemoryStudy`]). Each returns typed
+//! figures whose JSON is the command's; the binary runs rows in child processes so each peak
+//! RSS is its own, and prints.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_trackml::rng::Rng;
+
+use crate::alloc::{self, peak_rss_bytes};
+use crate::loss::bce_with_logits;
+use crate::matmul::{replay, stats};
+use crate::optim::{AdamW, AdamWConfig};
+use crate::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig, Precision};
+
+/// The model of an engine benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// BENCH_SPEC.md: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
+    BenchSpec,
+    /// trackgnn's default model.
+    Defaults,
+    /// BENCH_SPEC.md's forward without the split Linear and tiles (forward only).
+    Unfused,
+}
+
+impl Variant {
+    /// `benchspec`, `defaults` or `unfused` (the `variant` of the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::BenchSpec => "benchspec",
+            Variant::Defaults => "defaults",
+            Variant::Unfused => "unfused",
+        }
+    }
+}
+
+/// The spec's graph: N = 20000, E = 160000, deterministic features, edges and labels.
+pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
+    const N: usize = 20_000;
+    const E: usize = 160_000;
+    let mut x = Vec::with_capacity(N * 3);
+    for i in 0..N {
+        x.push((i % 10) as f32 / 10.0);
+        x.push((i as f64 * 0.37).sin() as f32);
+        x.push((i as f64 * 0.11).cos() as f32);
+    }
+    let mut edges: Vec<(u32, u32, u8)> = (0..E)
+        .map(|k| {
+            let s = (k * 7919) % N;
+            let d = (s + 1 + (k * 104_729) % 97) % N;
+            (s as u32, d as u32, (s + d).is_multiple_of(5) as u8)
+        })
+        .collect();
+    // Edge order is ours to choose (the loss is a mean over edges): sorted by destination,
+    // aggregation and the split Linear's gathers read memory in order. Labels follow their
+    // edges; a stable sort keeps the original order of equal (destination, source) pairs.
+    edges.sort_by_key(|&(s, d, _)| (d, s));
+    let src: Vec<u32> = edges.iter().map(|e| e.0).collect();
+    let dst: Vec<u32> = edges.iter().map(|e| e.1).collect();
+    let y: Vec<u8> = edges.iter().map(|e| e.2).collect();
+    (GraphInput::new(N, &x, 3, &[], 0, &src, &dst), y)
+}
+
+/// The products that ran on one kernel path, per timed step.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GemmPathFigures {
+    /// The kernel path.
+    pub path: String,
+    /// Calls per step.
+    pub calls_per_step: f64,
+    /// GFLOP per step.
+    pub gflop_per_step: f64,
+    /// Thread-seconds per step.
+    pub thread_seconds_per_step: f64,
+}
+
+/// What [`measure_step`] measured (one row of `bench engine`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepFigures {
+    /// [`Variant::name`].
+    pub variant: String,
+    /// `f32` or `bf16`.
+    pub precision: String,
+    /// `forward + backward + Adam`, or `forward only`.
+    pub what: String,
+    /// The model.
+    pub config: ModelConfig,
+    /// Worker threads.
+    pub threads: usize,
+    /// Parameters.
+    pub parameters: usize,
+    /// Nodes of the graph.
+    pub nodes: usize,
+    /// Edges of the graph.
+    pub edges: usize,
+    /// Mean seconds of a timed step.
+    pub step_seconds_mean: Option<f64>,
+    /// Fastest timed step.
+    pub step_seconds_min: Option<f64>,
+    /// Loss of the first step.
+    pub loss_first: Option<f64>,
+    /// Loss of the last step.
+    pub loss_last: Option<f64>,
+    /// Steps run (warm-up and timed).
+    pub steps: usize,
+    /// GFLOP of matrix products per step.
+    pub gemm_gflop_per_step: Option<f64>,
+    /// GFLOP/s of the products over the step time.
+    pub gemm_gflops_per_second: Option<f64>,
+    /// The products' share of the thread time.
+    pub gemm_share: Option<f64>,
+    /// Per kernel path.
+    pub gemm_paths: Vec<GemmPathFigures>,
+    /// Seconds of the last step's products replayed alone.
+    pub gemm_only_seconds: Option<f64>,
+    /// Step time / GEMM-only time.
+    pub step_over_gemm_only: Option<f64>,
+    /// Bytes of the forward cache.
+    pub activation_cache_bytes: usize,
+    /// Peak RSS of the process.
+    pub peak_rss_bytes: u64,
+}
+
+/// `Some(x)` if `x` is finite: non-finite figures are `null` in the JSON.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// Times `steps` training steps of `v` on [`spec_graph`] after `warmup` steps, in the current
+/// rayon pool of `threads` workers, with the GEMM statistics of [`stats`] on.
+pub fn measure_step(v: Variant, precision: Precision, steps: usize, warmup: usize, threads: usize) -> StepFigures {
+    let (g, y) = spec_graph();
+    let cfg = match v {
+        Variant::BenchSpec | Variant::Unfused => ModelConfig::bench_spec(),
+        Variant::Defaults => ModelConfig::default(),
+    };
+    let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
+    model.set_precision(precision);
+    let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
+    let mut cache = ForwardCache::default();
+    let mut dl = vec![0.0f32; g.num_edges()];
+    let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
+    let mut cache_bytes = 0;
+    let mut paths = vec![(0u64, 0.0f64, 0u64); stats::GemmPath::ALL.len()];
+    for step in 0..warmup + steps {
+        stats::enable(step >= warmup);
+        // The last timed step records its products' shapes for the GEMM-only replay.
+        stats::record(step + 1 == warmup + steps);
+        let t = Instant::now();
+        if v == Variant::Unfused {
+            let logits = model.forward_unfused(&g);
+            losses.push(bce_with_logits(&logits, &y, None, 4.0, &mut dl));
+        } else {
+            model.forward(&g, &mut cache);
+            losses.push(bce_with_logits(&cache.logits, &y, None, 4.0, &mut dl));
+            model.params.zero_grad();
+            model.backward(&g, &mut cache, &dl);
+            let lr = opt.config().lr;
+            opt.step(&mut model.params.data, &model.params.grad, lr);
+            cache_bytes = cache.bytes();
+        }
+        let dt = t.elapsed().as_secs_f64();
+        if step >= warmup {
+            times.push(dt);
+            let (s, f) = stats::read();
+            gemm_s += s;
+            gemm_flops += f;
+            for (acc, &p) in paths.iter_mut().zip(&stats::GemmPath::ALL) {
+                let (c, s, f) = stats::read_path(p);
+                *acc = (acc.0 + c, acc.1 + s, acc.2 + f);
+            }
+        }
+    }
+    stats::record(false);
+    let products = stats::recorded();
+    stats::enable(false);
+    // GEMM-only: the last step's products alone, once to warm up, then timed.
+    let gemm_only = if products.is_empty() {
+        f64::NAN
+    } else {
+        replay(&products);
+        let reps = steps.clamp(1, 3);
+        (0..reps).map(|_| replay(&products)).sum::<f64>() / reps as f64
+    };
+    let n_steps = times.len().max(1) as f64;
+    let gemm_paths = paths
+        .iter()
+        .zip(&stats::GemmPath::ALL)
+        .filter(|((calls, _, _), _)| *calls > 0)
+        .map(|(&(calls, s, f), p)| GemmPathFigures {
+            path: p.name().to_string(),
+            calls_per_step: calls as f64 / n_steps,
+            gflop_per_step: f as f64 / n_steps / 1e9,
+            thread_seconds_per_step: s / n_steps,
+        })
+        .collect();
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    let total: f64 = times.iter().sum();
+    StepFigures {
+        variant: v.name().to_string(),
+        precision: precision.to_string(),
+        what: if v == Variant::Unfused { "forward only" } else { "forward + backward + Adam" }.to_string(),
+        config: cfg,
+        threads,
+        parameters: model.params.len(),
+        nodes: g.num_nodes,
+        edges: g.num_edges(),
+        step_seconds_mean: finite(mean),
+        step_seconds_min: finite(times.iter().cloned().fold(f64::MAX, f64::min)),
+        loss_first: losses.first().copied(),
+        loss_last: losses.last().copied(),
+        steps: warmup + steps,
+        gemm_gflop_per_step: finite(gemm_flops as f64 / times.len() as f64 / 1e9),
+        gemm_gflops_per_second: finite(gemm_flops as f64 / total / 1e9),
+        gemm_share: finite(gemm_s / (total * threads as f64)),
+        gemm_paths,
+        gemm_only_seconds: finite(gemm_only),
+        step_over_gemm_only: finite(mean / gemm_only),
+        activation_cache_bytes: cache_bytes,
+        peak_rss_bytes: peak_rss_bytes(),
+    }
+}
+
+/// One line of `bench engine` text, then one per kernel path.
+impl fmt::Display for StepFigures {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let f = |x: Option<f64>| x.unwrap_or(f64::NAN);
+        writeln!(
+            out,
+            "{:<10} {:<4} {:<27} {:>8} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
+            self.variant,
+            self.precision,
+            self.what,
+            self.parameters,
+            f(self.step_seconds_mean),
+            f(self.step_seconds_min),
+            f(self.loss_first),
+            f(self.loss_last),
+            f(self.gemm_gflop_per_step),
+            f(self.gemm_gflops_per_second),
+            100.0 * f(self.gemm_share),
+            f(self.gemm_only_seconds),
+            f(self.step_over_gemm_only),
+            self.peak_rss_bytes as f64 / 1e9
+        )?;
+        for p in &self.gemm_paths {
+            writeln!(
+                out,
+                "           products on {}: {:.0} calls, {:.1} GFLOP, {:.3} thread-s per step",
+                p.path, p.calls_per_step, p.gflop_per_step, p.thread_seconds_per_step
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A random graph with `e` edges and e / `epn` nodes, 3 node and 4 edge features, and labels
+/// (10% true).
+pub fn synthetic_graph(e: usize, epn: f64, seed: u64) -> (GraphInput<f32>, Vec<u8>) {
+    let n = ((e as f64 / epn) as usize).max(2);
+    let mut rng = Rng::new(seed);
+    let x: Vec<f32> = (0..n * 3).map(|_| rng.normal() as f32).collect();
+    let ea: Vec<f32> = (0..e * 4).map(|_| rng.normal() as f32).collect();
+    let src: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+    let dst: Vec<u32> = src.iter().map(|&s| ((s as u64 + 1 + rng.below(n as u64 - 1)) % n as u64) as u32).collect();
+    let y: Vec<u8> = (0..e).map(|_| rng.bernoulli(0.1) as u8).collect();
+    (GraphInput::new(n, &x, 3, &ea, 4, &src, &dst), y)
+}
+
+/// What [`measure_memory`] measured: one row of `bench memory` that ran.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryFigures {
+    /// The checkpointing mode.
+    pub checkpointing: String,
+    /// Edges of the graph.
+    pub edges: usize,
+    /// Nodes of the graph.
+    pub nodes: usize,
+    /// Hidden width.
+    pub hidden: usize,
+    /// Message-passing iterations.
+    pub iterations: usize,
+    /// Mean seconds of a timed step.
+    pub step_seconds: Option<f64>,
+    /// Peak heap bytes the counting allocator saw during the steps.
+    pub counted_peak_bytes: u64,
+    /// The engine's own count of its buffers, parameters and optimiser state.
+    pub engine_bytes: u64,
+    /// Peak RSS of the process.
+    pub peak_rss_bytes: u64,
+    /// Always false (a row that ran).
+    pub skipped: bool,
+}
+
+/// Runs one warm-up and `steps` timed training steps of a model (`hidden`, `iterations`,
+/// checkpointing `mode`) on a [`synthetic_graph`] of `edges` edges, counting memory.
+pub fn measure_memory(
+    mode: Checkpointing,
+    edges: usize,
+    edges_per_node: f64,
+    (hidden, iterations): (usize, usize),
+    steps: usize,
+) -> MemoryFigures {
+    let (g, y) = synthetic_graph(edges, edges_per_node, 1);
+    let cfg = ModelConfig { hidden, iterations, ..ModelConfig::default() };
+    let mut model = InteractionGnn::<f32>::new(cfg, 3, 4, &mut Rng::new(1));
+    model.checkpointing = mode;
+    let mut opt = AdamW::new(model.params.len(), AdamWConfig::default());
+    let mut cache = ForwardCache::default();
+    let mut dl = vec![0.0f32; edges];
+    let heap_before = alloc::current_bytes();
+    alloc::reset_peak();
+    let mut times = Vec::new();
+    let mut engine_peak = 0;
+    for step in 0..1 + steps {
+        let t = Instant::now();
+        model.forward(&g, &mut cache);
+        bce_with_logits(&cache.logits, &y, None, 1.0, &mut dl);
+        model.params.zero_grad();
+        model.backward(&g, &mut cache, &dl);
+        opt.step(&mut model.params.data, &model.params.grad, 1e-3);
+        engine_peak = engine_peak.max(model.engine_bytes(&cache) + 3 * model.params.len() * 4);
+        if step > 0 {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    MemoryFigures {
+        checkpointing: mode.to_string(),
+        edges,
+        nodes: g.num_nodes,
+        hidden,
+        iterations,
+        step_seconds: finite(times.iter().sum::<f64>() / times.len() as f64),
+        counted_peak_bytes: alloc::peak_bytes().saturating_sub(heap_before) as u64,
+        engine_bytes: engine_peak as u64,
+        peak_rss_bytes: peak_rss_bytes(),
+        skipped: false,
+    }
+}
+
+/// One row of `bench memory`: measured, or skipped because it would not fit.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum MemoryRow {
+    /// A row that ran.
+    Ran {
+        /// What it measured.
+        #[serde(flatten)]
+        figures: MemoryFigures,
+        /// Its peak as predicted from the smaller rows of its mode, bytes.
+        predicted_bytes: Option<f64>,
+    },
+    /// A row whose predicted peak exceeds 85% of the available memory.
+    Skipped {
+        /// The checkpointing mode.
+        checkpointing: String,
+        /// Edges of the graph.
+        edges: usize,
+        /// Always true.
+        skipped: bool,
+        /// The predicted peak, bytes.
+        predicted_bytes: Option<f64>,
+        /// Memory available, bytes.
+        available_bytes: f64,
+        /// Why it did not run.
+        note: String,
+    },
+}
+
+/// Least-squares slope and intercept of y against x (`None` below two distinct x).
+pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (sx, sy) = points.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| (sxy / sxx, my - sxy / sxx * mx))
+}
+
+/// The predicted counted peak at `edges` from a mode's `(edges, bytes)` rows so far: a line
+/// through them, or proportional to the one row.
+pub fn predict_peak(points: &[(f64, f64)], edges: usize) -> Option<f64> {
+    fit_line(points)
+        .map(|(slope, icpt)| slope * edges as f64 + icpt)
+        .or_else(|| points.last().map(|p| p.1 / p.0 * edges as f64))
+}
+
+impl MemoryRow {
+    /// The row of `mode` at `edges` that is not run: its `predicted` peak exceeds 85% of
+    /// `available` bytes.
+    pub fn skipped(mode: Checkpointing, edges: usize, predicted: f64, available: f64) -> MemoryRow {
+        MemoryRow::Skipped {
+            checkpointing: mode.to_string(),
+            edges,
+            skipped: true,
+            predicted_bytes: Some(predicted),
+            available_bytes: available,
+            note: format!("predicted {:.1} GB > 85% of {:.1} GB available: not run", predicted / 1e9, available / 1e9),
+        }
+    }
+
+    /// The figures of a row that ran.
+    pub fn ran(&self) -> Option<&MemoryFigures> {
+        match self {
+            MemoryRow::Ran { figures, .. } => Some(figures),
+            MemoryRow::Skipped { .. } => None,
+        }
+    }
+}
+
+/// The header of the rows' text ([`MemoryRow`]'s `Display`).
+pub fn memory_header() -> String {
+    format!(
+        "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  note",
+        "checkpointing", "edges", "nodes", "step s", "counted GB", "engine GB", "peak RSS GB"
+    )
+}
+
+impl fmt::Display for MemoryRow {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gb = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.3}", v as f64 / 1e9));
+        let (mode, edges, r, note) = match self {
+            MemoryRow::Ran { figures, .. } => (&figures.checkpointing, figures.edges, Some(figures), ""),
+            MemoryRow::Skipped { checkpointing, edges, note, .. } => (checkpointing, *edges, None, note.as_str()),
+        };
+        write!(
+            out,
+            "{:<14} {:>9} {:>9} {:>9} {:>13} {:>13} {:>11}  {}",
+            mode,
+            edges,
+            r.map_or("-".into(), |r| r.nodes.to_string()),
+            r.and_then(|r| r.step_seconds).map_or("-".into(), |v| format!("{v:.2}")),
+            gb(r.map(|r| r.counted_peak_bytes)),
+            gb(r.map(|r| r.engine_bytes)),
+            gb(r.map(|r| r.peak_rss_bytes)),
+            note
+        )
+    }
+}
+
+/// A mode's counted peak against edges, fitted by a line.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BytesPerEdge {
+    /// The slope.
+    pub bytes_per_edge: f64,
+    /// The intercept.
+    pub intercept_bytes: f64,
+}
+
+/// A mode against no checkpointing.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RatioToNone {
+    /// Bytes per edge / no checkpointing's.
+    pub bytes_per_edge_ratio: f64,
+    /// Step time / no checkpointing's, mean over the sizes both ran.
+    pub step_time_ratio: Option<f64>,
+}
+
+/// The result of `bench memory`: the rows, the fits per mode, the ratios to no checkpointing.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryStudy {
+    /// Every row, per mode then size.
+    pub rows: Vec<MemoryRow>,
+    /// Bytes per edge of each mode with two rows or more.
+    pub fits: BTreeMap<String, BytesPerEdge>,
+    /// Ratios of each fitted mode to `none`.
+    pub ratios_to_none: BTreeMap<String, RatioToNone>,
+    /// Hidden width.
+    pub hidden: usize,
+    /// Message-passing iterations.
+    pub iterations: usize,
+}
+
+impl MemoryStudy {
+    /// The fits and ratios of `rows` of the modes `modes`.
+    pub fn new(rows: Vec<MemoryRow>, modes: &[Checkpointing], hidden: usize, iterations: usize) -> MemoryStudy {
+        let mut fits = BTreeMap::new();
+        for mode in modes {
+            let pts: Vec<(f64, f64)> =
+                ran(&rows, &mode.to_string()).map(|r| (r.edges as f64, r.counted_peak_bytes as f64)).collect();
+            if let Some((slope, icpt)) = fit_line(&pts) {
+                fits.insert(mode.to_string(), BytesPerEdge { bytes_per_edge: slope, intercept_bytes: icpt });
+            }
+        }
+        let time_ratio = |m: &str| -> Option<f64> {
+            let t = |mode: &str| ran(&rows, mode).map(|r| (r.edges, r.step_seconds)).collect::<Vec<_>>();
+            let (a, b) = (t(m), t("none"));
+            let common: Vec<f64> = a
+                .iter()
+                .filter_map(|(e, ta)| {
+                    b.iter().find(|(eb, _)| eb == e).map(|(_, tb)| ta.unwrap_or(f64::NAN) / tb.unwrap_or(f64::NAN))
+                })
+                .collect();
+            (!common.is_empty()).then(|| common.iter().sum::<f64>() / common.len() as f64)
+        };
+        let mut ratios_to_none = BTreeMap::new();
+        if let Some(none) = fits.get("none").map(|f| f.bytes_per_edge) {
+            for mode in modes {
+                let m = mode.to_string();
+                if let Some(bpe) = fits.get(&m).map(|f| f.bytes_per_edge) {
+                    let step_time_ratio = time_ratio(&m).and_then(finite);
+                    ratios_to_none.insert(m.clone(), RatioToNone { bytes_per_edge_ratio: bpe / none, step_time_ratio });
+                }
+            }
+        }
+        MemoryStudy { rows, fits, ratios_to_none, hidden, iterations }
+    }
+
+    /// The `(edges, counted peak bytes)` of a mode's rows that ran.
+    pub fn counted_peaks(&self, mode: &str) -> Vec<(f64, f64)> {
+        ran(&self.rows, mode).map(|r| (r.edges as f64, r.counted_peak_bytes as f64)).collect()
+    }
+}
+
+/// `x`, or NaN where the JSON has `null`.
+fn nan_unless_finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { f64::NAN }
+}
+
+/// The rows of `mode` that ran.
+fn ran<'r>(rows: &'r [MemoryRow], mode: &str) -> impl Iterator<Item = &'r MemoryFigures> {
+    rows.iter().filter_map(MemoryRow::ran).filter(move |r| r.checkpointing == mode)
+}
+
+/// The fits and ratios, one line each (the rows are printed as they come).
+impl fmt::Display for MemoryStudy {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (m, f) in &self.fits {
+            writeln!(out, "{m:<14} {:.0} bytes per edge (fit)", nan_unless_finite(f.bytes_per_edge))?;
+        }
+        for (m, r) in &self.ratios_to_none {
+            writeln!(
+                out,
+                "{m:<14} bytes/edge ratio to none {:.3}, step time ratio {:.3}",
+                nan_unless_finite(r.bytes_per_edge_ratio),
+                r.step_time_ratio.unwrap_or(f64::NAN)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_fit_and_peak_prediction() {
+        assert_eq!(fit_line(&[(1.0, 3.0), (3.0, 7.0)]), Some((2.0, 1.0)));
+        assert_eq!(fit_line(&[(1.0, 3.0), (1.0, 5.0)]), None, "no spread in x");
+        assert_eq!(fit_line(&[(1.0, 3.0)]), None);
+        assert_eq!(predict_peak(&[], 10), None);
+        assert_eq!(predict_peak(&[(2.0, 8.0)], 10), Some(40.0));
+        assert_eq!(predict_peak(&[(1.0, 3.0), (3.0, 7.0)], 10), Some(21.0));
+    }
+
+    #[test]
+    fn graphs_are_deterministic_and_sorted() {
+        let (g, y) = synthetic_graph(300, 15.0, 1);
+        assert_eq!((g.num_nodes, g.num_edges(), y.len()), (20, 300, 300));
+        assert!(g.src.iter().zip(&g.dst).all(|(s, d)| s != d), "no self-loops");
+        let (a, _) = synthetic_graph(300, 15.0, 1);
+        assert_eq!(a.src, g.src);
+        let (s, ys) = spec_graph();
+        assert_eq!((s.num_nodes, s.num_edges(), ys.len()), (20_000, 160_000, 160_000));
+        assert!(s.dst.windows(2).all(|w| w[0] <= w[1]), "sorted by destination");
+    }
+
+    #[test]
+    fn memory_rows_fit_per_mode() {
+        let row = |mode: Checkpointing, edges: usize, bytes: u64, secs: f64| MemoryRow::Ran {
+            figures: MemoryFigures {
+                checkpointing: mode.to_string(),
+                edges,
+                nodes: edges / 10,
+                hidden: 8,
+                iterations: 1,
+                step_seconds: Some(secs),
+                counted_peak_bytes: bytes,
+                engine_bytes: bytes,
+                peak_rss_bytes: bytes,
+                skipped: false,
+            },
+            predicted_bytes: None,
+        };
+        let (none, per) = (Checkpointing::NONE, Checkpointing::PER_ITERATION);
+        let rows = vec![
+            row(none, 100, 1100, 1.0),
+            row(none, 200, 2100, 2.0),
+            row(per, 100, 600, 1.5),
+            row(per, 200, 1100, 3.0),
+            MemoryRow::skipped(per, 400, 5e12, 1e12),
+        ];
+        let m = MemoryStudy::new(rows, &[none, per], 8, 1);
+        assert!((m.fits["none"].bytes_per_edge - 10.0).abs() < 1e-9);
+        assert!((m.fits["per-iteration"].bytes_per_edge - 5.0).abs() < 1e-9);
+        let r = m.ratios_to_none["per-iteration"];
+        assert!((r.bytes_per_edge_ratio - 0.5).abs() < 1e-9 && (r.step_time_ratio.unwrap() - 1.5).abs() < 1e-9);
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["rows"][4]["skipped"], true);
+        assert!(json["rows"][0]["predicted_bytes"].is_null() && json["rows"][0]["nodes"] == 10);
+        assert!(m.rows[4].to_string().contains("not run"));
+        assert!(m.to_string().contains("per-iteration  5 bytes per edge (fit)"), "{m}");
+    }
+}
