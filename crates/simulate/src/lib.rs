@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod dataset;
 pub mod digitize;
 pub mod generator;
 pub mod helix;

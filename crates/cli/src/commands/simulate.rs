@@ -1,4 +1,5 @@
-//! `trackgnn simulate`: generate events in parallel and write them as TrackML CSV.
+//! `trackgnn simulate`: generate events in parallel and write them as TrackML CSV
+//! ([`trackgnn_simulate::dataset`] does; this command parses, records the settings and prints).
 
 use std::fs;
 use std::path::Path;
@@ -6,10 +7,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde_json::json;
+use trackgnn_simulate::dataset::{DataSetFigures, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
-use trackgnn_trackml::csv::{write_detectors, write_event};
+use trackgnn_trackml::csv::write_detectors;
 
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool, write_atomic};
@@ -98,17 +99,9 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let pb = progress::bar(a.events, "simulate");
     let wall = Instant::now();
     let ids: Vec<u64> = (a.first_event..a.first_event + a.events).collect();
-    let results: Vec<Result<EventFigures>> = pool.install(|| {
-        ids.par_iter()
-            .map(|&id| {
-                let r = one_event(&generator, a.seed, id, &a.out, a.gzip);
-                pb.inc(1);
-                r
-            })
-            .collect()
-    });
+    let events = pool.install(|| write_events(&generator, a.seed, &ids, &a.out, a.gzip, &|| pb.inc(1)));
     pb.finish_and_clear();
-    let figures: Vec<EventFigures> = results.into_iter().collect::<Result<_>>()?;
+    let figures = DataSetFigures::of(&events?);
     let wall_s = wall.elapsed().as_secs_f64();
     let record = RunRecord {
         seed: a.seed,
@@ -119,70 +112,36 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         config: &cfg,
     };
     record.write(&a.out)?;
-    report(&a, &figures, wall_s, threads);
+    report(&a, &figures, ids.len(), wall_s, threads);
     Ok(ExitCode::SUCCESS)
 }
 
-/// What one event cost and contains.
-struct EventFigures {
-    hits: usize,
-    particles: usize,
-    particles_with_hits: usize,
-    generate_s: f64,
-    write_s: f64,
-    bytes: u64,
-}
-
-fn one_event(g: &Generator, seed: u64, id: u64, out: &Path, gzip: bool) -> Result<EventFigures> {
-    let t = Instant::now();
-    let (event, _) = g.event(seed, id);
-    let generate_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let stats = write_event(out, &event, gzip)?;
-    let write_s = t.elapsed().as_secs_f64();
-    let parts = event.particles.as_ref().expect("generated events have particles");
-    Ok(EventFigures {
-        hits: event.hits.len(),
-        particles: parts.len(),
-        particles_with_hits: parts.nhits.iter().filter(|&&n| n > 0).count(),
-        generate_s,
-        write_s,
-        bytes: stats.bytes_written,
-    })
-}
-
-fn report(a: &SimulateArgs, f: &[EventFigures], wall_s: f64, threads: usize) {
-    let n = f.len() as f64;
-    let mean = |g: fn(&EventFigures) -> f64| f.iter().map(g).sum::<f64>() / n;
-    let hits = mean(|e| e.hits as f64);
-    let parts = mean(|e| e.particles_with_hits as f64);
-    let gen_s = mean(|e| e.generate_s);
-    let write_s = mean(|e| e.write_s);
-    let bytes: u64 = f.iter().map(|e| e.bytes).sum();
+fn report(a: &SimulateArgs, f: &DataSetFigures, events: usize, wall_s: f64, threads: usize) {
     if a.json.json {
         print_json(&json!({
-            "out": a.out, "events": f.len(), "seed": a.seed, "threads": threads, "gzip": a.gzip,
-            "hits_per_event": hits, "particles_per_event": mean(|e| e.particles as f64),
-            "particles_with_hits_per_event": parts,
-            "generate_seconds_per_event": gen_s, "write_seconds_per_event": write_s,
-            "bytes_written": bytes, "wall_seconds": wall_s,
+            "out": a.out, "events": events, "seed": a.seed, "threads": threads, "gzip": a.gzip,
+            "hits_per_event": f.hits_per_event, "particles_per_event": f.particles_per_event,
+            "particles_with_hits_per_event": f.particles_with_hits_per_event,
+            "generate_seconds_per_event": f.generate_seconds_per_event,
+            "write_seconds_per_event": f.write_seconds_per_event,
+            "bytes_written": f.bytes_written, "wall_seconds": wall_s,
         }));
     } else {
         println!(
             "{} events in {} ({} threads, {:.2} s wall): {:.0} hits and {:.0} particles with hits per event",
-            f.len(),
+            events,
             a.out.display(),
             threads,
             wall_s,
-            hits,
-            parts
+            f.hits_per_event,
+            f.particles_with_hits_per_event
         );
         println!(
             "per event: generation {:.3} s, writing{} {:.3} s; {:.1} MB written",
-            gen_s,
+            f.generate_seconds_per_event,
             if a.gzip { " (gzip)" } else { "" },
-            write_s,
-            bytes as f64 / 1e6
+            f.write_seconds_per_event,
+            f.bytes_written as f64 / 1e6
         );
     }
 }
