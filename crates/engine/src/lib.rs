@@ -2,7 +2,8 @@
 //! and hand-derived backward ([`InteractionGnn`], [`mod@model`]), its parameters
 //! ([`ParamStore`]), the loss ([`loss`]), the AdamW optimiser with clipping and learning-rate
 //! schedule ([`optim`]), in `f32` or `f64` ([`Real`]), with activation checkpointing
-//! ([`Checkpointing`]) and counted heap allocations ([`alloc`]) for the memory budget.
+//! ([`Checkpointing`]) and counted heap allocations ([`alloc`]) for the memory budget; the
+//! measurements of `trackgnn bench engine` and `bench memory` ([`mod@bench`]).
 //!
 //! A graph reaches the engine as a [`GraphInput`]: node features, edge features and the edge
 //! list. [`InteractionGnn::forward`] leaves one logit per edge in a [`ForwardCache`], whose

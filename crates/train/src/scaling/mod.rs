@@ -1,7 +1,9 @@
 //! The scaling study's model of data-parallel training: the cost of the gradient all-reduce
 //! and its fit to measured times ([`allreduce`]), the per-step simulation that replays the
 //! trainer's sampler to predict an epoch at any number of ranks ([`predict`]), and what a
-//! finished run measured, read back with one rule for which epochs count ([`measured`]).
+//! finished run measured, read back with one rule for which epochs count ([`measured`]); and
+//! the typed reports of `trackgnn scaling`: the measured study ([`study`]) and the simulated one
+//! ([`simulation`]), whose JSON is the command's and whose `Display` its text.
 //!
 //! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
 //! t₁ / t_N, efficiency t₁ / (N·t_N)); **weak** scaling gives each rank the graphs of one rank
