@@ -227,13 +227,14 @@ pub fn measure_step(v: Variant, precision: Precision, steps: usize, warmup: usiz
     }
 }
 
-/// One line of `bench engine` text, then one per kernel path.
+/// One line of `bench engine` text, then one per kernel path. (The parameter count is not
+/// padded: the text has always printed it so.)
 impl fmt::Display for StepFigures {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let f = |x: Option<f64>| x.unwrap_or(f64::NAN);
         writeln!(
             out,
-            "{:<10} {:<4} {:<27} {:>8} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
+            "{:<10} {:<4} {:<27} {} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
             self.variant,
             self.precision,
             self.what,
