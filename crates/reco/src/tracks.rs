@@ -7,7 +7,8 @@
 //!   tracks joined by a single surviving fake edge become one candidate.
 //! - [`Method::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
 //!   outgoing edge from each start node (acorn's "CC & walk"), which separates tracks that a
-//!   fake edge joins at a branching.
+//!   fake edge joins at a branching. Edges are walked outward in r, whatever their stored
+//!   direction, when the nodes' radii are given.
 //! - [`Method::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
 //!   every step the hit that best continues the helix (curvature and polar angle), weighed
 //!   against its score. Needs the nodes' positions. For dense (high pile-up) events. With
@@ -146,8 +147,10 @@ impl TrackBuilderConfig {
 
 /// The input of track building: a directed graph with one score per edge.
 ///
-/// Edge `e` goes from node `src[e]` to node `dst[e]` (inner hit to outer hit in trackgnn's
-/// graphs) and has score `scores[e]`, a probability in [0, 1].
+/// Edge `e` joins node `src[e]` to node `dst[e]` and has score `scores[e]`, a probability in
+/// [0, 1]. With node radii ([`r`](Self::r)) the walk-through and track following walk every
+/// edge outward, from the node of smaller r, whatever its stored direction (graph builders
+/// may store a hit pair either way); without them, from `src` to `dst`.
 #[derive(Clone, Copy, Debug)]
 pub struct ScoredEdges<'a> {
     /// The number of nodes.
@@ -387,6 +390,47 @@ mod tests {
             match b.build(&e) {
                 Err(Error::NodeOutOfRange { edge: 1, node: 3, num_nodes: 3 }) => {}
                 other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// Seven hits of a 1.5 GeV prompt helix into the negative end-cap (radius of curvature
+    /// 2500 mm, dz/dr = −4), as (r, phi, z).
+    fn endcap_helix() -> Vec<[f32; 3]> {
+        [32.0f32, 72.0, 116.0, 172.0, 260.0, 360.0, 500.0]
+            .iter()
+            .map(|&r| [r, 0.1 + (r / 5000.0).asin(), -4.0 * r])
+            .collect()
+    }
+
+    /// Tracks of the helix's nodes with `edges` (all scoring 1) by `method`, cut 0.5,
+    /// candidates of ≥ 5 hits (as `reconstruct` builds them).
+    fn build_helix(method: Method, edges: &[(u32, u32)]) -> Vec<u32> {
+        let nodes = endcap_helix();
+        let col = |k: usize| nodes.iter().map(|n| n[k]).collect::<Vec<f32>>();
+        let (r, phi, z) = (col(0), col(1), col(2));
+        let (s, d): (Vec<u32>, Vec<u32>) = edges.iter().copied().unzip();
+        let sc = vec![1.0f32; edges.len()];
+        let e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
+        let cfg = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(method, Some(0.5)) };
+        TrackBuilder::new(cfg).unwrap().build(&e).unwrap()
+    }
+
+    #[test]
+    fn every_builder_finds_a_track_whose_edges_point_both_ways() {
+        // The geometric graph with |z0| ≤ 1000 mm admits the pairs of pixel disks nearer than
+        // 1000 mm in both orders (rays from z0 = ±1000 mm cross them outer disk first) and
+        // keeps one edge per hit pair: in the negative end-cap the inward one. A particle's
+        // edges then point 0 → 1 ← 2 ← 3 ← 4 → 5 → 6; walking them as stored, the walk-through
+        // and track following found pieces of at most 4 hits and no 5-hit track.
+        let mixed = [(0, 1), (2, 1), (3, 2), (4, 3), (4, 5), (5, 6)];
+        let inward: Vec<(u32, u32)> = mixed.iter().map(|&(a, b)| (a.max(b), a.min(b))).collect();
+        let outward: Vec<(u32, u32)> = mixed.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+        // Both orders of one pair at once (a graph without deduplication) count as one edge.
+        let both: Vec<(u32, u32)> = outward.iter().chain(&inward).copied().collect();
+        for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
+            for edges in [&mixed[..], &inward, &outward, &both] {
+                assert_eq!(build_helix(method, edges), [1; 7], "{method:?}, edges {edges:?}");
             }
         }
     }
