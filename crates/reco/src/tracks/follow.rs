@@ -12,8 +12,8 @@
 //!
 //! # The algorithm
 //! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped), each pointing outward
-//!    from the node of smaller r whatever its stored direction (as in the
-//!    [walk-through](super::walkthrough())); order each node's outgoing kept edges best score
+//!    ([`ScoredEdges::outward`]) whatever its stored direction, as in the
+//!    [walk-through](super::walkthrough()); order each node's outgoing kept edges best score
 //!    first (ties: lower destination first).
 //! 2. Start nodes: those without an incoming kept edge first, then all others; within each
 //!    group innermost first (by r, then node index).
