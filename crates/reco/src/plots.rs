@@ -202,7 +202,8 @@ where
     if text && !fig.series.is_empty() {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            // Mid-height: the curves sit near 1 (targets) and, over all pT, near 0.1.
+            .position(SeriesLabelPosition::MiddleRight)
             .label_font((FAMILY, 16))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.4))
