@@ -79,6 +79,20 @@ fn train_and_eval_from_the_command_line() {
     let eff = |r: &serde_json::Value| r["metrics"]["efficiency"].as_f64().unwrap();
     assert!(eff(&ceiling) >= eff(&searched) && eff(&ceiling) > 0.8, "{} vs {}", eff(&ceiling), eff(&searched));
     assert!(ceiling["metrics"]["fake_rate"].as_f64().unwrap() < 0.05, "{}", ceiling["metrics"]);
+    // The headline is the efficiency over primary targets, the all-target one beside it, in
+    // the JSON (with its histograms) and first in the text.
+    let m = &ceiling["metrics"];
+    let primary = m["efficiency_primary"].as_f64().unwrap();
+    let (found, all) =
+        (m["n_prompt_target_matched"].as_f64().unwrap(), m["n_prompt_target_particles"].as_f64().unwrap());
+    // (serde_json's float parsing may miss the last bit)
+    assert!(all > 0.0 && (primary - found / all).abs() < 1e-12, "{m}");
+    assert_eq!(m["efficiency_prompt"], m["efficiency_primary"]);
+    let binned: u64 = m["efficiency_primary_vs_eta"].as_array().unwrap().iter().map(|b| b[2].as_u64().unwrap()).sum();
+    assert!(binned as f64 <= all && binned > 0, "{m}");
+    let text = ok(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--events", "2", "--out", "tx"]));
+    let at = |what: &str| text.find(what).unwrap_or_else(|| panic!("no {what:?} in {text}"));
+    assert!(at("track efficiency") < at("over primary targets") && at("over primary targets") < at("over all targets"));
     // Without truth files there is nothing to score from, and the missing file is named.
     std::fs::create_dir(d.join("hits_only")).unwrap();
     for f in std::fs::read_dir(d.join("ev")).unwrap().map(|e| e.unwrap().path()) {

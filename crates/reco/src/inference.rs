@@ -261,7 +261,7 @@ impl Reconstructor {
     /// A track id per hit of `event` from `graph`'s scored edges.
     fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
         let edges = ScoredEdges::from_graph(graph, scores);
-        let node_tracks = if self.builder.config().hit_search() {
+        let node_tracks = if self.builder.config().uses_layers() {
             let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
             self.builder.build(&edges.with_layers(NodeLayers { layer: &layer, surfaces: &self.surfaces }))?
         } else {

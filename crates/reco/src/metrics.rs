@@ -13,15 +13,18 @@
 //! - **Candidate**: a track with ≥ `min_track_hits` hits (unassigned hits never are).
 //! - **Reconstructable particle**: a non-noise particle with ≥ `min_particle_hits` hits
 //!   (over the hits given). **Target particle**: reconstructable and pT ≥ `target_pt_min`.
-//! - **Prompt target**: a target produced within `prompt_max_vertex_r` of the beam line
-//!   (transverse production radius; default 1 mm), i.e. not a secondary from an interaction
-//!   in the material. Reported beside the target efficiency as `efficiency_prompt`: the
-//!   field's evaluations often count primaries only, and graphs built from maps of prompt
-//!   particles miss secondaries by construction.
+//! - **Primary target** (also called prompt): a target produced within
+//!   `prompt_max_vertex_r` of the beam line (transverse production radius; default 1 mm),
+//!   i.e. not a secondary from a decay or an interaction in the material. The efficiency over
+//!   primary targets, `efficiency_primary`, is the headline, as the ATLAS ITk GNN results
+//!   quote it; the efficiency over all targets, secondaries included (`efficiency`), is
+//!   always reported beside it. `efficiency_prompt` is the same figure as
+//!   `efficiency_primary` under its earlier name.
 //! - **Double-majority match** (efficiency): a candidate matches particle p if more than
 //!   50 % of the candidate's hits are p's **and** more than 50 % of p's hits are on the
-//!   candidate. Noise is never matched. efficiency = matched targets / targets;
-//!   efficiency_all = matched reconstructable / reconstructable.
+//!   candidate. Noise is never matched. efficiency_primary = matched primary targets /
+//!   primary targets; efficiency = matched targets / targets; efficiency_all = matched
+//!   reconstructable / reconstructable.
 //! - **Pure candidate** (fakes and duplicates): more than 50 % of its hits come from one
 //!   non-noise particle (the one-way match of ATLAS/acorn, "track purity > 0.5").
 //!   fake_rate = candidates that are not pure / candidates.
@@ -35,9 +38,9 @@
 //!   in two pure pieces gives one duplicate, as in ACTS's and acorn's duplicate rates.
 //! - **TrackML score**: exactly the challenge's definition (see [`trackml_score`]), mean
 //!   over events when aggregated.
-//! - **Efficiency vs pT and η**: targets (and, separately, all reconstructable particles)
-//!   binned by their pT / η at production; `(lo, hi, n_target, n_matched)` per bin (see
-//!   [`bins`] for the edge convention).
+//! - **Efficiency vs pT and η**: primary targets, all targets and all reconstructable
+//!   particles, each binned by their pT / η at production; `(lo, hi, n_target, n_matched)`
+//!   per bin (see [`bins`] for the edge convention).
 //!
 //! A particle in the truth that is missing from the particle table counts as reconstructable
 //! (if it has the hits) but never as a target, and lands in no bin.
@@ -185,10 +188,17 @@ pub struct EventTruth<'a> {
 
 /// Track metrics of one or more events. Counts add up over events, fractions are
 /// recomputed from the summed counts, the TrackML score is the mean over events.
+///
+/// Fields added after the first release (`efficiency_primary` and its bins) read as 0 and
+/// empty from older JSON.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrackMetrics {
     /// Number of events aggregated.
     pub n_events: u64,
+    /// The headline: `n_prompt_target_matched / n_prompt_target_particles`, the efficiency
+    /// over primary targets (targets produced within `prompt_max_vertex_r` of the beam line).
+    #[serde(default)]
+    pub efficiency_primary: f64,
     /// Target particles (pT ≥ `target_pt_min`, ≥ `min_particle_hits` hits).
     pub n_target_particles: u64,
     /// Target particles matched (double majority) by a candidate.
@@ -199,7 +209,8 @@ pub struct TrackMetrics {
     pub n_prompt_target_particles: u64,
     /// Prompt target particles matched (double majority) by a candidate.
     pub n_prompt_target_matched: u64,
-    /// `n_prompt_target_matched / n_prompt_target_particles`.
+    /// `n_prompt_target_matched / n_prompt_target_particles`: the same as
+    /// [`efficiency_primary`](Self::efficiency_primary), its earlier name.
     pub efficiency_prompt: f64,
     /// Reconstructable particles (≥ `min_particle_hits` hits, any pT).
     pub n_reconstructable_particles: u64,
@@ -221,6 +232,13 @@ pub struct TrackMetrics {
     pub duplicate_rate: f64,
     /// TrackML score, mean over events.
     pub trackml_score: f64,
+    /// Primary-target efficiency against pT \[GeV\]: `(lo, hi, n_target, n_matched)` per bin
+    /// (the bins of [`efficiency_vs_pt`](Self::efficiency_vs_pt)).
+    #[serde(default)]
+    pub efficiency_primary_vs_pt: Vec<EfficiencyBin>,
+    /// Primary-target efficiency against η.
+    #[serde(default)]
+    pub efficiency_primary_vs_eta: Vec<EfficiencyBin>,
     /// Target efficiency against pT \[GeV\]: `(lo, hi, n_target, n_matched)` per bin.
     pub efficiency_vs_pt: Vec<EfficiencyBin>,
     /// Target efficiency against η.
@@ -240,6 +258,7 @@ impl TrackMetrics {
     fn update_fractions(&mut self) {
         self.efficiency = ratio(self.n_target_matched, self.n_target_particles);
         self.efficiency_prompt = ratio(self.n_prompt_target_matched, self.n_prompt_target_particles);
+        self.efficiency_primary = self.efficiency_prompt;
         self.efficiency_all = ratio(self.n_reconstructable_matched, self.n_reconstructable_particles);
         self.fake_rate = ratio(self.n_fake_candidates, self.n_candidates);
         self.duplicate_rate =
@@ -258,6 +277,8 @@ impl TrackMetrics {
             return Ok(());
         }
         let mut m = self.clone();
+        bins::add("efficiency_primary_vs_pt", &mut m.efficiency_primary_vs_pt, &other.efficiency_primary_vs_pt)?;
+        bins::add("efficiency_primary_vs_eta", &mut m.efficiency_primary_vs_eta, &other.efficiency_primary_vs_eta)?;
         bins::add("efficiency_vs_pt", &mut m.efficiency_vs_pt, &other.efficiency_vs_pt)?;
         bins::add("efficiency_vs_eta", &mut m.efficiency_vs_eta, &other.efficiency_vs_eta)?;
         bins::add("efficiency_all_vs_pt", &mut m.efficiency_all_vs_pt, &other.efficiency_all_vs_pt)?;
@@ -298,6 +319,8 @@ pub fn evaluate(truth: &EventTruth<'_>, track_ids: &[u32], config: &MetricsConfi
     let mut m = TrackMetrics {
         n_events: 1,
         trackml_score: score::score_of(&comp),
+        efficiency_primary_vs_pt: bins::empty_bins(&config.pt_edges),
+        efficiency_primary_vs_eta: bins::empty_bins(&config.eta_edges),
         efficiency_vs_pt: bins::empty_bins(&config.pt_edges),
         efficiency_vs_eta: bins::empty_bins(&config.eta_edges),
         efficiency_all_vs_pt: bins::empty_bins(&config.pt_edges_all),
@@ -339,6 +362,8 @@ pub fn evaluate(truth: &EventTruth<'_>, track_ids: &[u32], config: &MetricsConfi
             if truth.kinematics.vertex_r(p).is_some_and(|r| r <= config.prompt_max_vertex_r) {
                 m.n_prompt_target_particles += 1;
                 m.n_prompt_target_matched += u64::from(ok);
+                bins::fill(&mut m.efficiency_primary_vs_pt, pt, ok);
+                bins::fill(&mut m.efficiency_primary_vs_eta, eta, ok);
             }
             bins::fill(&mut m.efficiency_vs_pt, pt, ok);
             bins::fill(&mut m.efficiency_vs_eta, eta, ok);
@@ -503,9 +528,17 @@ mod tests {
         let m = ev.eval(&[1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2]);
         assert_eq!((m.n_target_particles, m.n_target_matched), (2, 1));
         assert_eq!((m.n_prompt_target_particles, m.n_prompt_target_matched, m.efficiency_prompt), (1, 1, 1.0));
+        assert_eq!((m.efficiency_primary, m.efficiency), (1.0, 0.5), "the headline counts primaries only");
+        assert_eq!((total(&m.efficiency_primary_vs_pt), total(&m.efficiency_primary_vs_eta)), ((1, 1), (1, 1)));
+        assert_eq!(total(&m.efficiency_vs_pt), (2, 1));
         // The secondary found instead: both efficiencies change.
         let m = ev.eval(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
-        assert_eq!((m.efficiency, m.efficiency_prompt), (0.5, 0.0));
+        assert_eq!((m.efficiency, m.efficiency_prompt, m.efficiency_primary), (0.5, 0.0, 0.0));
+        assert_eq!(total(&m.efficiency_primary_vs_pt), (1, 0));
+        // Merged, the two events' primary counts and bins add up.
+        let mut both = ev.eval(&[1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2]);
+        both.merge(&m).unwrap();
+        assert_eq!((both.efficiency_primary, total(&both.efficiency_primary_vs_eta)), (0.5, (2, 1)));
         // A wider prompt radius takes the secondary in.
         let cfg = MetricsConfig { prompt_max_vertex_r: 100.0, ..MetricsConfig::default() };
         let t = EventTruth { particle_id: &ev.pid, weight: &ev.w, kinematics: &ev.kin };
@@ -585,9 +618,26 @@ mod tests {
     fn metrics_serialise_in_snake_case_json() {
         let m = Ev::default().particle(1, 2.0, 0.0, 4, 0.25).eval(&[1, 1, 1, 1]);
         let v: serde_json::Value = serde_json::to_value(&m).unwrap();
-        for key in ["efficiency", "fake_rate", "duplicate_rate", "trackml_score", "efficiency_vs_pt", "n_events"] {
+        for key in [
+            "efficiency_primary",
+            "efficiency",
+            "efficiency_prompt",
+            "fake_rate",
+            "duplicate_rate",
+            "trackml_score",
+            "efficiency_primary_vs_pt",
+            "efficiency_vs_pt",
+            "n_events",
+        ] {
             assert!(v.get(key).is_some(), "{key}");
         }
+        // JSON written before the primary keys existed still reads.
+        let mut old = v.clone();
+        for key in ["efficiency_primary", "efficiency_primary_vs_pt", "efficiency_primary_vs_eta"] {
+            old.as_object_mut().unwrap().remove(key);
+        }
+        let old: TrackMetrics = serde_json::from_value(old).unwrap();
+        assert_eq!((old.efficiency_primary, old.efficiency_primary_vs_pt.len()), (0.0, 0));
         assert_eq!(v["efficiency_vs_eta"][8], serde_json::json!([0.0, 0.5, 1, 1]));
         let back: TrackMetrics = serde_json::from_value(v).unwrap();
         assert_eq!(back, m);

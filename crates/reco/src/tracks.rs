@@ -7,7 +7,8 @@
 //!   tracks joined by a single surviving fake edge become one candidate.
 //! - [`Method::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
 //!   outgoing edge from each start node (acorn's "CC & walk"), which separates tracks that a
-//!   fake edge joins at a branching.
+//!   fake edge joins at a branching. Edges are walked outward ([`ScoredEdges::outward`]),
+//!   whatever their stored direction.
 //! - [`Method::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
 //!   every step the hit that best continues the helix (curvature and polar angle), weighed
 //!   against its score. Needs the nodes' positions. For dense (high pile-up) events. With
@@ -41,6 +42,12 @@ pub use walkthrough::walkthrough;
 
 /// The track id of nodes that are in no track of at least `min_hits` nodes.
 pub const NO_TRACK: u32 = 0;
+
+/// Without the nodes' layers, an edge is walked against its stored direction only when its
+/// destination lies more than this \[mm\] inside its source in r: less is within the
+/// spread of the r of two strip hits on one end-cap disk, which a particle may cross in
+/// either order of their measured r.
+pub const REVERSE_MIN_DR: f32 = 2.0;
 
 /// How nodes are grouped into tracks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,10 +122,16 @@ impl TrackBuilderConfig {
         TrackBuilderConfig { method, score_cut, branch_cut, ..defaults }
     }
 
-    /// Whether building runs the hit search of track following, and so wants the nodes'
-    /// layers ([`ScoredEdges::with_layers`]).
+    /// Whether building runs the hit search of track following.
     pub fn hit_search(&self) -> bool {
         self.method == Method::Follow && self.follow.search
+    }
+
+    /// Whether building uses the nodes' layers ([`ScoredEdges::with_layers`]): the
+    /// walk-through and track following order two hits of one end-cap disk by them
+    /// ([`ScoredEdges::outward`]), and the hit search needs them.
+    pub fn uses_layers(&self) -> bool {
+        self.method != Method::Cc
     }
 
     /// Checks every field's range.
@@ -146,8 +159,10 @@ impl TrackBuilderConfig {
 
 /// The input of track building: a directed graph with one score per edge.
 ///
-/// Edge `e` goes from node `src[e]` to node `dst[e]` (inner hit to outer hit in trackgnn's
-/// graphs) and has score `scores[e]`, a probability in [0, 1].
+/// Edge `e` joins node `src[e]` to node `dst[e]` and has score `scores[e]`, a probability in
+/// [0, 1]. The walk-through and track following walk each edge in the direction a particle
+/// of the targets' pT crosses its hits, outward ([`ScoredEdges::outward`]), whatever
+/// direction it is stored in: graph builders may store a hit pair either way.
 #[derive(Clone, Copy, Debug)]
 pub struct ScoredEdges<'a> {
     /// The number of nodes.
@@ -253,6 +268,32 @@ impl<'a> ScoredEdges<'a> {
         }
     }
 
+    /// Edge `(src, dst)` in the direction a particle crosses its two hits, as `(first, second)`.
+    /// A particle of pT ≥ 1 GeV moves outward in r until it leaves the detector, so:
+    /// - with the nodes' layers, two hits on one end-cap disk are ordered by |z| (their
+    ///   measured r is no guide there: a strip hit's r is known only to a strip's length) and
+    ///   every other pair by r (ties: lower node index first);
+    /// - without layers but with radii, the edge is reversed only when `dst` lies more than
+    ///   [`REVERSE_MIN_DR`] inside `src` in r, else it keeps its stored direction;
+    /// - without radii, it keeps its stored direction.
+    pub fn outward(&self, src: u32, dst: u32) -> (u32, u32) {
+        let Some(r) = self.r else { return (src, dst) };
+        let (rs, rd) = (r[src as usize], r[dst as usize]);
+        let reverse = match self.layers {
+            Some(l) => {
+                let (ls, ld) = (l.layer[src as usize], l.layer[dst as usize]);
+                let same_disk =
+                    ls == ld && matches!(l.surfaces.get(usize::from(ls)), Some(search::Surface::Disk { .. }));
+                match (same_disk, self.z) {
+                    (true, Some(z)) => z[dst as usize].abs() < z[src as usize].abs(),
+                    _ => (rd, dst) < (rs, src),
+                }
+            }
+            None => rd < rs - REVERSE_MIN_DR,
+        };
+        if reverse { (dst, src) } else { (src, dst) }
+    }
+
     /// Checks that every edge's nodes exist.
     pub(crate) fn check_nodes(&self) -> Result<()> {
         let n = self.num_nodes;
@@ -340,6 +381,7 @@ pub(crate) fn number_tracks(labels: &[u32], keep: impl Fn(u32) -> bool) -> Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tracks::search::{NodeLayers, Surface};
 
     #[test]
     fn default_config_is_valid_and_bad_values_are_typed_errors() {
@@ -389,6 +431,110 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// Seven hits of a 1.5 GeV prompt helix into the negative end-cap (radius of curvature
+    /// 2500 mm, dz/dr = −4), as (r, phi, z).
+    fn endcap_helix() -> Vec<[f32; 3]> {
+        [32.0f32, 72.0, 116.0, 172.0, 260.0, 360.0, 500.0]
+            .iter()
+            .map(|&r| [r, 0.1 + (r / 5000.0).asin(), -4.0 * r])
+            .collect()
+    }
+
+    /// Tracks of `nodes` with `edges` (all scoring 1) by `method`, cut 0.5, candidates of
+    /// ≥ 5 hits (as `reconstruct` builds them), with the nodes' layers if given.
+    fn build_nodes(method: Method, nodes: &[[f32; 3]], edges: &[(u32, u32)], layers: Option<NodeLayers>) -> Vec<u32> {
+        let col = |k: usize| nodes.iter().map(|n| n[k]).collect::<Vec<f32>>();
+        let (r, phi, z) = (col(0), col(1), col(2));
+        let (s, d): (Vec<u32>, Vec<u32>) = edges.iter().copied().unzip();
+        let sc = vec![1.0f32; edges.len()];
+        let mut e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
+        if let Some(l) = layers {
+            e = e.with_layers(l);
+        }
+        let cfg = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(method, Some(0.5)) };
+        TrackBuilder::new(cfg).unwrap().build(&e).unwrap()
+    }
+
+    /// The same edges, each stored inward (larger node index first) or outward.
+    fn stored(edges: &[(u32, u32)], inward: bool) -> Vec<(u32, u32)> {
+        edges.iter().map(|&(a, b)| if inward { (a.max(b), a.min(b)) } else { (a.min(b), a.max(b)) }).collect()
+    }
+
+    #[test]
+    fn every_builder_finds_a_track_whose_edges_point_both_ways() {
+        // The geometric graph with |z0| ≤ 1000 mm admits the pairs of pixel disks nearer than
+        // 1000 mm in both orders (rays from z0 = ±1000 mm cross them outer disk first) and
+        // keeps one edge per hit pair: in the negative end-cap the inward one. A particle's
+        // edges then point 0 → 1 ← 2 ← 3 ← 4 → 5 → 6; walking them as stored, the walk-through
+        // and track following found pieces of at most 4 hits and no 5-hit track.
+        let mixed = [(0, 1), (2, 1), (3, 2), (4, 3), (4, 5), (5, 6)];
+        let (inward, outward) = (stored(&mixed, true), stored(&mixed, false));
+        // Both orders of one pair at once (a graph without deduplication) count as one edge.
+        let both: Vec<(u32, u32)> = outward.iter().chain(&inward).copied().collect();
+        let nodes = endcap_helix();
+        for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
+            for edges in [&mixed[..], &inward, &outward, &both] {
+                assert_eq!(build_nodes(method, &nodes, edges, None), [1; 7], "{method:?}, edges {edges:?}");
+            }
+        }
+    }
+
+    /// The helix with its sixth and seventh hits on overlapping strip modules of one end-cap
+    /// disk, 2 mm apart in z: the particle crosses the module nearer the origin first (0.5 mm
+    /// further out in r), but the second hit's measured r is 0.3 mm smaller (a strip hit's r
+    /// is known to a strip's length). Layers: nodes 0–2 on barrel layers, the others on disks,
+    /// nodes 5 and 6 on one (layer 5).
+    fn disk_overlap() -> (Vec<[f32; 3]>, Vec<u16>, Vec<Surface>) {
+        let mut nodes = endcap_helix();
+        nodes.insert(6, [nodes[5][0] - 0.3, 0.1 + (360.5f32 / 5000.0).asin(), nodes[5][2] - 2.0]);
+        let layer: Vec<u16> = vec![0, 1, 2, 3, 4, 5, 5, 6];
+        let surfaces = [32.0, 72.0, 116.0]
+            .map(|r| Surface::Cylinder { r, z_min: -1000.0, z_max: 1000.0 })
+            .into_iter()
+            .chain([-688.0, -1040.0, -1440.0, -2000.0].map(|z| Surface::Disk { z, r_min: 30.0, r_max: 1000.0 }))
+            .collect();
+        (nodes, layer, surfaces)
+    }
+
+    #[test]
+    fn hits_of_one_disk_are_walked_by_z() {
+        let (nodes, layer, surfaces) = disk_overlap();
+        let chain: Vec<(u32, u32)> = (0..7).map(|k| (k, k + 1)).collect();
+        let layers = NodeLayers { layer: &layer, surfaces: &surfaces };
+        for method in [Method::Walkthrough, Method::Follow] {
+            // Stored along the particle, the small drop in r does not reverse the edge.
+            assert_eq!(build_nodes(method, &nodes, &chain, None), [1; 8], "{method:?}");
+            assert_eq!(build_nodes(method, &nodes, &chain, Some(layers)), [1; 8], "{method:?}");
+            // With the layers, the edges' stored directions do not matter.
+            assert_eq!(build_nodes(method, &nodes, &stored(&chain, true), Some(layers)), [1; 8], "{method:?}");
+        }
+    }
+
+    #[test]
+    fn outward_orders_by_r_or_on_a_disk_by_z() {
+        let (nodes, layer, surfaces) = disk_overlap();
+        let col = |k: usize| nodes.iter().map(|n| n[k]).collect::<Vec<f32>>();
+        let (r, phi, z) = (col(0), col(1), col(2));
+        let e = ScoredEdges::new(nodes.len(), &[], &[], &[]);
+        let with_r = e.with_positions(&r, &phi, &z);
+        let with_layers = with_r.with_layers(NodeLayers { layer: &layer, surfaces: &surfaces });
+        // Without radii: as stored.
+        assert_eq!((e.outward(5, 2), e.outward(2, 5)), ((5, 2), (2, 5)));
+        // With radii: a clear drop in r reverses an edge; one within REVERSE_MIN_DR does not.
+        assert_eq!((with_r.outward(4, 2), with_r.outward(2, 4)), ((2, 4), (2, 4)));
+        assert!(r[5] > r[6] && r[5] - r[6] < REVERSE_MIN_DR);
+        assert_eq!((with_r.outward(5, 6), with_r.outward(6, 5)), ((5, 6), (6, 5)));
+        // With layers: on one disk by |z|, else by r, whatever the stored direction.
+        assert_eq!((with_layers.outward(5, 6), with_layers.outward(6, 5)), ((5, 6), (5, 6)));
+        assert_eq!((with_layers.outward(4, 2), with_layers.outward(2, 4)), ((2, 4), (2, 4)));
+        // Two hits of one barrel layer 0.3 mm apart in r: by r.
+        let (r2, layer2) = ([100.3f32, 100.0], [0u16, 0]);
+        let barrel = ScoredEdges::new(2, &[], &[], &[])
+            .with_positions(&r2, &[0.0, 0.0], &[10.0, 5.0])
+            .with_layers(NodeLayers { layer: &layer2, surfaces: &surfaces });
+        assert_eq!((barrel.outward(0, 1), barrel.outward(1, 0)), ((1, 0), (1, 0)));
     }
 
     #[test]

@@ -148,12 +148,12 @@ pub fn report(out: &Path, as_json: bool, rec: &Reconstructor, done: &DirReco) {
         );
         if let Some(m) = total {
             println!(
-                "track efficiency {:.4} (target: pT >= {} GeV, >= {} hits; double majority), prompt targets {:.4} (produced within {} mm of the beam line), all reconstructable {:.4}; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
-                m.efficiency,
+                "track efficiency {:.4} over primary targets (pT >= {} GeV, >= {} hits, produced within {} mm of the beam line; double majority), {:.4} over all targets (secondaries included), {:.4} over all reconstructable particles; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
+                m.efficiency_primary,
                 cfg.target_pt_min,
                 cfg.min_particle_hits,
-                m.efficiency_prompt,
                 cfg.prompt_max_vertex_r,
+                m.efficiency,
                 m.efficiency_all,
                 m.fake_rate,
                 m.duplicate_rate,

@@ -11,8 +11,10 @@
 //! seeds, with the GNN's edges as the search space.
 //!
 //! # The algorithm
-//! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped); order each node's
-//!    outgoing kept edges best score first (ties: lower destination first).
+//! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped), each pointing outward
+//!    ([`ScoredEdges::outward`]) whatever its stored direction, as in the
+//!    [walk-through](super::walkthrough()); order each node's outgoing kept edges best score
+//!    first (ties: lower destination first).
 //! 2. Start nodes: those without an incoming kept edge first, then all others; within each
 //!    group innermost first (by r, then node index).
 //! 3. From each start node not yet used: the first step takes the best outgoing edge with

@@ -5,8 +5,12 @@
 //! takes the outgoing edge of highest score keeps them apart.
 //!
 //! # The algorithm
-//! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped). The outgoing kept edges
-//!    of each node are ordered by score, highest first (ties: lower destination index first).
+//! 1. Keep the edges with score ≥ `score_cut` (self-loops dropped). Every kept edge points
+//!    the way a particle crosses its hits, outward ([`ScoredEdges::outward`]: by r, or by |z|
+//!    on one end-cap disk), whatever its stored direction (a pair then present both ways is
+//!    one edge, the better score): graph builders may store a pair either way. The outgoing
+//!    kept edges of each node are ordered by score, highest first (ties: lower destination
+//!    index first).
 //! 2. Start nodes, in this order: every *source* (no incoming kept edge, isolated nodes
 //!    included), innermost first (by r, then node index); then every other node in a
 //!    topological order of the kept edges (Kahn's algorithm taking the innermost available
@@ -41,10 +45,23 @@ pub(crate) struct Adjacency {
 }
 
 impl Adjacency {
-    /// The edges of `edges` with score ≥ `cut` (self-loops dropped).
+    /// The edges of `edges` with score ≥ `cut` (self-loops dropped), each pointing the way a
+    /// particle crosses its hits ([`ScoredEdges::outward`]) whatever its stored direction; a
+    /// node pair then present in both directions is one edge, with the better score.
     pub(crate) fn new(edges: &ScoredEdges<'_>, cut: f64) -> Adjacency {
         let n = edges.num_nodes;
-        let mut kept: Vec<(u32, u32, f32)> = edges.kept(cut).collect();
+        // Graph builders store a hit pair in either direction (the geometric builder's layer
+        // pairs admitted both ways and deduplicated, kNN graphs): walking the stored
+        // directions broke tracks wherever they changed.
+        let mut kept: Vec<(u32, u32, f32)> = edges
+            .kept(cut)
+            .map(|(s, d, sc)| {
+                let (s, d) = edges.outward(s, d);
+                (s, d, sc)
+            })
+            .collect();
+        kept.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(b.2.total_cmp(&a.2)));
+        kept.dedup_by_key(|e| (e.0, e.1));
         // By source, then best score first, then destination: independent of input order.
         kept.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)).then(a.1.cmp(&b.1)));
         let mut start = vec![0usize; n + 1];
@@ -380,9 +397,10 @@ mod tests {
 
     #[test]
     fn start_order_is_sources_by_r_then_topological() {
-        // 2→0→1, 3 isolated, 4→5; r makes node 4 the innermost source.
+        // 2→0→1, 3 isolated, 4→5 (every edge outward in r); r makes node 4 the innermost
+        // source.
         let (s, d, sc) = split(&[(2, 0, 0.9), (0, 1, 0.9), (4, 5, 0.9)]);
-        let r = [10.0, 20.0, 30.0, 5.0, 1.0, 2.0];
+        let r = [20.0, 30.0, 10.0, 5.0, 1.0, 2.0];
         let e = ScoredEdges::new(6, &s, &d, &sc).with_r(&r);
         let adj = Adjacency::new(&e, 0.5);
         let order = start_order(&adj, e.r);
