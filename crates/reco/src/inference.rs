@@ -34,7 +34,7 @@ use trackgnn_engine::loss::sigmoid;
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
-use trackgnn_graph::{Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph};
+use trackgnn_graph::{BuildStats, Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
@@ -79,6 +79,11 @@ impl TrainedModel {
 
     /// The edge scores (probabilities) of a graph, reusing `cache`'s buffers.
     pub fn scores(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
+        self.logits(graph, cache).iter().map(|&x| sigmoid(x)).collect()
+    }
+
+    /// The edge logits of a graph (scores before the sigmoid), reusing `cache`'s buffers.
+    pub fn logits(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
         let input = GraphInput::<f32>::new(
             graph.num_nodes(),
             &graph.node_features,
@@ -88,8 +93,7 @@ impl TrainedModel {
             &graph.src,
             &graph.dst,
         );
-        let logits = self.model.infer(&input, cache);
-        logits.iter().map(|&x| sigmoid(x)).collect()
+        self.model.infer(&input, cache).to_vec()
     }
 }
 
@@ -229,10 +233,10 @@ impl Reconstructor {
     /// Reconstructs one event: graph, edge scores, tracks.
     pub fn event(&self, event: &Event) -> Result<EventReco> {
         let t = Instant::now();
-        let (graph, _) = build_graph(event, &self.det, &self.recipe, self.map.as_ref())?;
+        let (graph, _) = self.graph(event)?;
         let graph_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let scores = self.edge_scores(event.event_id, &graph)?;
+        let scores = self.scores(&graph)?;
         let gnn_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let hit_tracks = self.tracks(event, &graph, &scores)?;
@@ -241,25 +245,42 @@ impl Reconstructor {
         Ok(EventReco { event_id: event.event_id, graph, scores, hit_tracks, seconds })
     }
 
+    /// The graph of `event` with the run's recipe (without truth cuts) and module map, and its
+    /// construction figures.
+    pub fn graph(&self, event: &Event) -> Result<(Graph, BuildStats)> {
+        Ok(build_graph(event, &self.det, &self.recipe, self.map.as_ref())?)
+    }
+
     /// The scores of `graph`'s edges: the GNN's, or the truth's with truth scores.
-    fn edge_scores(&self, event_id: u64, graph: &Graph) -> Result<Vec<f32>> {
+    pub fn scores(&self, graph: &Graph) -> Result<Vec<f32>> {
         if self.truth_scores {
+            let event_id = graph.event_id;
             let truth = graph.truth.as_ref().ok_or(Error::TruthScoresWithoutTruth { event_id })?;
             return Ok(truth.target.iter().map(|&y| y as f32).collect());
         }
-        // Concurrent callers each get buffers: a second caller (or a rayon task stolen while
-        // the first waits) gets fresh ones instead of waiting for the lock.
+        Ok(self.with_cache(|cache| self.model.scores(graph, cache)))
+    }
+
+    /// The GNN's logits of `graph`'s edges (the scores before the sigmoid).
+    pub fn logits(&self, graph: &Graph) -> Vec<f32> {
+        self.with_cache(|cache| self.model.logits(graph, cache))
+    }
+
+    /// `f` with the GNN's buffers. Concurrent callers each get buffers: a second caller (or a
+    /// rayon task stolen while the first waits) gets fresh ones instead of waiting for the lock.
+    fn with_cache<T>(&self, f: impl FnOnce(&mut ForwardCache<f32>) -> T) -> T {
         let mut fresh = ForwardCache::default();
         let mut guard = self.cache.try_lock();
         let cache = match guard.as_deref_mut() {
             Ok(c) => c,
             Err(_) => &mut fresh,
         };
-        Ok(self.model.scores(graph, cache))
+        f(cache)
     }
 
-    /// A track id per hit of `event` from `graph`'s scored edges.
-    fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
+    /// A track id per hit of `event` (in its hit order) from the `scores` of `graph`'s edges,
+    /// `graph` being `event`'s (built by [`graph`](Self::graph)), with the run's track builder.
+    pub fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
         let edges = ScoredEdges::from_graph(graph, scores);
         let node_tracks = if self.builder.config().uses_layers() {
             let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;

@@ -1,0 +1,208 @@
+//! A trained run from Python: [`PyRun`] (`trackgnn.Run`) opens a run directory with
+//! `trackgnn_reco::inference::Reconstructor` and scores graphs, builds tracks and
+//! reconstructs events; [`build_tracks`] groups the nodes of any scored graph.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::{Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
+use trackgnn_train::run_dir::{RunDir, Weights};
+
+use crate::errors::{config_error, to_py, to_py_at};
+use crate::event::{PyEvent, detector};
+use crate::graph::{PyGraph, PyRecipe};
+
+/// The track building settings of `method` (`cc`, `walkthrough` or `follow`) cutting edges
+/// at `score_cut` (default: the method's own).
+fn track_config(method: &str, score_cut: Option<f64>) -> PyResult<TrackBuilderConfig> {
+    let method = match method {
+        "cc" => Method::Cc,
+        "walkthrough" => Method::Walkthrough,
+        "follow" => Method::Follow,
+        other => return Err(config_error(format!("unknown track method `{other}` (cc, walkthrough or follow)"))),
+    };
+    Ok(TrackBuilderConfig::for_method(method, score_cut))
+}
+
+/// `scores` as a slice checked against the graph's edge count.
+fn edge_values<'a>(graph: &PyGraph, scores: &'a PyReadonlyArray1<'_, f32>, what: &str) -> PyResult<&'a [f32]> {
+    let s = scores.as_slice()?;
+    if s.len() != graph.graph.num_edges() {
+        let e = graph.graph.num_edges();
+        return Err(config_error(format!("{} {what} for a graph of {e} edges", s.len())));
+    }
+    Ok(s)
+}
+
+/// What [`PyRun::reconstruct`] returns: the graph, its edge scores, a track id per hit.
+type Reconstructed<'py> = (PyGraph, Bound<'py, PyArray1<f32>>, Bound<'py, PyArray1<u32>>);
+
+/// A trained run (`trackgnn.Run`): its recipe without truth cuts, its module map, its GNN
+/// with the weights chosen, and a track builder.
+#[pyclass(name = "Run", module = "trackgnn", frozen)]
+pub struct PyRun {
+    rec: Reconstructor,
+    root: PathBuf,
+}
+
+#[pymethods]
+impl PyRun {
+    /// Opens the run directory `path` with its `weights` (`best`, `last` or a safetensors
+    /// file), building tracks with `method` (`cc`, `walkthrough`, `follow`) at `score_cut`
+    /// (default: the method's own) of at least `min_hits` hits, on the built-in TrackML
+    /// detector or `detector` (a `detectors.csv`). With `truth_scores`, edges are scored from
+    /// the truth instead of the GNN (`trackgnn reconstruct --truth-scores`, a diagnostic).
+    #[new]
+    #[pyo3(signature = (path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        weights: &str,
+        method: &str,
+        score_cut: Option<f64>,
+        min_hits: usize,
+        truth_scores: bool,
+        detector: Option<PathBuf>,
+    ) -> PyResult<PyRun> {
+        let weights = Weights::from_str(weights).expect("infallible");
+        let mut tracks = track_config(method, score_cut)?;
+        tracks.min_hits = min_hits;
+        let det = self::detector(py, detector)?;
+        let rec = py
+            .detach(|| {
+                let run = RunDir::open(&path)?;
+                Ok::<_, trackgnn_reco::Error>(
+                    Reconstructor::open(&run, &weights, det)?.with_tracks(tracks)?.with_truth_scores(truth_scores),
+                )
+            })
+            .map_err(|e| to_py_at(e, &path))?;
+        Ok(PyRun { rec, root: path })
+    }
+
+    /// The run directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    /// The recipe graphs are built with (the run's, without truth cuts).
+    #[getter]
+    fn recipe(&self) -> PyRecipe {
+        PyRecipe { recipe: self.rec.recipe().clone() }
+    }
+
+    /// The weights file loaded.
+    #[getter]
+    fn weights(&self) -> PathBuf {
+        self.rec.model().weights.clone()
+    }
+
+    /// The graph of `event` with the run's recipe and module map.
+    fn build_graph(&self, py: Python<'_>, event: &PyEvent) -> PyResult<PyGraph> {
+        let (graph, _) = py.detach(|| self.rec.graph(&event.event)).map_err(to_py)?;
+        Ok(PyGraph { graph })
+    }
+
+    /// The GNN's edge scores (probabilities) of `graph`, `[E]` float32.
+    fn score<'py>(&self, py: Python<'py>, graph: &PyGraph) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        self.check_features(graph)?;
+        let scores = py.detach(|| self.rec.scores(&graph.graph)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, scores))
+    }
+
+    /// The GNN's edge logits of `graph` (the scores before the sigmoid), `[E]` float32.
+    fn logits<'py>(&self, py: Python<'py>, graph: &PyGraph) -> PyResult<Bound<'py, PyArray1<f32>>> {
+        self.check_features(graph)?;
+        let logits = py.detach(|| self.rec.logits(&graph.graph));
+        Ok(PyArray1::from_vec(py, logits))
+    }
+
+    /// A track id per hit of `event` (in its hit order; 0 = no track) from the `scores` of
+    /// `graph`'s edges, `graph` being `event`'s, with the run's track builder.
+    fn tracks<'py>(
+        &self,
+        py: Python<'py>,
+        event: &PyEvent,
+        graph: &PyGraph,
+        scores: PyReadonlyArray1<'py, f32>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let s = edge_values(graph, &scores, "scores")?;
+        let ids = py.detach(|| self.rec.tracks(&event.event, &graph.graph, s)).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, ids))
+    }
+
+    /// Reconstructs `event`: its graph, the edge scores and a track id per hit (as
+    /// `trackgnn reconstruct` does for each event of a directory).
+    fn reconstruct<'py>(&self, py: Python<'py>, event: &PyEvent) -> PyResult<Reconstructed<'py>> {
+        let reco = py.detach(|| self.rec.event(&event.event)).map_err(to_py)?;
+        Ok((
+            PyGraph { graph: reco.graph },
+            PyArray1::from_vec(py, reco.scores),
+            PyArray1::from_vec(py, reco.hit_tracks),
+        ))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Run({:?}, weights={:?})",
+            self.root.display().to_string(),
+            self.rec.model().weights.display().to_string()
+        )
+    }
+}
+
+impl PyRun {
+    /// A graph whose node features are not the run's is refused (the GNN would read garbage).
+    fn check_features(&self, graph: &PyGraph) -> PyResult<()> {
+        let want: Vec<String> = self.rec.recipe().features.features.iter().map(|f| f.name.to_string()).collect();
+        if graph.graph.node_feature_names != want {
+            return Err(config_error(format!(
+                "the graph's node features {:?} are not the run's {want:?} (build it with Run.build_graph or the run's recipe)",
+                graph.graph.node_feature_names
+            )));
+        }
+        let want_edge = if self.rec.recipe().edge_features { 4 } else { 0 };
+        if graph.graph.num_edge_features() != want_edge {
+            return Err(config_error(format!(
+                "the graph has {} edge features, the run's model takes {want_edge}",
+                graph.graph.num_edge_features()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A track id per node of `graph` (0 = no track) from the `scores` of its edges, grouped by
+/// `method` (`cc`, `walkthrough`, or `follow` without the hit search, which needs the event:
+/// see `Run.tracks`) at `score_cut` (default: the method's own), tracks of at least
+/// `min_hits` nodes.
+#[pyfunction]
+#[pyo3(signature = (graph, scores, method="cc", score_cut=None, min_hits=3))]
+pub fn build_tracks<'py>(
+    py: Python<'py>,
+    graph: &PyGraph,
+    scores: PyReadonlyArray1<'py, f32>,
+    method: &str,
+    score_cut: Option<f64>,
+    min_hits: usize,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let mut config = track_config(method, score_cut)?;
+    config.min_hits = min_hits;
+    config.follow.search = false;
+    let builder = TrackBuilder::new(config).map_err(to_py)?;
+    let s = edge_values(graph, &scores, "scores")?;
+    let ids = py.detach(|| builder.build(&ScoredEdges::from_graph(&graph.graph, s))).map_err(to_py)?;
+    Ok(PyArray1::from_vec(py, ids))
+}
+
+/// Adds the run class and track building to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRun>()?;
+    m.add_function(wrap_pyfunction!(build_tracks, m)?)?;
+    m.add("NO_TRACK", trackgnn_reco::NO_TRACK)?;
+    Ok(())
+}

@@ -1,0 +1,111 @@
+"""A trained run: scores, tracks and metrics, the same as the command line's."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import trackgnn
+
+
+@pytest.fixture(scope="module")
+def run(tiny):
+    return trackgnn.Run(tiny / "run")
+
+
+def graphs(tiny):
+    return [trackgnn.read_graph(p) for p in sorted((tiny / "g").glob("*.graph"))]
+
+
+def test_scores_are_the_sigmoid_of_the_logits(tiny, run):
+    graph = graphs(tiny)[0]
+    scores, logits = run.score(graph), run.logits(graph)
+    assert scores.shape == (graph.num_edges,) and scores.dtype == np.float32
+    np.testing.assert_allclose(scores, 1.0 / (1.0 + np.exp(-logits.astype(np.float64))), rtol=1e-6, atol=1e-7)
+    assert scores.std() > 0, "a trained model does not score every edge alike"
+    # The graph Run.build_graph makes from the event is the graph file's (no truth cuts).
+    event = trackgnn.read_event(tiny / "ev" / "event000000001")
+    assert run.build_graph(event) == graph
+    np.testing.assert_array_equal(run.score(run.build_graph(event)), scores)
+
+
+def test_edge_metrics_equal_trackgnn_eval(tiny, run, cli):
+    import json
+
+    out = json.loads(cli(tiny, "eval", "--run", "run", "--graphs", "g", "--all", "--json", "--threads", 1).stdout)
+    per_event = [trackgnn.edge_metrics(g, run.logits(g), threshold=out["threshold"]) for g in graphs(tiny)]
+    assert len(per_event) == out["events"] == 6
+    for key in ("auc", "efficiency", "target_purity", "total_purity", "purity"):
+        values = [m[key] for m in per_event if np.isfinite(m[key])]
+        mean = float(np.mean(values)) if values else None
+        assert (mean is None and out[key] is None) or mean == pytest.approx(out[key], rel=1e-9, abs=1e-12), key
+
+
+def test_track_metrics_equal_trackgnn_reconstruct(tiny, cli):
+    import json
+
+    # Truth scores (a diagnostic) give real tracks even from a run trained for seconds.
+    args = ["reconstruct", "--run", "run", "--input", "ev", "--out", "rec", "--min-hits", 3, "--truth-scores"]
+    out = json.loads(cli(tiny, *args, "--json", "--threads", 1).stdout)
+    run = trackgnn.Run(tiny / "run", min_hits=3, truth_scores=True)
+    counts = {}
+    for i in range(1, 7):
+        event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
+        graph, scores, tracks = run.reconstruct(event)
+        np.testing.assert_array_equal(scores, graph.target.astype(np.float32))
+        np.testing.assert_array_equal(run.tracks(event, graph, scores), tracks)
+        m = trackgnn.track_metrics(event, tracks)
+        for k in ("n_target_particles", "n_target_matched", "n_candidates", "n_fake_candidates"):
+            counts[k] = counts.get(k, 0) + m[k]
+    for k, v in counts.items():
+        assert v == out["metrics"][k], k
+    assert counts["n_target_matched"] / counts["n_target_particles"] == pytest.approx(out["metrics"]["efficiency"])
+    assert out["metrics"]["efficiency"] > 0.8
+
+
+def test_build_tracks_groups_the_nodes_of_a_scored_graph(event):
+    graph, _ = trackgnn.build_graph(event)
+    node_tracks = trackgnn.build_tracks(graph, graph.target.astype(np.float32), method="cc")
+    assert node_tracks.shape == (graph.num_nodes,) and node_tracks.max() > 10
+    # Perfect scores: each track's hits come from one particle (or it is a merger of few).
+    pid = graph.particle_id
+    pure = [len(set(pid[node_tracks == t])) == 1 for t in np.unique(node_tracks) if t != trackgnn.NO_TRACK]
+    assert np.mean(pure) > 0.9
+    hit_tracks = node_tracks  # every hit is a node of the geometric graph
+    m = trackgnn.track_metrics(event, hit_tracks)
+    assert m["efficiency"] > 0.8 and m["fake_rate"] < 0.05 and 0 < m["trackml_score"] <= 1
+    with pytest.raises(trackgnn.ConfigError, match="3 scores for a graph of"):
+        trackgnn.build_tracks(graph, np.zeros(3, dtype=np.float32))
+    with pytest.raises(trackgnn.ConfigError, match="unknown track method `dbscan`"):
+        trackgnn.build_tracks(graph, graph.target.astype(np.float32), method="dbscan")
+
+
+def test_run_errors(tmp_path, tiny, run, event):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        trackgnn.Run(tmp_path / "nowhere")
+    with pytest.raises(trackgnn.TrackgnnError, match="missing.safetensors"):
+        trackgnn.Run(tiny / "run", weights=str(tmp_path / "missing.safetensors"))
+    recipe = trackgnn.Recipe.from_toml(trackgnn.Recipe("geometric").to_toml().replace("edge_features = true", "edge_features = false"))
+    graph, _ = trackgnn.build_graph(event, recipe)
+    with pytest.raises(trackgnn.ConfigError, match="edge features"):
+        run.score(graph)
+    no_truth = trackgnn.Event.from_columns(1, event.hits())
+    with pytest.raises(trackgnn.TrackgnnError, match="truth"):
+        trackgnn.track_metrics(no_truth, np.zeros(no_truth.num_hits, dtype=np.uint32))
+
+
+def test_long_calls_release_the_gil():
+    # While a thread generates an event, this thread keeps running Python code.
+    done = threading.Event()
+    ticks = 0
+
+    def work():
+        trackgnn.generate_event(seed=1, event_id=1, pileup=40)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks += 1
+    t.join()
+    assert ticks > 1000, f"only {ticks} ticks: the call held the GIL"
