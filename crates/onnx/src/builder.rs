@@ -79,7 +79,12 @@ pub(crate) fn attr_f(name: &str, f: f32) -> AttributeProto {
 
 /// A string attribute.
 pub(crate) fn attr_s(name: &str, s: &str) -> AttributeProto {
-    AttributeProto { name: name.into(), s: s.as_bytes().to_vec(), r#type: AttributeType::String as i32, ..Default::default() }
+    AttributeProto {
+        name: name.into(),
+        s: s.as_bytes().to_vec(),
+        r#type: AttributeType::String as i32,
+        ..Default::default()
+    }
 }
 
 /// A tensor attribute (ConstantOfShape's fill value).

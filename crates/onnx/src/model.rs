@@ -17,11 +17,11 @@
 //! scatter starts from the lowest float and a `Where` on the edge count puts 0 back), √ε for
 //! std.
 
+use trackgnn_engine::InteractionGnn;
 use trackgnn_engine::config::Norm;
-use trackgnn_engine::ops::{Activation, Aggr};
 use trackgnn_engine::ops::aggregate::STD_EPS;
 use trackgnn_engine::ops::layer_norm::EPS as LN_EPS;
-use trackgnn_engine::InteractionGnn;
+use trackgnn_engine::ops::{Activation, Aggr};
 
 use crate::builder::{Builder, attr_f, attr_i, attr_s, attr_t, f32_tensor};
 use crate::error::{Error, Result};
@@ -297,7 +297,9 @@ impl Weights<'_> {
             let last = l + 1 == depth;
             let (norm, act) = match (kind, last) {
                 (_, false) => (cfg.norm, cfg.activation),
-                (MlpKind::Network, true) => (if cfg.output_norm { cfg.norm } else { Norm::None }, cfg.output_activation),
+                (MlpKind::Network, true) => {
+                    (if cfg.output_norm { cfg.norm } else { Norm::None }, cfg.output_activation)
+                }
                 (MlpKind::Classifier, true) => (Norm::None, Activation::Identity),
             };
             let (wv, ws) = self.tensor(&format!("{name}.{l}.weight"))?;
@@ -312,7 +314,9 @@ impl Weights<'_> {
                 (0, MlpInput::Edges { h, src, dst, rest }) => {
                     let hd = self.model.cfg.hidden;
                     if din < 2 * hd {
-                        return Err(Error::Weights(format!("`{name}.0.weight` has {din} inputs, fewer than 2 × hidden")));
+                        return Err(Error::Weights(format!(
+                            "`{name}.0.weight` has {din} inputs, fewer than 2 × hidden"
+                        )));
                     }
                     let cols = |c0: usize, c1: usize| -> Vec<f32> {
                         (0..dout).flat_map(|o| wv[o * din + c0..o * din + c1].iter().copied()).collect()
@@ -325,7 +329,8 @@ impl Weights<'_> {
                     let g_dst = b.op("Gather", &[&a_dst, dst], vec![attr_i("axis", 0)]);
                     let mut z = b.op("Add", &[&g_src, &g_dst], vec![]);
                     if din > 2 * hd {
-                        let rest = rest.ok_or_else(|| Error::Weights(format!("`{name}` reads more than [h_src, h_dst]")))?;
+                        let rest =
+                            rest.ok_or_else(|| Error::Weights(format!("`{name}` reads more than [h_src, h_dst]")))?;
                         let wr = b.f32(&format!("{name}.{l}.weight.rest"), &[dout, din - 2 * hd], &cols(2 * hd, din));
                         let r = b.op("Gemm", &[rest, &wr], vec![attr_i("transB", 1)]);
                         z = b.op("Add", &[&z, &r], vec![]);

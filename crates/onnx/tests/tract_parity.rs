@@ -4,7 +4,6 @@
 //! output norm, each aggregation, no edge features). One file serves graphs of any size.
 
 use prost::Message;
-use tract_onnx::prelude::*;
 use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::{Activation, Aggr};
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
@@ -14,6 +13,7 @@ use trackgnn_onnx::{export, required_opset};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::rng::Rng;
+use tract_onnx::prelude::*;
 
 /// Two generated events' graphs of different sizes.
 fn graphs(edge_features: bool) -> Vec<Graph> {

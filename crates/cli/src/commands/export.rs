@@ -78,7 +78,14 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
             "run_precision": trained.config.precision, "acts": export.acts, "reference": reference,
         }));
     } else {
-        println!("{}: {} bytes, ONNX opset {}, {} nodes, {} parameters", a.out.display(), m.bytes.len(), m.opset, m.nodes, trained.model.params.len());
+        println!(
+            "{}: {} bytes, ONNX opset {}, {} nodes, {} parameters",
+            a.out.display(),
+            m.bytes.len(),
+            m.opset,
+            m.nodes,
+            trained.model.params.len()
+        );
         println!("inputs: {}", m.inputs.iter().map(shape).collect::<Vec<_>>().join(", "));
         println!("output: {} (logits; the ACTS plugin applies the sigmoid and its cut)", shape(&m.output));
         println!(
@@ -107,7 +114,13 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
 /// after one untimed warm-up), and writes `<event>.x.npy`, `<event>.edge_index.npy`,
 /// `<event>.edge_attr.npy` (when the model has edge features), `<event>.logits.npy` and
 /// `reference.json` into `out`; returns what reference.json holds.
-fn write_reference(a: &ExportArgs, run: &RunDir, weights: &Weights, events: &Path, out: &Path) -> Result<serde_json::Value> {
+fn write_reference(
+    a: &ExportArgs,
+    run: &RunDir,
+    weights: &Weights,
+    events: &Path,
+    out: &Path,
+) -> Result<serde_json::Value> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let rec = Reconstructor::open(run, weights, det)?.with_precision(Some(Precision::F32));
     let mut files = discover_events(events)?;
