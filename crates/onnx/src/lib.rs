@@ -7,7 +7,7 @@
 //! plugin applies the sigmoid and the cut). N and E are symbolic: one file serves every event.
 //! The tensor names are the ones the plugin's TensorRT backend looks up.
 //!
-//! Beside the model, [`write`] puts the ACTS configuration ([`acts::ActsConfig`]) that makes
+//! Beside the model, [`write()`] puts the ACTS configuration ([`acts::ActsConfig`]) that makes
 //! the plugin feed exactly trackgnn's node features. [`model`] says which ONNX operators (and
 //! opsets) each part of the model uses.
 //!
@@ -44,7 +44,7 @@ pub use model::{OnnxModel, TensorInfo, export_model, required_opset};
 pub struct Export {
     /// The ONNX model.
     pub model: OnnxModel,
-    /// The sidecar (its `model` field is filled by [`write`]).
+    /// The sidecar (its `model` field is filled by [`write()`]).
     pub acts: ActsConfig,
 }
 

@@ -284,7 +284,7 @@ impl Weights<'_> {
         Ok((ps.value(i), &ps.specs[i].shape))
     }
 
-    /// MLP `name` applied to `x`: layers `name.{l}` while the weights exist, each ending as
+    /// MLP `name` applied to `input`: layers `name.0` to `name.{depth-1}`, each ending as
     /// `InteractionGnn::new` made it.
     fn mlp(&self, b: &mut Builder, input: MlpInput<'_>, name: &str, kind: MlpKind) -> Result<String> {
         let cfg = &self.model.cfg;
