@@ -11,6 +11,7 @@ pub use crate::commands::bench_io::BenchIoArgs;
 pub use crate::commands::bench_memory::BenchMemoryArgs;
 pub use crate::commands::build_graphs::BuildGraphsArgs;
 pub use crate::commands::demo::DemoArgs;
+pub use crate::commands::export::ExportArgs;
 pub use crate::commands::geometry::GeometryArgs;
 pub use crate::commands::inspect::InspectArgs;
 pub use crate::commands::module_map::{ModuleMapBuildArgs, ModuleMapMergeArgs};
@@ -55,6 +56,8 @@ pub enum Command {
     Scaling(ScalingArgs),
     /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.
     ExportParity(ExportParityArgs),
+    /// Export a trained run's model: ONNX for the ACTS GNN plugin, with its ACTS configuration.
+    Export(ExportArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),

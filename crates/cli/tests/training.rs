@@ -105,6 +105,26 @@ fn train_and_eval_from_the_command_line() {
     assert!(err.contains("-truth.csv"), "{err}");
     let err = fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "t0", "--min-hits", "0"]));
     assert!(err.contains("--min-hits"), "{err}");
+    // ONNX export for ACTS: the file, its ACTS configuration, and reference inputs and logits.
+    let export = ["export", "--run", "run", "--out", "m.onnx", "--reference", "ev", "--reference-out", "ref"];
+    let x = json(&ok(trackgnn(d, &export.into_iter().chain(["--events", "2", "--json"]).collect::<Vec<_>>())));
+    assert_eq!(
+        (x["opset"].as_i64(), x["bytes"].as_u64()),
+        (Some(18), Some(std::fs::metadata(d.join("m.onnx")).unwrap().len()))
+    );
+    let names: Vec<&str> = x["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert_eq!((names, x["output"]["name"].as_str()), (vec!["x", "edge_index", "edge_attr"], Some("output")));
+    let acts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("m.acts.json")).unwrap()).unwrap();
+    assert_eq!(acts["selected_features"], serde_json::json!([0, 1, 2]));
+    assert_eq!(acts["model"], "m.onnx");
+    let events = x["reference"]["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    let logits = d.join("ref").join(format!("{}.logits.npy", events[0]["prefix"].as_str().unwrap()));
+    let edges = events[0]["edges"].as_u64().unwrap();
+    assert_eq!(std::fs::metadata(logits).unwrap().len(), 128 + 4 * edges, "a 128-byte .npy header, then E floats");
+    let err = fails(trackgnn(d, &["export", "--run", "run", "--out", "m2.onnx", "--reference", "ev"]));
+    assert!(err.contains("--reference-out"), "{err}");
     // Training again into the same directory without --resume is refused.
     let err = fails(trackgnn(d, &args[..args.len() - 1]));
     assert!(err.contains("--resume"), "{err}");

@@ -6,6 +6,7 @@ pub(crate) mod bench_io;
 pub(crate) mod bench_memory;
 pub mod build_graphs;
 pub(crate) mod demo;
+pub(crate) mod export;
 pub(crate) mod geometry;
 pub(crate) mod inspect;
 pub(crate) mod module_map;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::ModuleMap(ModuleMapCommand::Merge(a)) => module_map::merge(a),
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::ExportParity(a) => parity::run(a),
+        Command::Export(a) => export::run(a),
         Command::Train(a) => train::run(a),
         Command::Reconstruct(a) => reconstruct::run(a),
         Command::Eval(a) => train::eval(a),
@@ -76,6 +78,7 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
         Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
         Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
         Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref()],
+        Command::Export(a) => vec![Some(&a.run), a.reference.as_deref(), detector(&a.detector)],
         Command::Bench(_) => vec![],
     }
 }

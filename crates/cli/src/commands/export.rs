@@ -1,0 +1,174 @@
+//! `trackgnn export`: a trained run's model as a standard ONNX file for the ACTS GNN plugin,
+//! with the ACTS feature configuration beside it; optionally reference inputs and the engine's
+//! logits for events, for `tools/onnx_check.py`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::json;
+use trackgnn_engine::{ForwardCache, GraphInput, Precision};
+use trackgnn_onnx::npy::write_npy;
+use trackgnn_reco::inference::{Reconstructor, TrainedModel};
+use trackgnn_trackml::csv::{discover_events, read_event};
+use trackgnn_train::run_dir::{RunDir, Weights};
+
+use crate::cli::DetectorArg;
+use crate::util::{load_detector, print_json, thread_pool};
+
+/// The export formats.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// ONNX, in the conventions of the ACTS GNN plugin's ONNX edge classifier.
+    Onnx,
+}
+
+/// `trackgnn export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A training run directory (its recipe, config and weights).
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// The file format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Onnx)]
+    pub format: ExportFormat,
+    /// The model file to write (the ACTS configuration goes beside it, `<stem>.acts.json`).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    /// Also write, for each event of this directory, the model's inputs and the engine's
+    /// logits (f32) as .npy files, and the engine's scoring time, into --reference-out.
+    #[arg(long, value_name = "DIR", requires = "reference_out")]
+    pub reference: Option<PathBuf>,
+    /// Where the reference files go.
+    #[arg(long, value_name = "DIR", requires = "reference")]
+    pub reference_out: Option<PathBuf>,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
+
+pub fn run(a: ExportArgs) -> Result<ExitCode> {
+    let run = RunDir::open(&a.run)?;
+    let weights: Weights = a.weights.parse()?;
+    let recipe = run.read_recipe()?.for_inference();
+    let trained = TrainedModel::for_recipe(&run, &weights, &recipe)?;
+    let export = trackgnn_onnx::export(&trained.model, &recipe.features, trained.config.threshold)
+        .with_context(|| format!("{}", a.run.display()))?;
+    let sidecar = trackgnn_onnx::write(&export, &a.out)?;
+    let reference = match (&a.reference, &a.reference_out) {
+        (Some(events), Some(out)) => Some(write_reference(&a, &run, &weights, events, out)?),
+        _ => None,
+    };
+    let m = &export.model;
+    let shape = |t: &trackgnn_onnx::TensorInfo| format!("{} [{}] {}", t.name, t.shape.join(", "), t.dtype);
+    if a.json.json {
+        print_json(&json!({
+            "out": a.out, "sidecar": sidecar, "format": "onnx", "bytes": m.bytes.len(), "opset": m.opset,
+            "onnx_nodes": m.nodes, "parameters": trained.model.params.len(), "inputs": m.inputs, "output": m.output,
+            "run_precision": trained.config.precision, "acts": export.acts, "reference": reference,
+        }));
+    } else {
+        println!(
+            "{}: {} bytes, ONNX opset {}, {} nodes, {} parameters",
+            a.out.display(),
+            m.bytes.len(),
+            m.opset,
+            m.nodes,
+            trained.model.params.len()
+        );
+        println!("inputs: {}", m.inputs.iter().map(shape).collect::<Vec<_>>().join(", "));
+        println!("output: {} (logits; the ACTS plugin applies the sigmoid and its cut)", shape(&m.output));
+        println!(
+            "ACTS configuration: {} (nodeFeatures [{}], selectedFeatures {:?}, featureScales {:?})",
+            sidecar.display(),
+            export.acts.node_features.join(", "),
+            export.acts.selected_features,
+            export.acts.feature_scales
+        );
+        if trained.config.precision != Precision::F32 {
+            println!("the run scores in {}; the ONNX file computes in f32", trained.config.precision);
+        }
+        if let Some(r) = &reference {
+            println!(
+                "reference: {} events in {}, engine scoring {:.4} s per event (f32, mean)",
+                r["events"].as_array().map_or(0, Vec::len),
+                r["dir"].as_str().unwrap_or_default(),
+                r["mean_engine_seconds"].as_f64().unwrap_or_default()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Builds each event's graph with the run's recipe, scores it with the engine in f32 (timed,
+/// after one untimed warm-up), and writes `<event>.x.npy`, `<event>.edge_index.npy`,
+/// `<event>.edge_attr.npy` (when the model has edge features), `<event>.logits.npy` and
+/// `reference.json` into `out`; returns what reference.json holds.
+fn write_reference(
+    a: &ExportArgs,
+    run: &RunDir,
+    weights: &Weights,
+    events: &Path,
+    out: &Path,
+) -> Result<serde_json::Value> {
+    let det = load_detector(a.detector.detector.as_deref())?;
+    let rec = Reconstructor::open(run, weights, det)?.with_precision(Some(Precision::F32));
+    let mut files = discover_events(events)?;
+    if let Some(n) = a.events.events {
+        files.truncate(n);
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
+    let pool = thread_pool(a.threads.threads)?;
+    let model = &rec.model().model;
+    let mut cache = ForwardCache::default();
+    let mut rows = Vec::new();
+    for f in &files {
+        let event = read_event(f, rec.read_options())?;
+        let g = rec.event(&event)?.graph;
+        let input = GraphInput::<f32>::new(
+            g.num_nodes(),
+            &g.node_features,
+            g.num_node_features(),
+            &g.edge_features,
+            g.num_edge_features(),
+            &g.src,
+            &g.dst,
+        );
+        if rows.is_empty() {
+            pool.install(|| model.infer(&input, &mut cache));
+        }
+        let t0 = Instant::now();
+        let logits = pool.install(|| model.infer(&input, &mut cache));
+        let seconds = t0.elapsed().as_secs_f64();
+        let prefix = format!("event{:09}", event.event_id);
+        let path = |what: &str| out.join(format!("{prefix}.{what}.npy"));
+        write_npy(&path("x"), &[g.num_nodes(), g.num_node_features()], &g.node_features)?;
+        let ei: Vec<i64> = g.src.iter().chain(&g.dst).map(|&v| v as i64).collect();
+        write_npy(&path("edge_index"), &[2, g.num_edges()], &ei)?;
+        if g.num_edge_features() > 0 {
+            write_npy(&path("edge_attr"), &[g.num_edges(), g.num_edge_features()], &g.edge_features)?;
+        }
+        write_npy(&path("logits"), &[g.num_edges()], &logits)?;
+        rows.push(json!({
+            "event_id": event.event_id, "prefix": prefix, "nodes": g.num_nodes(), "edges": g.num_edges(),
+            "engine_seconds": seconds,
+        }));
+    }
+    let mean = rows.iter().filter_map(|r| r["engine_seconds"].as_f64()).sum::<f64>() / rows.len().max(1) as f64;
+    let value = json!({
+        "dir": out, "threads": pool.current_num_threads(), "events": rows, "mean_engine_seconds": mean,
+    });
+    let text = serde_json::to_string_pretty(&value)? + "\n";
+    crate::util::write_atomic(&out.join("reference.json"), text.as_bytes())?;
+    Ok(value)
+}
