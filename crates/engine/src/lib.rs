@@ -39,6 +39,7 @@ pub mod alloc;
 pub mod bf16;
 pub mod checkpointing;
 pub mod config;
+pub mod dense;
 pub mod graph_input;
 pub mod loss;
 pub mod matmul;
@@ -53,6 +54,7 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
+pub use dense::{DenseNet, DenseNetConfig};
 pub use config::{ConfigError, ModelConfig, Norm, Precision};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
