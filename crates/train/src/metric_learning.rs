@@ -414,3 +414,67 @@ pub(crate) fn step(opt: &mut AdamW, params: &mut ParamStore<f32>, clip: f64, lr:
     }
     opt.step(&mut params.data, &params.grad, lr);
 }
+
+/// The learned stages a graph recipe names (embedding and filter), loaded and checked against
+/// the weight hashes the recipe recorded.
+#[derive(Default)]
+pub struct LearnedStages {
+    /// The embedding (metric-learning and hybrid methods).
+    pub embedding: Option<embedding::EmbeddingModel>,
+    /// The edge filter, if the recipe has one.
+    pub filter: Option<filter::FilterModel>,
+}
+
+impl LearnedStages {
+    /// Loads what `recipe` needs (nothing for the geometric and module-map methods).
+    ///
+    /// # Errors
+    /// A metric-learning recipe without `[metric_learning]`, a run that cannot be loaded, or
+    /// weights whose hash differs from the one recorded (the run was retrained since).
+    pub fn load(recipe: &trackgnn_graph::GraphRecipe) -> Result<LearnedStages> {
+        if !recipe.needs_embedding() {
+            return Ok(LearnedStages::default());
+        }
+        let ml = recipe.metric_learning.as_ref().ok_or_else(|| {
+            Error::Config(format!("the {:?} graph recipe has no [metric_learning] section", recipe.method))
+        })?;
+        let check = |run: &str, hash: &Option<String>| -> Result<()> {
+            let Some(then) = hash else { return Ok(()) };
+            let path = Path::new(run).join(BEST_FILE);
+            let now = trackgnn_graph::module_map::file_hash(&path)?;
+            if &now != then {
+                return Err(Error::Inconsistent {
+                    path,
+                    message: format!("weights changed since the graphs were built (hash {then}, now {now})"),
+                });
+            }
+            Ok(())
+        };
+        check(&ml.embedding_run, &ml.embedding_hash)?;
+        let embedding = Some(embedding::EmbeddingModel::load(Path::new(&ml.embedding_run))?);
+        let filter = match &ml.filter_run {
+            Some(run) => {
+                check(run, &ml.filter_hash)?;
+                Some(filter::FilterModel::load(Path::new(run))?)
+            }
+            None => None,
+        };
+        Ok(LearnedStages { embedding, filter })
+    }
+
+    /// The stages for [`trackgnn_graph::build_graph_with`], with the module map if any.
+    pub fn stages<'a>(&'a self, map: Option<&'a trackgnn_graph::ModuleMap>) -> trackgnn_graph::Stages<'a> {
+        trackgnn_graph::Stages {
+            map,
+            embedder: self.embedding.as_ref().map(|e| e as &dyn trackgnn_graph::metric::HitEmbedder),
+            filter: self.filter.as_ref().map(|f| f as &dyn trackgnn_graph::metric::EdgeScorer),
+        }
+    }
+
+    /// True if a stage's features need the cells file.
+    pub fn needs_cells(&self) -> bool {
+        let e = self.embedding.as_ref().map(|e| &e.config.features);
+        let f = self.filter.as_ref().map(|f| &f.config.features);
+        e.into_iter().chain(f).any(|c| c.features.iter().any(|s| s.name.needs_cells()))
+    }
+}
