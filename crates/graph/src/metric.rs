@@ -180,4 +180,76 @@ mod tests {
         assert!(radius_pairs(&[0.0; 4], 2, 1.0, 0).is_err());
         assert!(radius_pairs(&[], 4, 1.0, 3).unwrap().is_empty());
     }
+
+    /// A fixed "embedding": the hit position in metres (learned ones behave the same here).
+    struct Position;
+    impl HitEmbedder for Position {
+        fn dim(&self) -> usize {
+            3
+        }
+        fn embed(&self, t: &HitTable) -> Result<Vec<f32>> {
+            Ok((0..t.len()).flat_map(|i| [t.x[i] / 1000.0, t.y[i] / 1000.0, t.z[i] / 1000.0]).collect())
+        }
+    }
+    /// A fixed "filter": short edges score high.
+    struct Short;
+    impl EdgeScorer for Short {
+        fn score(&self, t: &HitTable, src: &[u32], dst: &[u32]) -> Result<Vec<f32>> {
+            Ok(src.iter().zip(dst).map(|(&a, &b)| 1.0 / (1.0 + (t.r[b as usize] - t.r[a as usize]).abs() / 50.0)).collect())
+        }
+    }
+
+    #[test]
+    fn metric_and_hybrid_graphs_rebuild_without_truth_and_the_hybrid_is_the_union() {
+        use crate::recipe::{GraphRecipe, Method, Stages, build_graph_with};
+        use trackgnn_simulate::{Generator, SimConfig};
+        use trackgnn_trackml::Detector;
+        let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 2.0, ..SimConfig::default() });
+        let (event, _) = generator.event(5, 1);
+        let det = generator.detector();
+        let mut map = crate::ModuleMap::new(Default::default());
+        map.add_training_event(&event, det).unwrap();
+        let mut recipe = GraphRecipe::new(Method::MetricLearning);
+        recipe.metric_learning = Some(MetricLearningConfig {
+            embedding_run: "unused".into(),
+            embedding_hash: None,
+            radius: 0.12,
+            k_max: 6,
+            filter_run: Some("unused".into()),
+            filter_hash: None,
+            filter_cut: 0.5,
+        });
+        let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
+        let mut no_truth = event.clone();
+        no_truth.truth = None;
+        no_truth.particles = None;
+        let edges = |recipe: &GraphRecipe| {
+            let (with, stats) = build_graph_with(&event, det, recipe, stages).unwrap();
+            let (without, _) = build_graph_with(&no_truth, det, &recipe.for_inference(), stages).unwrap();
+            assert!(with.truth.is_some() && without.truth.is_none());
+            assert_eq!((&with.src, &with.dst), (&without.src, &without.dst), "{:?}: rebuilt without truth", recipe.method);
+            assert_eq!(with.edge_features, without.edge_features);
+            assert!(stats.edges > 0 && stats.target_edges > 0, "{stats:?}");
+            let keys: std::collections::HashSet<u64> =
+                with.src.iter().zip(&with.dst).map(|(&a, &b)| crate::truth::pair_key(a, b)).collect();
+            assert_eq!(keys.len(), with.src.len(), "{:?}: deduplicated", recipe.method);
+            keys
+        };
+        let metric = edges(&recipe);
+        // The filter prunes: without it there are more edges.
+        let mut unfiltered = recipe.clone();
+        unfiltered.metric_learning.as_mut().unwrap().filter_cut = 0.0;
+        assert!(edges(&unfiltered).len() > metric.len());
+        recipe.method = Method::ModuleMap;
+        let mapped = edges(&recipe);
+        recipe.method = Method::Hybrid;
+        let hybrid = edges(&recipe);
+        let union: std::collections::HashSet<u64> = metric.union(&mapped).copied().collect();
+        assert_eq!(hybrid, union);
+        assert!(hybrid.len() > metric.len() && hybrid.len() > mapped.len());
+        // A missing stage is an error, not an empty graph.
+        let e = build_graph_with(&event, det, &recipe, Stages { map: Some(&map), ..Stages::default() }).unwrap_err();
+        assert!(e.to_string().contains("embedding"), "{e}");
+    }
 }
+

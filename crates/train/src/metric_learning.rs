@@ -261,12 +261,15 @@ impl<'a> StageRun<'a> {
         let adam = AdamWConfig { lr, ..AdamWConfig::default() };
         if resume {
             let written = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
-            if written != config_toml {
+            // The number of epochs may grow on resume; everything else must stay.
+            let without_epochs = |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
+            if without_epochs(&written) != without_epochs(config_toml) {
                 return Err(Error::Inconsistent {
                     path: cfg_path,
-                    message: "the configuration differs from the run's; resume with the same one".into(),
+                    message: "the configuration differs from the run's (only epochs may change); resume with the same one".into(),
                 });
             }
+            trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
             let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
             let state: StageState = serde_json::from_value(state)
                 .map_err(|e| Error::Corrupt { path: ckpt.clone(), message: format!("state.json: {e}") })?;
