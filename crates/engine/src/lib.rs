@@ -54,8 +54,8 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
-pub use dense::{DenseNet, DenseNetConfig};
 pub use config::{ConfigError, ModelConfig, Norm, Precision};
+pub use dense::{DenseNet, DenseNetConfig};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

@@ -84,8 +84,7 @@ pub fn radius_pairs(emb: &[f32], dim: usize, radius: f64, k_max: usize) -> Resul
 }
 
 fn radius_pairs_k<const K: usize>(emb: &[f32], radius: f32, k: NonZero<usize>) -> Vec<(u32, u32)> {
-    let points: Vec<[f32; K]> =
-        emb.chunks_exact(K).map(|c| std::array::from_fn(|i| c[i])).collect();
+    let points: Vec<[f32; K]> = emb.chunks_exact(K).map(|c| std::array::from_fn(|i| c[i])).collect();
     if points.is_empty() {
         return Vec::new();
     }
@@ -195,7 +194,11 @@ mod tests {
     struct Short;
     impl EdgeScorer for Short {
         fn score(&self, t: &HitTable, src: &[u32], dst: &[u32]) -> Result<Vec<f32>> {
-            Ok(src.iter().zip(dst).map(|(&a, &b)| 1.0 / (1.0 + (t.r[b as usize] - t.r[a as usize]).abs() / 50.0)).collect())
+            Ok(src
+                .iter()
+                .zip(dst)
+                .map(|(&a, &b)| 1.0 / (1.0 + (t.r[b as usize] - t.r[a as usize]).abs() / 50.0))
+                .collect())
         }
     }
 
@@ -227,7 +230,12 @@ mod tests {
             let (with, stats) = build_graph_with(&event, det, recipe, stages).unwrap();
             let (without, _) = build_graph_with(&no_truth, det, &recipe.for_inference(), stages).unwrap();
             assert!(with.truth.is_some() && without.truth.is_none());
-            assert_eq!((&with.src, &with.dst), (&without.src, &without.dst), "{:?}: rebuilt without truth", recipe.method);
+            assert_eq!(
+                (&with.src, &with.dst),
+                (&without.src, &without.dst),
+                "{:?}: rebuilt without truth",
+                recipe.method
+            );
             assert_eq!(with.edge_features, without.edge_features);
             assert!(stats.edges > 0 && stats.target_edges > 0, "{stats:?}");
             let keys: std::collections::HashSet<u64> =
@@ -252,4 +260,3 @@ mod tests {
         assert!(e.to_string().contains("embedding"), "{e}");
     }
 }
-

@@ -205,7 +205,8 @@ pub fn build_graph_with(
     let t0 = Instant::now();
     let table = HitTable::build(event, det, &recipe.node_cuts)?;
     let map_edges = |table: &HitTable| -> Result<(Vec<u32>, Vec<u32>)> {
-        let map = stages.map.ok_or_else(|| Error::Config(format!("the {:?} method needs a module map", recipe.method)))?;
+        let map =
+            stages.map.ok_or_else(|| Error::Config(format!("the {:?} method needs a module map", recipe.method)))?;
         Ok(map.build_edges(table, &recipe.map_margin))
     };
     let metric_edges = |table: &HitTable| -> Result<(Vec<u32>, Vec<u32>)> {

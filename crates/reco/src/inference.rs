@@ -35,12 +35,12 @@ use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
 use trackgnn_graph::{Graph, GraphRecipe, ModuleMap, build_graph_with};
-use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
 use trackgnn_train::TrainConfig;
 use trackgnn_train::checkpoint::load_weights;
+use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::error::{Error, Result};

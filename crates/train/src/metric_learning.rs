@@ -65,7 +65,10 @@ impl PreparedEvent {
     pub fn new(event: &Event, det: &Detector, features: &FeatureConfig, train_pt_min: f64) -> Result<PreparedEvent> {
         let table = HitTable::build(event, det, &NodeCuts::default())?;
         let truth = table.truth.as_ref().ok_or_else(|| {
-            Error::Config(format!("event {}: training the metric-learning stages needs truth and particles", event.event_id))
+            Error::Config(format!(
+                "event {}: training the metric-learning stages needs truth and particles",
+                event.event_id
+            ))
         })?;
         let x = table.features(features)?;
         let te = truth_edges(&table, &TargetConfig::default());
@@ -262,21 +265,22 @@ impl<'a> StageRun<'a> {
         if resume {
             let written = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
             // The number of epochs may grow on resume; everything else must stay.
-            let without_epochs = |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
+            let without_epochs =
+                |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
             if without_epochs(&written) != without_epochs(config_toml) {
                 return Err(Error::Inconsistent {
                     path: cfg_path,
-                    message: "the configuration differs from the run's (only epochs may change); resume with the same one".into(),
+                    message:
+                        "the configuration differs from the run's (only epochs may change); resume with the same one"
+                            .into(),
                 });
             }
             trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
             let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
             let state: StageState = serde_json::from_value(state)
                 .map_err(|e| Error::Corrupt { path: ckpt.clone(), message: format!("state.json: {e}") })?;
-            let records: Vec<StageRecord> = read_records(&root.join(METRICS_JSONL_FILE))?
-                .into_iter()
-                .filter(|r| r.epoch <= state.epoch)
-                .collect();
+            let records: Vec<StageRecord> =
+                read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= state.epoch).collect();
             return Ok(StageRun {
                 root,
                 opt: AdamW::from_state(adam, opt_state),
@@ -347,7 +351,8 @@ impl<'a> StageRun<'a> {
     fn plot(&self) -> Result<()> {
         let dir = self.root.join(PLOTS_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let series = |f: fn(&StageRecord) -> f64| self.records.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
+        let series =
+            |f: fn(&StageRecord) -> f64| self.records.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
         plot_series(
             &dir.join("loss"),
             "Loss",

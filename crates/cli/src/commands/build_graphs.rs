@@ -8,14 +8,14 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::file::{graph_file_name, sector_graph_file_name, write_graph};
+use trackgnn_graph::metric::MetricLearningConfig;
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::sectors::{self, SectorConfig};
-use trackgnn_graph::metric::MetricLearningConfig;
 use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph_with};
+use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_train::metric_learning::embedding::EmbeddingModel;
 use trackgnn_train::metric_learning::filter::FilterModel;
-use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
 
 use crate::cli::GraphMethod;
 use crate::progress;

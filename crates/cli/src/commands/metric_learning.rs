@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::features::FeatureConfig;
+use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
 use trackgnn_train::metric_learning::{PreparedEvent, StageRecord};
-use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
 
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -81,14 +81,24 @@ fn read_config<T: serde::de::DeserializeOwned + Default>(path: Option<&Path>) ->
 }
 
 /// Reads and prepares the events; splits off the validation events (the last ones).
-fn prepare(a: &StageArgs, features: &FeatureConfig, train_pt_min: f64) -> Result<(Vec<PreparedEvent>, Vec<PreparedEvent>)> {
+fn prepare(
+    a: &StageArgs,
+    features: &FeatureConfig,
+    train_pt_min: f64,
+) -> Result<(Vec<PreparedEvent>, Vec<PreparedEvent>)> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let mut files = discover_events(&a.input)?;
     if let Some(n) = a.events.events {
         files.truncate(n);
     }
-    anyhow::ensure!(files.len() >= 2, "{}: needs at least 2 events (training and validation), found {}", a.input.display(), files.len());
-    let opts = ReadOptions { truth: true, particles: true, cells: features.features.iter().any(|f| f.name.needs_cells()) };
+    anyhow::ensure!(
+        files.len() >= 2,
+        "{}: needs at least 2 events (training and validation), found {}",
+        a.input.display(),
+        files.len()
+    );
+    let opts =
+        ReadOptions { truth: true, particles: true, cells: features.features.iter().any(|f| f.name.needs_cells()) };
     let mut events: Vec<PreparedEvent> = files
         .par_iter()
         .map(|f| {
@@ -106,7 +116,15 @@ fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
         if !json {
             println!(
                 "epoch {:>3}: loss {:.5} (val {:.5}); graph efficiency {:.4} (prompt {:.4}, secondary {:.4}), purity {:.4}, {:.0} edges/event; {:.1} s",
-                r.epoch, r.train_loss, r.val_loss, r.efficiency, r.efficiency_prompt, r.efficiency_secondary, r.purity, r.edges_per_event, r.seconds
+                r.epoch,
+                r.train_loss,
+                r.val_loss,
+                r.efficiency,
+                r.efficiency_prompt,
+                r.efficiency_secondary,
+                r.purity,
+                r.edges_per_event,
+                r.seconds
             );
         }
     }
@@ -122,7 +140,15 @@ fn report(a: &StageArgs, what: &str, records: &[StageRecord], n_train: usize, n_
     } else if let Some(b) = best {
         println!(
             "{what} run {}: best epoch {} (val loss {:.5}): graph efficiency {:.4}, purity {:.4}, {:.0} edges/event; {} training and {} validation events, {:.1} s",
-            a.out.display(), b.epoch, b.val_loss, b.efficiency, b.purity, b.edges_per_event, n_train, n_val, wall
+            a.out.display(),
+            b.epoch,
+            b.val_loss,
+            b.efficiency,
+            b.purity,
+            b.edges_per_event,
+            n_train,
+            n_val,
+            wall
         );
     }
 }

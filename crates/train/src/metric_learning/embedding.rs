@@ -119,8 +119,11 @@ fn sample_pairs(cfg: &EmbeddingConfig, ev: &PreparedEvent, hard: &[(u32, u32)], 
     let mut p = Pairs { a: Vec::new(), b: Vec::new(), truth: Vec::new() };
     let n_true = ev.train_pairs.len().min(cfg.pairs_per_step);
     for k in 0..n_true {
-        let (a, b) =
-            if ev.train_pairs.len() <= cfg.pairs_per_step { ev.train_pairs[k] } else { ev.train_pairs[rng.below(ev.train_pairs.len() as u64) as usize] };
+        let (a, b) = if ev.train_pairs.len() <= cfg.pairs_per_step {
+            ev.train_pairs[k]
+        } else {
+            ev.train_pairs[rng.below(ev.train_pairs.len() as u64) as usize]
+        };
         p.a.push(a);
         p.b.push(b);
         p.truth.push(true);

@@ -125,7 +125,13 @@ fn candidates(
 
 /// BCE of edges `idx` of an event's candidates; with `grad`, accumulates the gradients.
 /// Returns the loss and the logits.
-fn edges_loss(net: &mut DenseNet<f32>, cfg: &FilterConfig, c: &Candidates, idx: &[usize], grad: bool) -> (f64, Vec<f32>) {
+fn edges_loss(
+    net: &mut DenseNet<f32>,
+    cfg: &FilterConfig,
+    c: &Candidates,
+    idx: &[usize],
+    grad: bool,
+) -> (f64, Vec<f32>) {
     let dim = cfg.features.features.len();
     let src: Vec<u32> = idx.iter().map(|&i| c.src[i]).collect();
     let dst: Vec<u32> = idx.iter().map(|&i| c.dst[i]).collect();
@@ -159,7 +165,10 @@ pub fn train_filter(
         return Err(crate::Error::Config("training a filter needs training and validation events".into()));
     }
     if cfg.net.out != 1 {
-        return Err(crate::Error::Config(format!("filter: net.out must be 1 (one logit per edge), not {}", cfg.net.out)));
+        return Err(crate::Error::Config(format!(
+            "filter: net.out must be 1 (one logit per edge), not {}",
+            cfg.net.out
+        )));
     }
     let radius = cfg.radius.unwrap_or(embedding.config.margin);
     let k_max = cfg.k_max.unwrap_or(embedding.config.k_max);
