@@ -14,6 +14,7 @@ pub use crate::commands::demo::DemoArgs;
 pub use crate::commands::export::ExportArgs;
 pub use crate::commands::geometry::GeometryArgs;
 pub use crate::commands::inspect::InspectArgs;
+pub use crate::commands::metric_learning::{TrainEmbeddingArgs, TrainFilterArgs};
 pub use crate::commands::module_map::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 pub use crate::commands::parity::ExportParityArgs;
 pub use crate::commands::reconstruct::ReconstructArgs;
@@ -48,6 +49,10 @@ pub enum Command {
     BuildGraphs(BuildGraphsArgs),
     /// Train the edge classifier on a graph directory.
     Train(TrainArgs),
+    /// Train the hit embedding of metric-learning graphs on events with truth.
+    TrainEmbedding(TrainEmbeddingArgs),
+    /// Train the edge filter that prunes an embedding's radius graph.
+    TrainFilter(TrainFilterArgs),
     /// Evaluate a run on graphs: the edge metrics of the reference table.
     Eval(EvalArgs),
     /// Build track candidates with a trained run: TrackML submissions, track metrics, plots.
@@ -111,6 +116,10 @@ pub enum GraphMethod {
     Geometric,
     /// Module pairs of a module map (needs --map).
     ModuleMap,
+    /// Radius graph in a learned embedding (needs --embedding; --filter prunes it).
+    MetricLearning,
+    /// Module map edges and metric-learning edges together (needs --map and --embedding).
+    Hybrid,
 }
 
 /// `--lr-scaling`.

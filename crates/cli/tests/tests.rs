@@ -8,6 +8,7 @@ mod errors;
 mod geometry;
 mod graphs;
 mod inspect;
+mod metric_learning;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod scaling;

@@ -41,6 +41,7 @@ pub mod bench;
 pub mod bf16;
 pub mod checkpointing;
 pub mod config;
+pub mod dense;
 pub mod graph_input;
 pub mod loss;
 pub mod matmul;
@@ -56,6 +57,7 @@ pub mod simd;
 
 pub use checkpointing::Checkpointing;
 pub use config::{ConfigError, ModelConfig, Norm, Precision};
+pub use dense::{DenseNet, DenseNetConfig};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

@@ -57,6 +57,51 @@ pub fn bce_with_logits<T: Real>(
     total / e as f64
 }
 
+/// The metric-learning hinge loss on pairs of embedded rows (Exa.TrkX's
+/// `HingeEmbeddingLoss` on squared distances): with d² = |e_a − e_b|², a true pair costs d²
+/// and a false pair max(0, m² − d²), averaged over the pairs. `emb` is rows × `dim`;
+/// gradients are accumulated into `demb` (same shape). Returns L (0 for no pairs).
+pub fn hinge_pairs<T: Real>(
+    emb: &[T],
+    dim: usize,
+    a: &[u32],
+    b: &[u32],
+    truth: &[bool],
+    margin: f64,
+    demb: &mut [T],
+) -> f64 {
+    let n = a.len();
+    assert!(b.len() == n && truth.len() == n, "hinge: pair shapes");
+    assert_eq!(demb.len(), emb.len(), "hinge: demb shape");
+    if n == 0 {
+        return 0.0;
+    }
+    let m2 = margin * margin;
+    let inv = T::from_f64(1.0 / n as f64);
+    let two = T::from_f64(2.0);
+    let mut total = 0.0f64;
+    for p in 0..n {
+        let (ia, ib) = (a[p] as usize * dim, b[p] as usize * dim);
+        let d2: f64 = (0..dim).map(|k| (emb[ia + k] - emb[ib + k]).to_f64().powi(2)).sum();
+        // dL/d e_a = s·2(e_a − e_b), dL/d e_b = −the same.
+        let s = if truth[p] {
+            total += d2;
+            T::ONE
+        } else if d2 < m2 {
+            total += m2 - d2;
+            -T::ONE
+        } else {
+            continue;
+        };
+        for k in 0..dim {
+            let g = s * two * (emb[ia + k] - emb[ib + k]) * inv;
+            demb[ia + k] += g;
+            demb[ib + k] -= g;
+        }
+    }
+    total / n as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! From events to graphs: the hits that become nodes and their features ([`features`]),
 //! module-wise truth and targets ([`truth`]), the geometric builder ([`geometric`], with the
 //! layer pairs derived from the geometry in [`layer_pairs`]), the module-map builder
-//! ([`module_map`]), the recipe that records how a graph directory was built and
+//! ([`module_map`]), metric-learning graphs ([`metric`]), the recipe that records how a graph directory was built and
 //! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`mod@file`]).
 //!
 //! ```
@@ -28,6 +28,7 @@ pub mod file;
 pub mod geometric;
 pub mod graph;
 pub mod layer_pairs;
+pub mod metric;
 pub mod module_map;
 pub mod recipe;
 pub mod sectors;
@@ -38,4 +39,4 @@ pub use features::Feature;
 pub use file::{GraphHeader, discover_graphs, graph_file_name, read_graph, read_graph_header, write_graph};
 pub use graph::{Graph, GraphTruth};
 pub use module_map::ModuleMap;
-pub use recipe::{BuildStats, GraphRecipe, Method, build_graph};
+pub use recipe::{BuildStats, GraphRecipe, Method, Stages, build_graph, build_graph_with};

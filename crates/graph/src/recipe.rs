@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, HitTable, NodeCuts};
 use crate::geometric::{self, GeometricConfig, dphi};
 use crate::graph::{Graph, GraphTruth};
+use crate::metric::{self, EdgeScorer, HitEmbedder, MetricLearningConfig};
 use crate::module_map::{MapMargin, ModuleMap};
 use crate::truth::{TargetConfig, pair_key, truth_edges};
 
@@ -23,6 +24,11 @@ pub enum Method {
     Geometric,
     /// Module pairs of a module map with the ranges it learned.
     ModuleMap,
+    /// Pairs of hits near in a learned embedding space, pruned by an edge filter
+    /// ([`crate::metric`]).
+    MetricLearning,
+    /// The union of the module map's and the metric-learning edges, deduplicated.
+    Hybrid,
 }
 
 /// File name of a graph directory's recipe ([`GraphRecipe`], TOML), written beside its graphs
@@ -67,6 +73,9 @@ pub struct GraphRecipe {
     /// evaluation build whole events.
     #[serde(default)]
     pub sectors: Option<crate::sectors::SectorConfig>,
+    /// The embedding and filter runs and their cuts (metric-learning and hybrid methods).
+    #[serde(default)]
+    pub metric_learning: Option<MetricLearningConfig>,
 }
 
 fn default_true() -> bool {
@@ -88,7 +97,18 @@ impl GraphRecipe {
             edge_features: true,
             truth_cuts_applied: false,
             sectors: None,
+            metric_learning: None,
         }
+    }
+
+    /// True if the method needs a module map.
+    pub fn needs_map(&self) -> bool {
+        matches!(self.method, Method::ModuleMap | Method::Hybrid)
+    }
+
+    /// True if the method needs the metric-learning stages.
+    pub fn needs_embedding(&self) -> bool {
+        matches!(self.method, Method::MetricLearning | Method::Hybrid)
     }
 
     /// The recipe inference uses: the same, without truth-based node cuts.
@@ -145,7 +165,20 @@ pub struct BuildStats {
 /// 15 µm wide); the others are secondaries of decays and of interactions in the material.
 pub const PROMPT_R: f32 = 1.0;
 
+/// The loaded stages a recipe's method may need besides the event: the module map, the
+/// embedding network and the edge filter.
+#[derive(Clone, Copy, Default)]
+pub struct Stages<'a> {
+    /// The module map (module-map and hybrid methods).
+    pub map: Option<&'a ModuleMap>,
+    /// The hit embedding (metric-learning and hybrid methods).
+    pub embedder: Option<&'a dyn HitEmbedder>,
+    /// The edge filter of the metric-learning edges, if the recipe names one.
+    pub filter: Option<&'a dyn EdgeScorer>,
+}
+
 /// Builds an event's graph with a recipe. Truth labels are attached when the event has truth.
+/// For the methods that need no learned stage; see [`build_graph_with`].
 ///
 /// # Errors
 /// Truth cuts on an event without truth, an unknown feature, a missing module map, a hit on a
@@ -156,13 +189,48 @@ pub fn build_graph(
     recipe: &GraphRecipe,
     map: Option<&ModuleMap>,
 ) -> Result<(Graph, BuildStats)> {
+    build_graph_with(event, det, recipe, Stages { map, ..Stages::default() })
+}
+
+/// [`build_graph`] with every stage a method may need.
+///
+/// # Errors
+/// Those of [`build_graph`], a missing stage, and the errors of the learned stages.
+pub fn build_graph_with(
+    event: &Event,
+    det: &Detector,
+    recipe: &GraphRecipe,
+    stages: Stages<'_>,
+) -> Result<(Graph, BuildStats)> {
     let t0 = Instant::now();
     let table = HitTable::build(event, det, &recipe.node_cuts)?;
+    let map_edges = |table: &HitTable| -> Result<(Vec<u32>, Vec<u32>)> {
+        let map =
+            stages.map.ok_or_else(|| Error::Config(format!("the {:?} method needs a module map", recipe.method)))?;
+        Ok(map.build_edges(table, &recipe.map_margin))
+    };
+    let metric_edges = |table: &HitTable| -> Result<(Vec<u32>, Vec<u32>)> {
+        let cfg = recipe.metric_learning.as_ref().ok_or_else(|| {
+            Error::Config(format!("the {:?} method needs [metric_learning] in the recipe", recipe.method))
+        })?;
+        let embedder = stages
+            .embedder
+            .ok_or_else(|| Error::Config(format!("the {:?} method needs an embedding", recipe.method)))?;
+        if cfg.filter_run.is_some() && stages.filter.is_none() {
+            return Err(Error::Config("the recipe names an edge filter that was not loaded".into()));
+        }
+        metric::build(table, cfg, embedder, stages.filter)
+    };
     let (src, dst) = match recipe.method {
         Method::Geometric => geometric::build(&table, det, &recipe.geometric),
-        Method::ModuleMap => {
-            let map = map.ok_or_else(|| Error::Config("the module-map method needs a module map".into()))?;
-            map.build_edges(&table, &recipe.map_margin)
+        Method::ModuleMap => map_edges(&table)?,
+        Method::MetricLearning => metric_edges(&table)?,
+        Method::Hybrid => {
+            let (mut src, mut dst) = map_edges(&table)?;
+            let (s2, d2) = metric_edges(&table)?;
+            src.extend(s2);
+            dst.extend(d2);
+            (src, dst)
         }
     };
     let (src, dst) = dedup_undirected(src, dst);

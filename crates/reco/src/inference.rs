@@ -34,12 +34,13 @@ use trackgnn_engine::loss::sigmoid;
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
-use trackgnn_graph::{BuildStats, Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph};
+use trackgnn_graph::{BuildStats, Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph_with};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
 use trackgnn_train::TrainConfig;
 use trackgnn_train::checkpoint::load_weights;
+use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::error::{Error, Result};
@@ -137,6 +138,8 @@ pub struct Reconstructor {
     model: TrainedModel,
     recipe: GraphRecipe,
     map: Option<ModuleMap>,
+    /// The embedding and filter of metric-learning and hybrid graphs.
+    learned: LearnedStages,
     det: Detector,
     /// The detector's layers for the hit search of track following.
     surfaces: Vec<Surface>,
@@ -153,8 +156,8 @@ impl Reconstructor {
     /// [`with_tracks`](Self::with_tracks) says otherwise.
     pub fn open(run: &RunDir, weights: &Weights, det: Detector) -> Result<Reconstructor> {
         let recipe = run.read_recipe()?.for_inference();
-        let map = match (&recipe.method, &recipe.map_file) {
-            (GraphMethod::ModuleMap, Some(p)) => {
+        let map = match (recipe.needs_map(), &recipe.map_file) {
+            (true, Some(p)) => {
                 let path = PathBuf::from(p);
                 if let Some(then) = &recipe.map_hash {
                     let now = file_hash(&path)?;
@@ -164,9 +167,10 @@ impl Reconstructor {
                 }
                 Some(ModuleMap::load(&path)?)
             }
-            (GraphMethod::ModuleMap, None) => return Err(Error::MapMissing { recipe: run.recipe_path() }),
+            (true, None) => return Err(Error::MapMissing { recipe: run.recipe_path() }),
             _ => None,
         };
+        let learned = LearnedStages::load(&recipe)?;
         let model = TrainedModel::for_recipe(run, weights, &recipe)?;
         let surfaces = Surface::of_detector(&det);
         let builder = TrackBuilder::new(TrackBuilderConfig::default())?;
@@ -174,6 +178,7 @@ impl Reconstructor {
             model,
             recipe,
             map,
+            learned,
             det,
             surfaces,
             builder,
@@ -226,7 +231,7 @@ impl Reconstructor {
     /// The files of an event reconstruction reads: the hits, the cells when the node features
     /// need them, and truth and particles only for truth scores.
     pub fn read_options(&self) -> ReadOptions {
-        let cells = self.recipe.features.features.iter().any(|f| f.name.needs_cells());
+        let cells = self.recipe.features.features.iter().any(|f| f.name.needs_cells()) || self.learned.needs_cells();
         ReadOptions { truth: self.truth_scores, particles: self.truth_scores, cells }
     }
 
@@ -248,7 +253,7 @@ impl Reconstructor {
     /// The graph of `event` with the run's recipe (without truth cuts) and module map, and its
     /// construction figures.
     pub fn graph(&self, event: &Event) -> Result<(Graph, BuildStats)> {
-        Ok(build_graph(event, &self.det, &self.recipe, self.map.as_ref())?)
+        Ok(build_graph_with(event, &self.det, &self.recipe, self.learned.stages(self.map.as_ref()))?)
     }
 
     /// The scores of `graph`'s edges: the GNN's, or the truth's with truth scores.

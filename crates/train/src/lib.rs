@@ -38,6 +38,7 @@ pub mod dist;
 pub mod error;
 pub mod eval;
 pub mod logs;
+pub mod metric_learning;
 pub mod metrics;
 pub mod plots;
 pub mod run_dir;

@@ -8,10 +8,14 @@ use anyhow::{Context, Result};
 use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::file::{graph_file_name, sector_graph_file_name, write_graph};
+use trackgnn_graph::metric::MetricLearningConfig;
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::sectors::{self, SectorConfig};
-use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph};
+use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph_with};
 use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
+use trackgnn_train::metric_learning::LearnedStages;
+use trackgnn_train::metric_learning::embedding::EmbeddingModel;
+use trackgnn_train::metric_learning::filter::FilterModel;
 
 use crate::cli::GraphMethod;
 use crate::progress;
@@ -63,6 +67,25 @@ pub struct BuildGraphsArgs {
     /// Overlap of the sectors on each side: PHI_RAD,ETA (default 0.3,0.3).
     #[arg(long, value_name = "PHI,ETA")]
     pub sector_overlap: Option<String>,
+    /// Metric-learning and hybrid methods: the embedding run (`trackgnn train-embedding`).
+    #[arg(long, value_name = "RUN")]
+    pub embedding: Option<std::path::PathBuf>,
+    /// Metric-learning and hybrid methods: the edge filter run (`trackgnn train-filter`).
+    #[arg(long, value_name = "RUN")]
+    pub filter: Option<std::path::PathBuf>,
+    /// Radius of the embedding graph (default: the embedding's margin).
+    #[arg(long)]
+    pub radius: Option<f64>,
+    /// Neighbours per hit of the embedding graph (default: the embedding's k_max).
+    #[arg(long)]
+    pub k_max: Option<usize>,
+    /// Edges with a filter score below this are dropped (default: the filter's cut).
+    #[arg(long)]
+    pub filter_cut: Option<f64>,
+    /// Also print, side by side, the summaries of these earlier graph directories
+    /// (their build-summary.json).
+    #[arg(long, value_name = "DIR")]
+    pub compare: Vec<std::path::PathBuf>,
     /// A graph recipe (TOML, the keys of `GraphRecipe`); flags win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
@@ -81,6 +104,8 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
     let method = match a.method {
         GraphMethod::Geometric => Method::Geometric,
         GraphMethod::ModuleMap => Method::ModuleMap,
+        GraphMethod::MetricLearning => Method::MetricLearning,
+        GraphMethod::Hybrid => Method::Hybrid,
     };
     let mut r = match &a.config {
         Some(p) => {
@@ -120,9 +145,16 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
         r.map_file = Some(fs::canonicalize(p).unwrap_or_else(|_| p.clone()).display().to_string());
         r.map_hash = Some(file_hash(p)?);
     }
+    resolve_metric_learning(a, &mut r)?;
     anyhow::ensure!(
-        r.method != Method::ModuleMap || r.map_file.is_some(),
-        "--method module-map needs --map FILE (build one with `trackgnn module-map build`)"
+        !r.needs_map() || r.map_file.is_some(),
+        "--method {} needs --map FILE (build one with `trackgnn module-map build`)",
+        method_name(r.method)
+    );
+    anyhow::ensure!(
+        !r.needs_embedding() || r.metric_learning.is_some(),
+        "--method {} needs --embedding RUN (train one with `trackgnn train-embedding`)",
+        method_name(r.method)
     );
     if let Some(spec) = &a.sectors {
         let (p, e) = spec.split_once('x').context("--sectors PHIxETA, e.g. 8x2")?;
@@ -146,13 +178,75 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
     Ok(r)
 }
 
+/// The method as written on the command line.
+fn method_name(m: Method) -> String {
+    serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// The `[metric_learning]` part of the recipe from --embedding, --filter and the cuts.
+fn resolve_metric_learning(a: &BuildGraphsArgs, r: &mut GraphRecipe) -> Result<()> {
+    let canonical = |p: &std::path::Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()).display().to_string();
+    if let Some(run) = &a.embedding {
+        let emb = EmbeddingModel::load(run)?;
+        let ml = r.metric_learning.get_or_insert_with(|| MetricLearningConfig {
+            embedding_run: String::new(),
+            embedding_hash: None,
+            radius: emb.config.margin,
+            k_max: emb.config.k_max,
+            filter_run: None,
+            filter_hash: None,
+            filter_cut: 0.1,
+        });
+        ml.embedding_run = canonical(run);
+        ml.embedding_hash = Some(file_hash(&run.join(trackgnn_train::run_dir::BEST_FILE))?);
+    }
+    if let Some(run) = &a.filter {
+        let filter = FilterModel::load(run)?;
+        let ml = r.metric_learning.as_mut().context("--filter needs --embedding RUN")?;
+        ml.filter_run = Some(canonical(run));
+        ml.filter_hash = Some(file_hash(&run.join(trackgnn_train::run_dir::BEST_FILE))?);
+        ml.filter_cut = filter.config.cut;
+    }
+    if let Some(ml) = r.metric_learning.as_mut() {
+        if let Some(v) = a.radius {
+            ml.radius = v;
+        }
+        if let Some(v) = a.k_max {
+            ml.k_max = v;
+        }
+        if let Some(v) = a.filter_cut {
+            ml.filter_cut = v;
+        }
+    } else {
+        anyhow::ensure!(
+            a.radius.is_none() && a.k_max.is_none() && a.filter_cut.is_none(),
+            "--radius, --k-max and --filter-cut need --embedding RUN"
+        );
+    }
+    Ok(())
+}
+
+/// The summary every build writes into its graph directory, for `--compare`.
+pub const SUMMARY_FILE: &str = "build-summary.json";
+
 pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     let recipe = resolve_recipe(&a)?;
     let det = load_detector(a.detector.detector.as_deref())?;
     let map = match &recipe.map_file {
-        Some(p) if recipe.method == Method::ModuleMap => Some(ModuleMap::load(p.as_ref())?),
+        Some(p) if recipe.needs_map() => Some(ModuleMap::load(p.as_ref())?),
         _ => None,
     };
+    let learned = LearnedStages::load(&recipe)?;
+    let stages = learned.stages(map.as_ref());
+    let compared: Vec<serde_json::Value> = a
+        .compare
+        .iter()
+        .map(|d| {
+            let p = d.join(SUMMARY_FILE);
+            let text = fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("{}: invalid build summary", p.display()))
+        })
+        .collect::<Result<_>>()?;
     let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events.events {
         events.truncate(n);
@@ -171,7 +265,7 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
                     cells: files.has(FileKind::Cells),
                 };
                 let event = read_event(files, opts)?;
-                let (graph, mut stats) = build_graph(&event, &det, &recipe, map.as_ref())
+                let (graph, mut stats) = build_graph_with(&event, &det, &recipe, stages)
                     .with_context(|| format!("event {}", files.event_id))?;
                 let bytes = match &recipe.sectors {
                     None => write_graph(&a.out.join(graph_file_name(event.event_id)), &graph)?,
@@ -194,11 +288,17 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let built: Vec<(BuildStats, u64)> = results.into_iter().collect::<Result<_>>()?;
     write_atomic(&a.out.join(trackgnn_graph::recipe::RECIPE_FILE), toml::to_string(&recipe)?.as_bytes())?;
-    report(&a, &recipe, &built, wall.elapsed().as_secs_f64());
+    report(&a, &recipe, &built, wall.elapsed().as_secs_f64(), &compared)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)], wall_s: f64) {
+fn report(
+    a: &BuildGraphsArgs,
+    recipe: &GraphRecipe,
+    built: &[(BuildStats, u64)],
+    wall_s: f64,
+    compared: &[serde_json::Value],
+) -> Result<()> {
     let n = built.len() as f64;
     let mean = |f: fn(&BuildStats) -> f64| built.iter().map(|(s, _)| f(s)).sum::<f64>() / n;
     let total = |f: fn(&BuildStats) -> u64| built.iter().map(|(s, _)| f(s)).sum::<u64>();
@@ -223,12 +323,17 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
         "build_seconds_per_event": mean(|s| s.build_seconds), "bytes_written": bytes, "wall_seconds": wall_s,
         "sector_coverage": sector_coverage,
     });
+    let saved = json!({"out": a.out, "method": recipe.method, "summary": summary});
+    write_atomic(&a.out.join(SUMMARY_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())?;
+    let mut methods: Vec<&serde_json::Value> = compared.iter().collect();
+    methods.push(&saved);
     if a.json.json {
         print_json(&json!({
             "out": a.out, "method": recipe.method, "recipe": recipe,
             "per_event": built.iter().map(|b| &b.0).collect::<Vec<_>>(), "summary": summary,
+            "compare": if compared.is_empty() { serde_json::Value::Null } else { json!(methods) },
         }));
-        return;
+        return Ok(());
     }
     println!(
         "{:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}",
@@ -267,6 +372,34 @@ fn report(a: &BuildGraphsArgs, recipe: &GraphRecipe, built: &[(BuildStats, u64)]
             prompt_total,
             secondary_total,
             secondary_share
+        );
+    }
+    if !compared.is_empty() {
+        print_side_by_side(&methods);
+    }
+    Ok(())
+}
+
+/// One row per graph directory: edges per event, graph efficiency over prompt and secondary
+/// target edges, purity, build seconds per event.
+fn print_side_by_side(methods: &[&serde_json::Value]) {
+    println!(
+        "{:<16} {:>12} {:>11} {:>11} {:>11} {:>8} {:>9}  directory",
+        "method", "edges/event", "eff prompt", "eff second", "eff all", "purity", "build s"
+    );
+    for m in methods {
+        let s = &m["summary"];
+        let f = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{:<16} {:>12.0} {:>11.4} {:>11.4} {:>11.4} {:>8.4} {:>9.3}  {}",
+            m["method"].as_str().unwrap_or("?"),
+            f("edges_per_event"),
+            f("efficiency_prompt_total"),
+            f("efficiency_secondary_total"),
+            f("efficiency_total"),
+            f("purity_total"),
+            f("build_seconds_per_event"),
+            m["out"].as_str().unwrap_or("?")
         );
     }
 }

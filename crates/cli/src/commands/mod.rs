@@ -9,6 +9,7 @@ pub(crate) mod demo;
 pub(crate) mod export;
 pub(crate) mod geometry;
 pub(crate) mod inspect;
+pub mod metric_learning;
 pub(crate) mod module_map;
 pub(crate) mod parity;
 pub mod reconstruct;
@@ -37,6 +38,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::ExportParity(a) => parity::run(a),
         Command::Export(a) => export::run(a),
         Command::Train(a) => train::run(a),
+        Command::TrainEmbedding(a) => metric_learning::train_embedding_cmd(a),
+        Command::TrainFilter(a) => metric_learning::train_filter_cmd(a),
         Command::Reconstruct(a) => reconstruct::run(a),
         Command::Eval(a) => train::eval(a),
         Command::Scaling(a) => scaling::run(a),
@@ -73,7 +76,20 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
         Command::ModuleMap(ModuleMapCommand::Build(a)) => vec![a.input.as_deref(), detector(&a.detector)],
         Command::ModuleMap(ModuleMapCommand::Merge(a)) => a.maps.iter().map(|p| Some(p.as_path())).collect(),
         Command::BuildGraphs(a) => {
-            vec![Some(&a.input), a.map.as_deref(), a.config.as_deref(), detector(&a.detector)]
+            vec![
+                Some(&a.input),
+                a.map.as_deref(),
+                a.config.as_deref(),
+                detector(&a.detector),
+                a.embedding.as_deref(),
+                a.filter.as_deref(),
+            ]
+        }
+        Command::TrainEmbedding(a) => metric_learning::inputs(&a.stage),
+        Command::TrainFilter(a) => {
+            let mut v = metric_learning::inputs(&a.stage);
+            v.push(Some(&a.embedding));
+            v
         }
         Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
         Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],

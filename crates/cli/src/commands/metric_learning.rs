@@ -1,0 +1,185 @@
+//! `trackgnn train-embedding` and `trackgnn train-filter`: the learned stages of
+//! metric-learning graphs, trained on events with truth.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use rayon::prelude::*;
+use serde_json::json;
+use trackgnn_graph::features::FeatureConfig;
+use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
+use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
+use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
+use trackgnn_train::metric_learning::{PreparedEvent, StageRecord};
+
+use crate::util::{load_detector, print_json, thread_pool};
+
+/// What the two trainings share.
+#[derive(Debug, clap::Args)]
+pub struct StageArgs {
+    /// Directory of events with truth and particles.
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// The run directory to write.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A configuration (TOML, the keys of the stage's config); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Epochs.
+    #[arg(long)]
+    pub epochs: Option<u64>,
+    /// Validation events: the last N of the events used (default: a fifth, at least 1).
+    #[arg(long)]
+    pub val_events: Option<usize>,
+    /// Continue the run in --out from its checkpoint.
+    #[arg(long)]
+    pub resume: bool,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    #[command(flatten)]
+    pub detector: crate::cli::DetectorArg,
+}
+
+/// `trackgnn train-embedding`.
+#[derive(Debug, clap::Args)]
+pub struct TrainEmbeddingArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
+}
+
+/// `trackgnn train-filter`.
+#[derive(Debug, clap::Args)]
+pub struct TrainFilterArgs {
+    #[command(flatten)]
+    pub stage: StageArgs,
+    /// The embedding run whose radius graph the filter learns to prune.
+    #[arg(long, value_name = "RUN")]
+    pub embedding: PathBuf,
+}
+
+/// The paths these commands read, for the common missing-input check.
+pub(crate) fn inputs(a: &StageArgs) -> Vec<Option<&Path>> {
+    vec![Some(a.input.as_path()), a.config.as_deref(), a.detector.detector.as_deref()]
+}
+
+fn read_config<T: serde::de::DeserializeOwned + Default>(path: Option<&Path>) -> Result<T> {
+    match path {
+        Some(p) => {
+            let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text).with_context(|| format!("{}: invalid configuration", p.display()))
+        }
+        None => Ok(T::default()),
+    }
+}
+
+/// Reads and prepares the events; splits off the validation events (the last ones).
+fn prepare(
+    a: &StageArgs,
+    features: &FeatureConfig,
+    train_pt_min: f64,
+) -> Result<(Vec<PreparedEvent>, Vec<PreparedEvent>)> {
+    let det = load_detector(a.detector.detector.as_deref())?;
+    let mut files = discover_events(&a.input)?;
+    if let Some(n) = a.events.events {
+        files.truncate(n);
+    }
+    anyhow::ensure!(
+        files.len() >= 2,
+        "{}: needs at least 2 events (training and validation), found {}",
+        a.input.display(),
+        files.len()
+    );
+    let opts =
+        ReadOptions { truth: true, particles: true, cells: features.features.iter().any(|f| f.name.needs_cells()) };
+    let mut events: Vec<PreparedEvent> = files
+        .par_iter()
+        .map(|f| {
+            let event = read_event(f, opts)?;
+            PreparedEvent::new(&event, &det, features, train_pt_min).with_context(|| format!("event {}", f.event_id))
+        })
+        .collect::<Result<_>>()?;
+    let n_val = a.val_events.unwrap_or(events.len() / 5).clamp(1, events.len() - 1);
+    let val = events.split_off(events.len() - n_val);
+    Ok((events, val))
+}
+
+fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
+    move |r| {
+        if !json {
+            println!(
+                "epoch {:>3}: loss {:.5} (val {:.5}); graph efficiency {:.4} (prompt {:.4}, secondary {:.4}), purity {:.4}, {:.0} edges/event; {:.1} s",
+                r.epoch,
+                r.train_loss,
+                r.val_loss,
+                r.efficiency,
+                r.efficiency_prompt,
+                r.efficiency_secondary,
+                r.purity,
+                r.edges_per_event,
+                r.seconds
+            );
+        }
+    }
+}
+
+fn report(a: &StageArgs, what: &str, records: &[StageRecord], n_train: usize, n_val: usize, wall: f64) {
+    let best = records.iter().min_by(|x, y| x.val_loss.total_cmp(&y.val_loss));
+    if a.json.json {
+        print_json(&json!({
+            "out": a.out, "stage": what, "train_events": n_train, "val_events": n_val,
+            "epochs": records, "best": best, "wall_seconds": wall,
+        }));
+    } else if let Some(b) = best {
+        println!(
+            "{what} run {}: best epoch {} (val loss {:.5}): graph efficiency {:.4}, purity {:.4}, {:.0} edges/event; {} training and {} validation events, {:.1} s",
+            a.out.display(),
+            b.epoch,
+            b.val_loss,
+            b.efficiency,
+            b.purity,
+            b.edges_per_event,
+            n_train,
+            n_val,
+            wall
+        );
+    }
+}
+
+pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
+    let a = a.stage;
+    let mut cfg: EmbeddingConfig = read_config(a.config.as_deref())?;
+    if let Some(e) = a.epochs {
+        cfg.training.epochs = e;
+    }
+    let pool = thread_pool(a.threads.threads)?;
+    let wall = Instant::now();
+    let (train, val) = pool.install(|| prepare(&a, &cfg.features, cfg.train_pt_min))?;
+    let records = pool.install(|| train_embedding(&a.out, &cfg, &train, &val, a.resume, print_epoch(a.json.json)))?;
+    report(&a, "embedding", &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
+    let embedding = EmbeddingModel::load(&a.embedding)?;
+    let a_stage = a.stage;
+    let mut cfg: FilterConfig = read_config(a_stage.config.as_deref())?;
+    if let Some(e) = a_stage.epochs {
+        cfg.training.epochs = e;
+    }
+    let pool = thread_pool(a_stage.threads.threads)?;
+    let wall = Instant::now();
+    let (train, val) = pool.install(|| prepare(&a_stage, &embedding.config.features, embedding.config.train_pt_min))?;
+    let records = pool.install(|| {
+        train_filter(&a_stage.out, &cfg, &embedding, &train, &val, a_stage.resume, print_epoch(a_stage.json.json))
+    })?;
+    report(&a_stage, "filter", &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}

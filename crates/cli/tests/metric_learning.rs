@@ -1,0 +1,133 @@
+//! `train-embedding`, `train-filter` and `build-graphs --method metric-learning / hybrid`, end
+//! to end on a few small generated events.
+
+use crate::util::{fails, json, ok, trackgnn};
+
+#[test]
+fn embedding_filter_and_metric_learning_graphs_end_to_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(trackgnn(d, &["simulate", "--events", "4", "--pileup", "5", "--seed", "7", "--out", "ev"]));
+    std::fs::write(
+        d.join("emb.toml"),
+        "margin = 0.2\nk_max = 8\npairs_per_step = 2000\n[net]\nhidden = 16\nhidden_layers = 2\nout = 6\n[training]\nepochs = 2\nsteps_per_event = 2\n",
+    )
+    .unwrap();
+    let emb = json(&ok(trackgnn(
+        d,
+        &["train-embedding", "--input", "ev", "--out", "emb", "--config", "emb.toml", "--val-events", "1", "--json"],
+    )));
+    assert_eq!((emb["train_events"].as_u64(), emb["val_events"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(emb["epochs"].as_array().unwrap().len(), 2);
+    let eff = emb["best"]["efficiency"].as_f64().unwrap();
+    assert!(eff > 0.2 && eff <= 1.0, "{emb}");
+    for f in [
+        "config.toml",
+        "metrics.jsonl",
+        "metrics.csv",
+        "best.safetensors",
+        "checkpoint/model.safetensors",
+        "plots/loss.png",
+        "plots/graph.png",
+    ] {
+        assert!(d.join("emb").join(f).is_file(), "emb/{f}");
+    }
+    // A second run into the same directory is refused; resume continues to more epochs.
+    let err = fails(trackgnn(d, &["train-embedding", "--input", "ev", "--out", "emb", "--config", "emb.toml"]));
+    assert!(err.contains("--resume"), "{err}");
+    let resumed = json(&ok(trackgnn(
+        d,
+        &[
+            "train-embedding",
+            "--input",
+            "ev",
+            "--out",
+            "emb",
+            "--config",
+            "emb.toml",
+            "--val-events",
+            "1",
+            "--epochs",
+            "3",
+            "--resume",
+            "--json",
+        ],
+    )));
+    let epochs: Vec<u64> = resumed["epochs"].as_array().unwrap().iter().map(|r| r["epoch"].as_u64().unwrap()).collect();
+    assert_eq!(epochs, [0, 1, 2]);
+
+    std::fs::write(
+        d.join("filt.toml"),
+        "edges_per_step = 5000\ncut = 0.05\n[net]\nhidden = 16\nhidden_layers = 1\nout = 1\n[training]\nepochs = 1\n",
+    )
+    .unwrap();
+    ok(trackgnn(
+        d,
+        &[
+            "train-filter",
+            "--input",
+            "ev",
+            "--embedding",
+            "emb",
+            "--out",
+            "filt",
+            "--config",
+            "filt.toml",
+            "--val-events",
+            "1",
+        ],
+    ));
+
+    let build = |args: &[&str]| {
+        let mut all = vec!["build-graphs", "--input", "ev", "--json"];
+        all.extend_from_slice(args);
+        json(&ok(trackgnn(d, &all)))
+    };
+    let ml = build(&["--out", "g-ml", "--method", "metric-learning", "--embedding", "emb", "--k-max", "6"]);
+    let mlf = build(&[
+        "--out",
+        "g-mlf",
+        "--method",
+        "metric-learning",
+        "--embedding",
+        "emb",
+        "--filter",
+        "filt",
+        "--k-max",
+        "6",
+    ]);
+    let recipe = std::fs::read_to_string(d.join("g-mlf/recipe.toml")).unwrap();
+    assert!(
+        recipe.contains("[metric_learning]") && recipe.contains("k_max = 6") && recipe.contains("filter_cut = 0.05"),
+        "{recipe}"
+    );
+    let edges = |v: &serde_json::Value| v["summary"]["edges_per_event"].as_f64().unwrap();
+    assert!(edges(&mlf) <= edges(&ml) && edges(&ml) > 0.0);
+    ok(trackgnn(d, &["module-map", "build", "--input", "ev", "--out", "map.bin"]));
+    let mm = build(&["--out", "g-mm", "--method", "module-map", "--map", "map.bin"]);
+    let hy = build(&[
+        "--out",
+        "g-hy",
+        "--method",
+        "hybrid",
+        "--map",
+        "map.bin",
+        "--embedding",
+        "emb",
+        "--k-max",
+        "6",
+        "--compare",
+        "g-mm",
+        "--compare",
+        "g-ml",
+    ]);
+    let eff = |v: &serde_json::Value| v["summary"]["efficiency_total"].as_f64().unwrap();
+    assert!(edges(&hy) >= edges(&mm) && edges(&hy) >= edges(&ml), "the hybrid is the union");
+    assert!(eff(&hy) >= eff(&mm) && eff(&hy) >= eff(&ml));
+    let methods: Vec<&str> = hy["compare"].as_array().unwrap().iter().map(|m| m["method"].as_str().unwrap()).collect();
+    assert_eq!(methods, ["module-map", "metric-learning", "hybrid"]);
+    let text = ok(trackgnn(d, &["build-graphs", "--input", "ev", "--out", "g-geo", "--compare", "g-hy"]));
+    assert!(text.contains("eff second") && text.contains("hybrid") && text.contains("geometric"), "{text}");
+    let err = fails(trackgnn(d, &["build-graphs", "--input", "ev", "--out", "x", "--method", "metric-learning"]));
+    assert!(err.contains("--embedding RUN"), "{err}");
+}

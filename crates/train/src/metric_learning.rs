@@ -1,0 +1,488 @@
+//! The learned stages of metric-learning graph construction (the Exa.TrkX route): the hit
+//! embedding trained with a hinge loss on pairs ([`embedding`]) and the edge filter that prunes
+//! its radius graph ([`filter`]). Both train on events (not graph files), on every particle,
+//! prompt and secondary, and leave a run directory like the GNN's:
+//!
+//! ```text
+//! run/
+//!   config.toml         the resolved EmbeddingConfig or FilterConfig
+//!   metrics.jsonl       one StageRecord per epoch
+//!   metrics.csv         the same as CSV
+//!   best.safetensors    weights of the epoch with the lowest validation loss
+//!   checkpoint/         the last epoch's weights, optimiser and state (resume)
+//!   plots/              loss.png and graph.png (efficiency, purity per epoch)
+//! ```
+//!
+//! Inference goes through [`embedding::EmbeddingModel`] and [`filter::FilterModel`], which
+//! implement the graph crate's `HitEmbedder` and `EdgeScorer`.
+
+pub mod embedding;
+pub mod filter;
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_engine::optim::{AdamW, AdamWConfig};
+use trackgnn_engine::{DenseNet, ParamStore};
+use trackgnn_graph::features::{FeatureConfig, HitTable, NodeCuts};
+use trackgnn_graph::recipe::PROMPT_R;
+use trackgnn_graph::truth::{TargetConfig, pair_key, truth_edges};
+use trackgnn_trackml::Event;
+use trackgnn_trackml::geometry::Detector;
+
+use crate::checkpoint::{self, save_weights};
+use crate::error::{Error, Result};
+use crate::plots::plot_series;
+use crate::run_dir::{BEST_FILE, CHECKPOINT_DIR, CONFIG_FILE, METRICS_CSV_FILE, METRICS_JSONL_FILE, PLOTS_DIR};
+
+/// An event ready for the learned stages: its node table (every hit), the node features and
+/// its module-wise truth.
+pub struct PreparedEvent {
+    /// Event number.
+    pub event_id: u64,
+    /// The nodes (every hit, no cuts).
+    pub table: HitTable,
+    /// Node features, rows × features.
+    pub x: Vec<f32>,
+    /// Particle of each node (0 for noise).
+    pub particle: Vec<u64>,
+    /// Every true edge (module-wise truth, every particle), as unordered keys.
+    pub true_keys: HashSet<u64>,
+    /// True edges of particles with pT ≥ the training cut, the pairs the embedding pulls in.
+    pub train_pairs: Vec<(u32, u32)>,
+    /// Target edges (pT ≥ 1 GeV, ≥ 3 hits) and whether their particle is prompt.
+    pub targets: Vec<(u64, bool)>,
+}
+
+impl PreparedEvent {
+    /// Prepares an event with truth: features by `features`, training pairs of particles with
+    /// pT ≥ `train_pt_min`.
+    ///
+    /// # Errors
+    /// An event without truth, a hit on an unknown module, a bad feature.
+    pub fn new(event: &Event, det: &Detector, features: &FeatureConfig, train_pt_min: f64) -> Result<PreparedEvent> {
+        let table = HitTable::build(event, det, &NodeCuts::default())?;
+        let truth = table.truth.as_ref().ok_or_else(|| {
+            Error::Config(format!(
+                "event {}: training the metric-learning stages needs truth and particles",
+                event.event_id
+            ))
+        })?;
+        let x = table.features(features)?;
+        let te = truth_edges(&table, &TargetConfig::default());
+        let mut train_pairs = Vec::new();
+        let mut targets = Vec::new();
+        let mut true_keys = HashSet::with_capacity(te.len());
+        for i in 0..te.len() {
+            let (a, b) = (te.src[i], te.dst[i]);
+            let key = pair_key(a, b);
+            if !true_keys.insert(key) {
+                continue;
+            }
+            if truth.particle_pt[a as usize] as f64 >= train_pt_min {
+                train_pairs.push((a, b));
+            }
+            if te.target[i] {
+                targets.push((key, truth.vertex_r[a as usize] <= PROMPT_R));
+            }
+        }
+        Ok(PreparedEvent {
+            event_id: event.event_id,
+            particle: truth.particle_id.clone(),
+            table,
+            x,
+            true_keys,
+            train_pairs,
+            targets,
+        })
+    }
+
+    /// True if nodes a and b are hits of one particle.
+    pub fn same_particle(&self, a: u32, b: u32) -> bool {
+        let (pa, pb) = (self.particle[a as usize], self.particle[b as usize]);
+        pa != 0 && pa == pb
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True if the event has no hits.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+}
+
+/// Graph-construction figures of candidate edges against truth, summed over events.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GraphFigures {
+    /// Events.
+    pub events: u64,
+    /// Edges.
+    pub edges: u64,
+    /// Edges that are true (module-wise truth, any particle).
+    pub true_edges: u64,
+    /// Target edges of the events, and found.
+    pub targets: u64,
+    /// Target edges found.
+    pub targets_found: u64,
+    /// Prompt target edges of the events.
+    pub prompt: u64,
+    /// Prompt target edges found.
+    pub prompt_found: u64,
+}
+
+impl GraphFigures {
+    /// The figures of one event's edges (given as unordered keys, without duplicates).
+    pub fn of_event(ev: &PreparedEvent, keys: &HashSet<u64>) -> GraphFigures {
+        let mut g = GraphFigures { events: 1, edges: keys.len() as u64, ..GraphFigures::default() };
+        g.true_edges = keys.iter().filter(|k| ev.true_keys.contains(k)).count() as u64;
+        for &(k, prompt) in &ev.targets {
+            let found = keys.contains(&k) as u64;
+            g.targets += 1;
+            g.targets_found += found;
+            if prompt {
+                g.prompt += 1;
+                g.prompt_found += found;
+            }
+        }
+        g
+    }
+
+    /// Adds another event's figures.
+    pub fn add(&mut self, o: &GraphFigures) {
+        self.events += o.events;
+        self.edges += o.edges;
+        self.true_edges += o.true_edges;
+        self.targets += o.targets;
+        self.targets_found += o.targets_found;
+        self.prompt += o.prompt;
+        self.prompt_found += o.prompt_found;
+    }
+
+    fn ratio(a: u64, b: u64) -> f64 {
+        if b > 0 { a as f64 / b as f64 } else { f64::NAN }
+    }
+}
+
+/// One epoch of a learned stage, a line of `metrics.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageRecord {
+    /// Epoch, from 0.
+    pub epoch: u64,
+    /// Mean training loss.
+    pub train_loss: f64,
+    /// Validation loss (the best epoch has the lowest).
+    pub val_loss: f64,
+    /// Validation graph efficiency over target edges (pT ≥ 1 GeV, ≥ 3 hits).
+    pub efficiency: f64,
+    /// The same over target edges of prompt particles.
+    pub efficiency_prompt: f64,
+    /// The same over target edges of secondaries.
+    pub efficiency_secondary: f64,
+    /// Validation graph purity: true edges / edges.
+    pub purity: f64,
+    /// Validation edges per event.
+    pub edges_per_event: f64,
+    /// Seconds of the epoch (training and validation).
+    pub seconds: f64,
+}
+
+impl StageRecord {
+    /// A record from validation figures.
+    pub fn new(epoch: u64, train_loss: f64, val_loss: f64, g: &GraphFigures, seconds: f64) -> StageRecord {
+        StageRecord {
+            epoch,
+            train_loss,
+            val_loss,
+            efficiency: GraphFigures::ratio(g.targets_found, g.targets),
+            efficiency_prompt: GraphFigures::ratio(g.prompt_found, g.prompt),
+            efficiency_secondary: GraphFigures::ratio(g.targets_found - g.prompt_found, g.targets - g.prompt),
+            purity: GraphFigures::ratio(g.true_edges, g.edges),
+            edges_per_event: if g.events > 0 { g.edges as f64 / g.events as f64 } else { f64::NAN },
+            seconds,
+        }
+    }
+}
+
+/// Optimisation settings shared by the two stages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StageTraining {
+    /// Epochs (passes over the training events).
+    pub epochs: u64,
+    /// Optimiser steps per training event and epoch.
+    pub steps_per_event: usize,
+    /// AdamW learning rate.
+    pub lr: f64,
+    /// Gradient clipping (L2 norm).
+    pub clip_grad_norm: f64,
+    /// Seed of the initialisation and of the sampling.
+    pub seed: u64,
+}
+
+impl Default for StageTraining {
+    fn default() -> Self {
+        StageTraining { epochs: 10, steps_per_event: 4, lr: 3e-3, clip_grad_norm: 1.0, seed: 1 }
+    }
+}
+
+/// A stage's state saved in its checkpoint.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StageState {
+    epoch: u64,
+    best_val_loss: f64,
+}
+
+/// A learned stage being trained: the run directory's writer and the loop around the
+/// stage-specific epoch.
+pub(crate) struct StageRun<'a> {
+    root: &'a Path,
+    pub(crate) opt: AdamW,
+    pub(crate) records: Vec<StageRecord>,
+    pub(crate) start_epoch: u64,
+    best_val_loss: f64,
+}
+
+impl<'a> StageRun<'a> {
+    /// Opens the run directory `root`: with `resume`, restores the last checkpoint into `net`;
+    /// otherwise starts afresh (writing `config_toml`), refusing a directory that already has
+    /// a run.
+    pub(crate) fn open(
+        root: &'a Path,
+        config_toml: &str,
+        net: &mut DenseNet<f32>,
+        lr: f64,
+        resume: bool,
+    ) -> Result<StageRun<'a>> {
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let cfg_path = root.join(CONFIG_FILE);
+        let ckpt = root.join(CHECKPOINT_DIR);
+        let adam = AdamWConfig { lr, ..AdamWConfig::default() };
+        if resume {
+            let written = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
+            // The number of epochs may grow on resume; everything else must stay.
+            let without_epochs =
+                |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
+            if without_epochs(&written) != without_epochs(config_toml) {
+                return Err(Error::Inconsistent {
+                    path: cfg_path,
+                    message:
+                        "the configuration differs from the run's (only epochs may change); resume with the same one"
+                            .into(),
+                });
+            }
+            trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
+            let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
+            let state: StageState = serde_json::from_value(state)
+                .map_err(|e| Error::Corrupt { path: ckpt.clone(), message: format!("state.json: {e}") })?;
+            let records: Vec<StageRecord> =
+                read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= state.epoch).collect();
+            return Ok(StageRun {
+                root,
+                opt: AdamW::from_state(adam, opt_state),
+                records,
+                start_epoch: state.epoch + 1,
+                best_val_loss: state.best_val_loss,
+            });
+        }
+        if cfg_path.exists() {
+            return Err(Error::Inconsistent {
+                path: root.to_owned(),
+                message: "already holds a run; pass --resume to continue it or choose another --out".into(),
+            });
+        }
+        trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
+        Ok(StageRun {
+            root,
+            opt: AdamW::new(net.params.len(), adam),
+            records: Vec::new(),
+            start_epoch: 0,
+            best_val_loss: f64::INFINITY,
+        })
+    }
+
+    /// Records an epoch: metrics files, best weights, checkpoint, plots.
+    pub(crate) fn finish_epoch(&mut self, net: &DenseNet<f32>, record: StageRecord) -> Result<()> {
+        let epoch = record.epoch;
+        if record.val_loss < self.best_val_loss || !self.best_val_loss.is_finite() {
+            self.best_val_loss = record.val_loss;
+            save_weights(&self.root.join(BEST_FILE), &net.params)?;
+        }
+        self.records.push(record);
+        self.write_metrics()?;
+        let state = serde_json::to_value(StageState { epoch, best_val_loss: self.best_val_loss })
+            .map_err(|e| Error::Config(e.to_string()))?;
+        checkpoint::save_checkpoint(&self.root.join(CHECKPOINT_DIR), &net.params, &self.opt.state(), &state)?;
+        self.plot()
+    }
+
+    fn write_metrics(&self) -> Result<()> {
+        let mut jsonl = Vec::new();
+        let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds\n".to_vec();
+        for r in &self.records {
+            serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::Config(e.to_string()))?;
+            jsonl.push(b'\n');
+            writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{},{}",
+                r.epoch,
+                r.train_loss,
+                r.val_loss,
+                r.efficiency,
+                r.efficiency_prompt,
+                r.efficiency_secondary,
+                r.purity,
+                r.edges_per_event,
+                r.seconds
+            )
+            .expect("writing to a Vec");
+        }
+        for (name, bytes) in [(METRICS_JSONL_FILE, jsonl), (METRICS_CSV_FILE, csv)] {
+            let p = self.root.join(name);
+            trackgnn_trackml::atomic::write(&p, &bytes).map_err(|e| Error::io(&p, e))?;
+        }
+        Ok(())
+    }
+
+    fn plot(&self) -> Result<()> {
+        let dir = self.root.join(PLOTS_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let series =
+            |f: fn(&StageRecord) -> f64| self.records.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
+        plot_series(
+            &dir.join("loss"),
+            "Loss",
+            "epoch",
+            "loss",
+            &[("train", series(|r| r.train_loss)), ("validation", series(|r| r.val_loss))],
+            true,
+        )?;
+        plot_series(
+            &dir.join("graph"),
+            "Validation graph",
+            "epoch",
+            "fraction",
+            &[
+                ("efficiency", series(|r| r.efficiency)),
+                ("efficiency prompt", series(|r| r.efficiency_prompt)),
+                ("efficiency secondary", series(|r| r.efficiency_secondary)),
+                ("purity", series(|r| r.purity)),
+            ],
+            false,
+        )
+    }
+}
+
+/// Reads a stage's `metrics.jsonl` (missing file: no records).
+pub fn read_records(path: &Path) -> Result<Vec<StageRecord>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| Error::Corrupt { path: path.to_owned(), message: format!("line {}: {e}", i + 1) })
+        })
+        .collect()
+}
+
+/// Loads a stage's weights (`best.safetensors` of its run) into a network of its shape.
+pub(crate) fn load_net(run: &Path, net: &mut DenseNet<f32>) -> Result<()> {
+    checkpoint::load_weights(&run.join(BEST_FILE), &mut net.params)
+}
+
+/// Reads and parses a stage's `config.toml`.
+pub(crate) fn read_config<T: serde::de::DeserializeOwned>(run: &Path) -> Result<T> {
+    let p = run.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+    toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", p.display())))
+}
+
+/// Gathers rows `idx` of a row-major matrix of width `dim`.
+pub(crate) fn gather_rows(x: &[f32], dim: usize, idx: &[u32]) -> Vec<f32> {
+    let mut out = Vec::with_capacity(idx.len() * dim);
+    for &i in idx {
+        out.extend_from_slice(&x[i as usize * dim..(i as usize + 1) * dim]);
+    }
+    out
+}
+
+/// One optimiser step on the gradients in `params.grad` (clipped first).
+pub(crate) fn step(opt: &mut AdamW, params: &mut ParamStore<f32>, clip: f64, lr: f64) {
+    if clip > 0.0 {
+        trackgnn_engine::optim::clip_grad_norm(&mut params.grad, clip);
+    }
+    opt.step(&mut params.data, &params.grad, lr);
+}
+
+/// The learned stages a graph recipe names (embedding and filter), loaded and checked against
+/// the weight hashes the recipe recorded.
+#[derive(Default)]
+pub struct LearnedStages {
+    /// The embedding (metric-learning and hybrid methods).
+    pub embedding: Option<embedding::EmbeddingModel>,
+    /// The edge filter, if the recipe has one.
+    pub filter: Option<filter::FilterModel>,
+}
+
+impl LearnedStages {
+    /// Loads what `recipe` needs (nothing for the geometric and module-map methods).
+    ///
+    /// # Errors
+    /// A metric-learning recipe without `[metric_learning]`, a run that cannot be loaded, or
+    /// weights whose hash differs from the one recorded (the run was retrained since).
+    pub fn load(recipe: &trackgnn_graph::GraphRecipe) -> Result<LearnedStages> {
+        if !recipe.needs_embedding() {
+            return Ok(LearnedStages::default());
+        }
+        let ml = recipe.metric_learning.as_ref().ok_or_else(|| {
+            Error::Config(format!("the {:?} graph recipe has no [metric_learning] section", recipe.method))
+        })?;
+        let check = |run: &str, hash: &Option<String>| -> Result<()> {
+            let Some(then) = hash else { return Ok(()) };
+            let path = Path::new(run).join(BEST_FILE);
+            let now = trackgnn_graph::module_map::file_hash(&path)?;
+            if &now != then {
+                return Err(Error::Inconsistent {
+                    path,
+                    message: format!("weights changed since the graphs were built (hash {then}, now {now})"),
+                });
+            }
+            Ok(())
+        };
+        check(&ml.embedding_run, &ml.embedding_hash)?;
+        let embedding = Some(embedding::EmbeddingModel::load(Path::new(&ml.embedding_run))?);
+        let filter = match &ml.filter_run {
+            Some(run) => {
+                check(run, &ml.filter_hash)?;
+                Some(filter::FilterModel::load(Path::new(run))?)
+            }
+            None => None,
+        };
+        Ok(LearnedStages { embedding, filter })
+    }
+
+    /// The stages for [`trackgnn_graph::build_graph_with`], with the module map if any.
+    pub fn stages<'a>(&'a self, map: Option<&'a trackgnn_graph::ModuleMap>) -> trackgnn_graph::Stages<'a> {
+        trackgnn_graph::Stages {
+            map,
+            embedder: self.embedding.as_ref().map(|e| e as &dyn trackgnn_graph::metric::HitEmbedder),
+            filter: self.filter.as_ref().map(|f| f as &dyn trackgnn_graph::metric::EdgeScorer),
+        }
+    }
+
+    /// True if a stage's features need the cells file.
+    pub fn needs_cells(&self) -> bool {
+        let e = self.embedding.as_ref().map(|e| &e.config.features);
+        let f = self.filter.as_ref().map(|f| &f.config.features);
+        e.into_iter().chain(f).any(|c| c.features.iter().any(|s| s.name.needs_cells()))
+    }
+}
