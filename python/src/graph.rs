@@ -66,12 +66,14 @@ impl PyRecipe {
         PyRecipe { recipe: self.recipe.for_inference() }
     }
 
-    /// `geometric` or `module-map`.
+    /// `geometric`, `module-map`, `metric-learning` or `hybrid`.
     #[getter]
     fn method(&self) -> &'static str {
         match self.recipe.method {
             Method::Geometric => "geometric",
             Method::ModuleMap => "module-map",
+            Method::MetricLearning => "metric-learning",
+            Method::Hybrid => "hybrid",
         }
     }
 

@@ -34,7 +34,7 @@ use trackgnn_engine::loss::sigmoid;
 use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
-use trackgnn_graph::{BuildStats, Graph, GraphRecipe, Method as GraphMethod, ModuleMap, build_graph_with};
+use trackgnn_graph::{BuildStats, Graph, GraphRecipe, ModuleMap, build_graph_with};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
