@@ -70,7 +70,16 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(3, &format!("training an InteractionGNN (hidden {HIDDEN}, {ITERATIONS} iterations, {EPOCHS} epochs)"), t0);
     let mut cfg = TrainConfig { epochs: EPOCHS, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
     (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, HIDDEN, ITERATIONS);
-    super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads.threads, false, &mut SingleProcess)?;
+    super::train::train(
+        cfg,
+        &p("graphs"),
+        &p("run"),
+        false,
+        a.threads.threads,
+        false,
+        Default::default(),
+        &mut SingleProcess,
+    )?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
