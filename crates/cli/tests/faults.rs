@@ -35,9 +35,12 @@ pub fn poison(path: &Path) {
 
 /// The global step of the run's checkpoint.
 pub fn checkpoint_step(d: &Path, run: &str) -> u64 {
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join(run).join("checkpoint/state.json")).unwrap()).unwrap();
-    s["global_step"].as_u64().unwrap()
+    checkpoint_state(d, run)["global_step"].as_u64().unwrap()
+}
+
+/// The trainer's state in the run's checkpoint.
+pub fn checkpoint_state(d: &Path, run: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(d.join(run).join("checkpoint/state.json")).unwrap()).unwrap()
 }
 
 fn with(base: &[&str], extra: &[&str]) -> Vec<String> {
@@ -169,12 +172,11 @@ fn sigusr1_checkpoints_requeues_the_slurm_job_and_resume_auto_continues() {
     assert_eq!(std::fs::read_to_string(d.join("scontrol.log")).unwrap().trim(), "requeue 4242");
     let stopped = o["outcome"]["global_step"].as_u64().unwrap();
     assert_eq!(checkpoint_step(d, "run"), stopped);
-    // The requeued job runs the same command: it continues the run (here, to the end of its
-    // first epoch), no step lost.
-    let mut again = with(TRAIN, &["--epochs", "1", "--resume", "auto", "--json"]);
-    again.retain(|a| a != "--requeue");
-    let o = json(&ok(run(d, &again)));
-    assert_eq!(o["outcome"]["epochs_completed"], 1, "{o}");
+    // The requeued job runs the same command: it continues the run (here, to the end of the
+    // interrupted epoch), no step lost.
+    let epochs = (checkpoint_state(d, "run")["epoch"].as_u64().unwrap() + 1).to_string();
+    let o = json(&ok(run(d, &with(TRAIN, &["--epochs", &epochs, "--resume", "auto", "--json"]))));
+    assert_eq!(o["outcome"]["epochs_completed"].to_string(), epochs, "{o}");
     let steps: Vec<u64> = std::fs::read_to_string(d.join("run/steps.jsonl"))
         .unwrap()
         .lines()
