@@ -151,6 +151,24 @@ pub enum OversizeArg {
     Skip,
 }
 
+/// `--non-finite`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum NonFiniteArg {
+    /// Stop the training naming the step and the graphs; the last checkpoint is kept.
+    Stop,
+    /// Skip the step (no update) and count it.
+    Skip,
+}
+
+/// `--resume [auto]`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum ResumeArg {
+    /// Continue from the run's checkpoint, which must exist (`--resume` alone).
+    Always,
+    /// Continue if the run has a checkpoint, else start it (a requeued Slurm job).
+    Auto,
+}
+
 // The one place where the options that mirror library enums become them (as ripgrep's
 // `HiArgs::from_low_args`): the libraries stay free of clap, and a command converts with `.into()`.
 
@@ -160,6 +178,15 @@ impl From<LrScalingArg> for trackgnn_train::config::LrScaling {
             LrScalingArg::None => Self::None,
             LrScalingArg::Linear => Self::Linear,
             LrScalingArg::Sqrt => Self::Sqrt,
+        }
+    }
+}
+
+impl From<NonFiniteArg> for trackgnn_train::config::NonFinite {
+    fn from(a: NonFiniteArg) -> Self {
+        match a {
+            NonFiniteArg::Stop => Self::Stop,
+            NonFiniteArg::Skip => Self::Skip,
         }
     }
 }

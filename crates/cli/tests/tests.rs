@@ -5,6 +5,7 @@ mod util;
 mod bench;
 mod configs;
 mod errors;
+mod faults;
 mod geometry;
 mod graphs;
 mod inspect;

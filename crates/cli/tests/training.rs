@@ -143,3 +143,31 @@ fn a_build_without_mpi_refuses_to_run_as_one_of_several_ranks() {
     let err = fails(out);
     assert!(err.contains("built without MPI") && err.contains("OMPI_COMM_WORLD_SIZE=4"), "{err}");
 }
+
+#[test]
+fn demo_quick_runs_the_whole_pipeline_in_a_reduced_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t0 = std::time::Instant::now();
+    ok(trackgnn(d, &["demo", "--quick", "--out", "demo"]));
+    eprintln!("demo --quick took {:.1} s", t0.elapsed().as_secs_f64());
+    let demo = d.join("demo");
+    for f in ["run/best.safetensors", "run/config.toml", "run/metrics.csv", "graphs/recipe.toml", "run/plots/loss.png"]
+    {
+        assert!(demo.join(f).is_file(), "{f}");
+    }
+    let cfg = std::fs::read_to_string(demo.join("run/config.toml")).unwrap();
+    assert!(cfg.contains("epochs = 1") && cfg.contains("hidden = 16"), "{cfg}");
+    let events = |sub: &str| {
+        std::fs::read_dir(demo.join(sub))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().to_string_lossy().ends_with("-hits.csv"))
+            .count()
+    };
+    assert_eq!((events("events"), events("heldout")), (12, 2));
+    let tracks = std::fs::read_dir(demo.join("tracks")).unwrap().count();
+    assert!(tracks >= 2, "{tracks} files in tracks/");
+    // A second demo into the same directory is refused.
+    let err = fails(trackgnn(d, &["demo", "--quick", "--out", "demo"]));
+    assert!(err.contains("already holds a demo"), "{err}");
+}

@@ -93,14 +93,21 @@ pub fn save_checkpoint(
         fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
     fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let model = encode_weights(&tmp.join(MODEL_FILE), params)?;
-    write_synced(&tmp.join(MODEL_FILE), &model)?;
-    let optim = encode_optimizer(&tmp.join(OPTIMIZER_FILE), params, opt)?;
-    write_synced(&tmp.join(OPTIMIZER_FILE), &optim)?;
-    let state_path = tmp.join(STATE_FILE);
-    let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json { path: state_path.clone(), source: e })?;
-    write_synced(&state_path, &json)?;
-    sync_dir(&tmp)?;
+    let written = (|| {
+        let model = encode_weights(&tmp.join(MODEL_FILE), params)?;
+        write_synced(&tmp.join(MODEL_FILE), &model)?;
+        let optim = encode_optimizer(&tmp.join(OPTIMIZER_FILE), params, opt)?;
+        write_synced(&tmp.join(OPTIMIZER_FILE), &optim)?;
+        let state_path = tmp.join(STATE_FILE);
+        let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json { path: state_path.clone(), source: e })?;
+        write_synced(&state_path, &json)?;
+        sync_dir(&tmp)
+    })();
+    if let Err(e) = written {
+        // A full disk: free what the partial copy took; the checkpoint in place is untouched.
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
 
     // 2. Old checkpoint aside, new one in place, old one removed.
     if dir.exists() {

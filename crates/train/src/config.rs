@@ -58,6 +58,18 @@ impl Sampler {
     }
 }
 
+/// What a step whose loss or gradient is not finite does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NonFinite {
+    /// Stop the training with an error naming the step and the graphs, keeping the last
+    /// checkpoint (which holds no non-finite step).
+    Stop,
+    /// Skip the step (no update), count it (`skipped_steps`, `skipped` in `steps.jsonl`) and go
+    /// on.
+    Skip,
+}
+
 /// The settings of a training run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -117,6 +129,11 @@ pub struct TrainConfig {
     /// instead of the seed's random ones: fine-tuning, e.g. with another loss weighting. The
     /// optimiser, schedule and epochs start afresh.
     pub init_weights: Option<std::path::PathBuf>,
+    /// What a step whose loss or gradient is not finite does: `stop` or `skip`.
+    pub non_finite: NonFinite,
+    /// Compare the replicas' weight checksums every this many steps (and at every epoch's
+    /// end; 0: at epoch ends only). One all-gather of two numbers and a pass over the weights.
+    pub replica_check_every_steps: usize,
 }
 
 impl Default for TrainConfig {
@@ -146,6 +163,8 @@ impl Default for TrainConfig {
             oversize: Oversize::Split,
             sector_overlap_phi: 0.3,
             init_weights: None,
+            non_finite: NonFinite::Stop,
+            replica_check_every_steps: 50,
         }
     }
 }

@@ -122,6 +122,22 @@ pub enum Error {
     /// Communication between ranks failed, or the ranks disagree.
     #[error("{0}")]
     Dist(String),
+    /// The training state went bad (a non-finite loss or gradient): the run stopped.
+    #[error("{0}")]
+    Training(String),
+    /// A checkpoint could not be written (disk full, …); the previous one is intact.
+    #[error("{}: writing the checkpoint of step {step} failed; {kept}", dir.display())]
+    CheckpointWrite {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// The optimiser step the checkpoint was for.
+        step: u64,
+        /// What the run directory still holds.
+        kept: String,
+        /// Why the write failed (naming the file).
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

@@ -53,6 +53,8 @@ pub const METRICS_CSV_FILE: &str = "metrics.csv";
 pub const METRICS_JSONL_FILE: &str = "metrics.jsonl";
 /// The per-step diagnostics ([`StepRecord`]), JSON lines.
 pub const STEPS_FILE: &str = "steps.jsonl";
+/// Name of the log of resumes with another number of ranks in a run directory.
+pub const RESUMES_FILE: &str = "resumes.jsonl";
 /// Weights of the best epoch.
 pub const BEST_FILE: &str = "best.safetensors";
 /// The last checkpoint (a directory; see [`crate::checkpoint`]).
@@ -163,6 +165,10 @@ pub struct StepRecord {
     /// Wall time of the step.
     #[serde(deserialize_with = "nan_if_null")]
     pub seconds: f64,
+    /// True if the step was skipped: its loss or a gradient was not finite (`non_finite =
+    /// "skip"`).
+    #[serde(default)]
+    pub skipped: bool,
     /// Step within the epoch, from 0.
     #[serde(default)]
     pub step: u64,
@@ -174,6 +180,30 @@ fn nan() -> f64 {
 
 fn one() -> f64 {
     1.0
+}
+
+/// A resume with another number of ranks than the checkpoint was written with: a line of
+/// `resumes.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankChange {
+    /// The epoch resumed.
+    pub epoch: u64,
+    /// Optimiser steps taken before the resume.
+    pub global_step: u64,
+    /// Graphs of the interrupted epoch not trained in it: fewer than one step of the new ranks.
+    pub graphs_left_out: u64,
+    /// Learning rate before the schedule, scaled for `ranks`.
+    pub lr: f64,
+    /// The same for `previous_ranks`.
+    pub previous_lr: f64,
+    /// Ranks the checkpoint was written with.
+    pub previous_ranks: usize,
+    /// Ranks of the resumed run.
+    pub ranks: usize,
+    /// Steps of the epoch taken before the resume.
+    pub step_in_epoch: u64,
+    /// Steps of the epoch left, with the new ranks.
+    pub steps_left_in_epoch: u64,
 }
 
 impl StepRecord {
@@ -239,6 +269,25 @@ impl RunDir {
     /// `steps.jsonl`.
     pub fn steps_path(&self) -> PathBuf {
         self.root.join(STEPS_FILE)
+    }
+    /// `resumes.jsonl`: one line per resume with another number of ranks ([`RankChange`]).
+    pub fn resumes_path(&self) -> PathBuf {
+        self.root.join(RESUMES_FILE)
+    }
+    /// The resumes with another number of ranks, oldest first (none if the file is missing).
+    pub fn read_rank_changes(&self) -> Result<Vec<RankChange>> {
+        let path = self.resumes_path();
+        let Ok(text) = fs::read_to_string(&path) else {
+            return Ok(Vec::new());
+        };
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l)
+                    .map_err(|e| Error::Json { path: format!("{}:{}", path.display(), i + 1).into(), source: e })
+            })
+            .collect()
     }
     /// `rank{rank}.json`.
     pub fn rank_report_path(&self, rank: usize) -> PathBuf {
@@ -342,6 +391,14 @@ impl RunDir {
         writeln!(f, "{line}").map_err(|e| Error::io(&path, e))
     }
 
+    /// Appends a line to `resumes.jsonl`.
+    pub(crate) fn append_rank_change(&self, change: &RankChange) -> Result<()> {
+        let path = self.resumes_path();
+        let line = serde_json::to_string(change).map_err(|e| Error::Json { path: path.clone(), source: e })?;
+        let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
+        writeln!(f, "{line}").map_err(|e| Error::io(&path, e))
+    }
+
     /// Removes `steps.jsonl` (a fresh run).
     pub(crate) fn remove_steps(&self) {
         let _ = fs::remove_file(self.steps_path());
@@ -419,6 +476,7 @@ mod tests {
             loss: f64::NAN,
             lr: 1e-3,
             seconds: 0.6,
+            skipped: false,
             step: global_step - 1,
         }
     }

@@ -19,19 +19,17 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::budget::{self, Oversize};
 use crate::checkpoint::{load_checkpoint, load_weights, save_checkpoint, save_weights};
-use crate::config::{BestMetric, TrainConfig};
+use crate::config::{BestMetric, NonFinite, TrainConfig};
 use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
 use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
 use crate::logs::{EpochRecord, MetricsLog, RankReport, peak_rss_bytes};
 use crate::plots;
-use crate::run_dir::{EventSplit, InitWeights, RunDir, StepRecord};
+use crate::run_dir::{EventSplit, InitWeights, RankChange, RunDir, StepRecord};
 
 /// RNG stream of the weight initialisation.
 const STREAM_INIT: u64 = 13;
-/// Compare the replicas' weights every this many steps (and at every epoch's end).
-const CHECKSUM_EVERY: u64 = 50;
 
 /// Progress reports of a run (a progress bar in the CLI; nothing in tests).
 pub trait Progress {
@@ -64,7 +62,7 @@ pub struct TrainOutcome {
     pub best_epoch: Option<u64>,
     /// Best value of the selection metric.
     pub best_value: f64,
-    /// Steps skipped because the loss or a gradient was not finite.
+    /// Steps skipped because the loss or a gradient was not finite (`non_finite = "skip"`).
     pub skipped_steps: u64,
 }
 
@@ -96,6 +94,10 @@ struct RunState {
     skipped_steps: u64,
     accum: EpochAccum,
     config: TrainConfig,
+    /// The current epoch's step groups when they are not the sampler's: after a resume with
+    /// another number of ranks in mid-epoch, the graphs not yet trained, regrouped.
+    #[serde(default)]
+    regrouped: Option<Vec<Vec<usize>>>,
 }
 
 fn better(metric: BestMetric, new: f64, old: Option<f64>) -> bool {
@@ -213,6 +215,11 @@ pub struct Trainer<'a> {
     state: RunState,
     /// φ sectors each graph of the set is trained as (1: whole), from the memory budget.
     parts: Vec<usize>,
+    /// Global step of the last checkpoint written or resumed from.
+    last_saved_step: Option<u64>,
+    /// Fault injection for tests of the replica check: at global step `.0`, rank `.1` changes
+    /// one weight of its replica.
+    pub inject_divergence: Option<(u64, usize)>,
 }
 
 impl<'a> Trainer<'a> {
@@ -288,9 +295,23 @@ impl<'a> Trainer<'a> {
             skipped_steps: 0,
             accum: EpochAccum::default(),
             config: cfg.clone(),
+            regrouped: None,
         };
         let run = RunDir::new(run_dir);
-        let mut t = Trainer { cfg, set, split, run, comm, model, opt, schedule, state, parts };
+        let mut t = Trainer {
+            cfg,
+            set,
+            split,
+            run,
+            comm,
+            model,
+            opt,
+            schedule,
+            state,
+            parts,
+            last_saved_step: None,
+            inject_divergence: None,
+        };
         if resume {
             t.resume()?;
         } else if t.comm.is_root() {
@@ -340,8 +361,11 @@ impl<'a> Trainer<'a> {
         self.cfg.init_weights = saved.config.init_weights.clone();
         let mut a = saved.config.clone();
         a.epochs = self.cfg.epochs;
-        // Checkpointing changes memory and time, never the gradients.
+        // Checkpointing changes memory and time, never the gradients; the fault policies change
+        // nothing a finished step did.
         a.checkpointing = self.cfg.checkpointing;
+        a.non_finite = self.cfg.non_finite;
+        a.replica_check_every_steps = self.cfg.replica_check_every_steps;
         // A new schedule that gave every step already taken its learning rate (a decay that
         // starts from now on) keeps the run one that a fresh start with it reproduces.
         if self.schedule_agrees_with_the_past(&saved) {
@@ -349,27 +373,75 @@ impl<'a> Trainer<'a> {
         }
         if a != self.cfg {
             return Err(Error::Config(format!(
-                "{}: the checkpoint was written with another configuration (only `epochs`, `checkpointing` and a \
-                 schedule that keeps the learning rates of the {} steps already taken may change on resume)",
+                "{}: the checkpoint was written with another configuration (only `epochs`, `checkpointing`, `non_finite`, \
+                 `replica_check_every_steps` and a schedule that keeps the learning rates of the {} steps already taken may change on resume)",
                 dir.display(),
                 saved.global_step
             )));
         }
         self.opt = AdamW::from_state(self.cfg.optimizer, opt_state);
-        if saved.ranks != self.comm.size() && saved.step_in_epoch > 0 {
-            // The step groups depend on the number of ranks: restart the interrupted epoch.
-            self.state = RunState { step_in_epoch: 0, accum: EpochAccum::default(), ranks: self.comm.size(), ..saved };
-        } else {
-            self.state = RunState { ranks: self.comm.size(), ..saved };
-        }
+        let previous_ranks = saved.ranks;
+        self.state = RunState { ranks: self.comm.size(), ..saved };
         self.state.config = self.cfg.clone();
+        self.last_saved_step = Some(self.state.global_step);
+        let change = (previous_ranks != self.comm.size()).then(|| self.regroup(previous_ranks));
         // Every rank resumes from the same weights (rank 0's, which wrote them).
         self.comm.broadcast(&mut self.model.params.data, 0)?;
         if self.comm.is_root() {
             MetricsLog::resume(self.run.root(), self.state.epoch)?;
             self.run.truncate_steps(self.state.global_step)?;
+            if let Some(change) = change {
+                tracing::warn!(
+                    "resuming a run of {} rank(s) with {}: learning rate {} → {}, the rest of epoch {} regrouped \
+                     into {} step(s) ({} graph(s) left out); recorded in {}",
+                    change.previous_ranks,
+                    change.ranks,
+                    change.previous_lr,
+                    change.lr,
+                    change.epoch,
+                    change.steps_left_in_epoch,
+                    change.graphs_left_out,
+                    self.run.resumes_path().display()
+                );
+                self.run.append_rank_change(&change)?;
+            }
         }
         Ok(())
+    }
+
+    /// After a resume with another number of ranks than `previous` ran with: the rest of the
+    /// interrupted epoch (its graphs not yet trained, in the sampler's order) regrouped into
+    /// steps of this run's ranks, the leftover that fills no step left out as the sampler
+    /// leaves it out. The learning-rate scaling follows the ranks by itself (it is computed
+    /// from them each step). Returns the record of the change.
+    fn regroup(&mut self, previous: usize) -> RankChange {
+        let (size, gps, done) = (self.comm.size(), self.cfg.graphs_per_step, self.state.step_in_epoch as usize);
+        let mut left_out = 0;
+        self.state.regrouped = if done == 0 {
+            None
+        } else {
+            let old =
+                self.state.regrouped.take().unwrap_or_else(|| {
+                    epoch_groups(&self.cfg, &self.set, &self.split.train, previous, self.state.epoch)
+                });
+            let rest: Vec<usize> = old[done.min(old.len())..].concat();
+            let chunks = rest.chunks_exact(size * gps);
+            left_out = chunks.remainder().len();
+            // The steps already taken keep their numbers (their groups are not needed again).
+            Some(std::iter::repeat_n(Vec::new(), done).chain(chunks.map(<[usize]>::to_vec)).collect())
+        };
+        let steps = self.groups(self.state.epoch).len() as u64;
+        RankChange {
+            epoch: self.state.epoch,
+            global_step: self.state.global_step,
+            graphs_left_out: left_out as u64,
+            lr: self.cfg.scaled_lr(size),
+            previous_lr: self.cfg.scaled_lr(previous),
+            previous_ranks: previous,
+            ranks: size,
+            step_in_epoch: done as u64,
+            steps_left_in_epoch: steps.saturating_sub(done as u64),
+        }
     }
 
     /// Whether this run's schedule gives each step `saved` has taken the learning rate that the
@@ -386,17 +458,34 @@ impl<'a> Trainer<'a> {
         })
     }
 
-    fn save(&self) -> Result<()> {
-        if !self.comm.is_root() {
-            return Ok(());
+    /// Rank 0 writes a checkpoint. A failed write (disk full, …) leaves the previous one
+    /// intact, and the error says which step it holds.
+    fn save(&mut self) -> Result<()> {
+        if self.comm.is_root() {
+            let state = serde_json::to_value(&self.state).expect("state serialises");
+            let dir = self.run.checkpoint_dir();
+            save_checkpoint(&dir, &self.model.params, &self.opt.state(), &state).map_err(|e| {
+                Error::CheckpointWrite {
+                    kept: match self.last_saved_step {
+                        Some(s) => format!("the previous checkpoint there (step {s}) is intact"),
+                        None => "the run has no checkpoint yet".into(),
+                    },
+                    dir,
+                    step: self.state.global_step,
+                    source: Box::new(e),
+                }
+            })?;
         }
-        let state = serde_json::to_value(&self.state).expect("state serialises");
-        save_checkpoint(&self.run.checkpoint_dir(), &self.model.params, &self.opt.state(), &state)
+        self.last_saved_step = Some(self.state.global_step);
+        Ok(())
     }
 
     /// The step groups of `epoch` for this run's ranks.
     fn groups(&self, epoch: u64) -> Vec<Vec<usize>> {
-        epoch_groups(&self.cfg, &self.set, &self.split.train, self.comm.size(), epoch)
+        match &self.state.regrouped {
+            Some(g) if epoch == self.state.epoch => g.clone(),
+            _ => epoch_groups(&self.cfg, &self.set, &self.split.train, self.comm.size(), epoch),
+        }
     }
 
     /// Runs epochs until the configured number, early stopping, or `stop` turns true (then a
@@ -432,6 +521,7 @@ impl<'a> Trainer<'a> {
             self.state.epoch += 1;
             self.state.step_in_epoch = 0;
             self.state.accum = EpochAccum::default();
+            self.state.regrouped = None;
             if let Some(log) = log.as_mut() {
                 log.append(&rec)?;
                 history.push(rec.clone());
@@ -478,13 +568,20 @@ impl<'a> Trainer<'a> {
             .collect();
         let mut loader = Prefetcher::with_parts(paths, self.cfg.non_target_weight, self.cfg.sector_overlap_phi);
         for step in first_step..steps {
-            let record = self.step(&mut loader, cache, step, steps, progress)?;
+            let record = self.step(&mut loader, cache, &groups[step as usize], steps, progress)?;
             if self.comm.is_root() {
                 // Every rank derives the same groups, so rank 0 knows what each trained on.
                 let events = groups[step as usize].chunks_exact(gps).map(|g| self.event_ids(g)).collect();
                 self.run.append_step(&StepRecord { events, ..record })?;
             }
-            if self.state.global_step.is_multiple_of(CHECKSUM_EVERY) {
+            if let Some((at, r)) = self.inject_divergence
+                && at == self.state.global_step
+                && r == rank
+            {
+                self.model.params.data[0] += 1e-3;
+            }
+            let k = self.cfg.replica_check_every_steps as u64;
+            if k > 0 && self.state.global_step.is_multiple_of(k) {
                 self.check_replicas()?;
             }
             let every = self.cfg.checkpoint_every_steps as u64;
@@ -499,20 +596,25 @@ impl<'a> Trainer<'a> {
         Ok(false)
     }
 
-    /// One optimiser step `step` of `steps` in the current epoch: gradients of this rank's
-    /// graphs, their all-reduce, clipping and the update (skipped if not finite); the epoch's
-    /// sums updated. Returns the step's record without its events.
+    /// The next optimiser step of the current epoch (of `steps`), on the graphs of `group`
+    /// (every rank's, in rank order): gradients of this rank's graphs, their all-reduce,
+    /// clipping and the update; the epoch's sums updated. A loss or gradient that is not finite
+    /// on any rank stops the run naming the step and the graphs, or, with `non_finite = skip`,
+    /// skips the update. Returns the step's record without its events.
     fn step(
         &mut self,
         loader: &mut Prefetcher,
         cache: &mut ForwardCache<f32>,
-        step: u64,
+        group: &[usize],
         steps: u64,
         progress: &dyn Progress,
     ) -> Result<StepRecord> {
         let (epoch, size, gps) = (self.state.epoch, self.comm.size(), self.cfg.graphs_per_step);
+        let step = self.state.step_in_epoch;
         let t_step = Instant::now();
         let loss_sum = self.gradients(loader, cache)?;
+        // Checked before the all-reduce, which would spread a NaN to every rank's gradient.
+        let local_finite = loss_sum.is_finite() && self.model.params.grad.iter().all(|g| g.is_finite());
         let compute_s = t_step.elapsed().as_secs_f64();
         let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;
         self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
@@ -521,28 +623,39 @@ impl<'a> Trainer<'a> {
         let t_reduce = Instant::now();
         self.comm.allreduce_mean(&mut self.model.params.grad)?;
         let reduce_s = t_reduce.elapsed().as_secs_f64();
-        // Loss and per-rank timings travel together in one small gather.
-        let stats = self.comm.allgather_f64(&[loss_sum / gps as f64, compute_s, reduce_s])?;
-        let loss = stats.chunks_exact(3).map(|r| r[0]).sum::<f64>() / size as f64;
-        let computes: Vec<f64> = stats.chunks_exact(3).map(|r| r[1]).collect();
-        let reduces: Vec<f64> = stats.chunks_exact(3).map(|r| r[2]).collect();
+        // Loss, finiteness and per-rank timings travel together in one small gather.
+        let stats =
+            self.comm.allgather_f64(&[loss_sum / gps as f64, local_finite as u8 as f64, compute_s, reduce_s])?;
+        let loss = stats.chunks_exact(4).map(|r| r[0]).sum::<f64>() / size as f64;
+        let bad_ranks: Vec<usize> = (0..size).filter(|&r| stats[4 * r + 1] == 0.0).collect();
+        let computes: Vec<f64> = stats.chunks_exact(4).map(|r| r[2]).collect();
+        let reduces: Vec<f64> = stats.chunks_exact(4).map(|r| r[3]).collect();
         let mean_compute = computes.iter().sum::<f64>() / size as f64;
         let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
         self.state.accum.imbalance_sum += imbalance;
         self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
         let grad_norm = clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
         let lr = self.schedule.lr(self.cfg.scaled_lr(size), epoch as usize, step as usize, steps as usize);
-        if loss.is_finite() && grad_norm.is_finite() {
+        let finite = bad_ranks.is_empty() && loss.is_finite() && grad_norm.is_finite();
+        if !finite && self.cfg.non_finite == NonFinite::Stop {
+            // Every rank saw the same gathered flags: all stop with the same message.
+            return Err(self.non_finite_error(step, group, &bad_ranks, loss, grad_norm));
+        }
+        if finite {
             self.opt.step(&mut self.model.params.data, &self.model.params.grad, lr);
             self.state.accum.loss_sum += loss;
             self.state.accum.grad_norm_sum += grad_norm;
             self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
         } else {
-            // Every rank sees the same all-reduced values, so all skip together.
+            // Every rank sees the same gathered values, so all skip together.
             self.state.skipped_steps += 1;
+            let graphs = self.graph_names(group, &bad_ranks);
             progress.message(&format!(
-                "epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite, step skipped"
+                "epoch {epoch} step {step}: loss {loss} / gradient norm {grad_norm} not finite ({graphs}), step skipped \
+                 ({} skipped so far)",
+                self.state.skipped_steps
             ));
+            tracing::warn!("epoch {epoch} step {step}: not finite ({graphs}), step skipped");
         }
         self.state.accum.steps += 1;
         self.state.global_step += 1;
@@ -562,8 +675,37 @@ impl<'a> Trainer<'a> {
             loss,
             lr,
             seconds: dt,
+            skipped: !finite,
             step,
         })
+    }
+
+    /// The graphs of the ranks in `ranks` (all of the step's if empty) in step `group`.
+    fn graph_names(&self, group: &[usize], ranks: &[usize]) -> String {
+        let gps = self.cfg.graphs_per_step;
+        let all: Vec<usize> = (0..self.comm.size()).collect();
+        let ranks = if ranks.is_empty() { &all[..] } else { ranks };
+        let names: Vec<String> = ranks
+            .iter()
+            .flat_map(|&r| group[r * gps..(r + 1) * gps].iter().map(move |&i| (r, i)))
+            .map(|(r, i)| format!("rank {r}: {}", self.set.files[i].1.display()))
+            .collect();
+        names.join(", ")
+    }
+
+    /// The error that stops a run at a step whose loss or gradient is not finite.
+    fn non_finite_error(&self, step: u64, group: &[usize], bad_ranks: &[usize], loss: f64, grad_norm: f64) -> Error {
+        let kept = match self.last_saved_step {
+            Some(s) => format!("the last checkpoint ({}, step {s}) is kept", self.run.checkpoint_dir().display()),
+            None => "no checkpoint was written yet".into(),
+        };
+        Error::Training(format!(
+            "epoch {} step {step} (global step {}): the loss or a gradient is not finite (loss {loss}, gradient norm \
+             {grad_norm}) on {}; training stopped, {kept} (`non_finite = \"skip\"` skips such steps instead)",
+            self.state.epoch,
+            self.state.global_step + 1,
+            self.graph_names(group, bad_ranks)
+        ))
     }
 
     /// The gradients of this rank's graphs of one step, summed into the parameters' gradient

@@ -30,17 +30,28 @@ pub struct DemoArgs {
     /// Directory for everything the demo makes.
     #[arg(long, value_name = "DIR", default_value = "trackgnn-demo")]
     pub out: PathBuf,
+    /// A reduced configuration in seconds (12 events at pile-up 4, one epoch of a small model,
+    /// 2 held-out events): checks the pipeline end to end, learns little.
+    #[arg(long)]
+    pub quick: bool,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
 }
 
-/// The demo's sizes: small enough for a few minutes on 2 cores, large enough to learn.
-const TRAIN_EVENTS: u64 = 60;
-const HELDOUT_EVENTS: u64 = 8;
-const PILEUP: f64 = 10.0;
-const EPOCHS: usize = 12;
-const HIDDEN: usize = 64;
-const ITERATIONS: usize = 6;
+/// The demo's sizes.
+struct Sizes {
+    train_events: u64,
+    heldout_events: u64,
+    pileup: f64,
+    epochs: usize,
+    hidden: usize,
+    iterations: usize,
+}
+
+/// Small enough for a few minutes on 2 cores, large enough to learn.
+const FULL: Sizes = Sizes { train_events: 60, heldout_events: 8, pileup: 10.0, epochs: 12, hidden: 64, iterations: 6 };
+/// `--quick`: seconds, for tests (validation needs ≥ 5 events at the 80/10/10 split).
+const QUICK: Sizes = Sizes { train_events: 12, heldout_events: 2, pileup: 4.0, epochs: 1, hidden: 16, iterations: 2 };
 
 fn step(n: usize, what: &str, t0: Instant) {
     eprintln!("\n[{n}/6 at {:.0} s] {what}", t0.elapsed().as_secs_f64());
@@ -55,22 +66,32 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let t0 = Instant::now();
     let p = |s: &str| -> PathBuf { dir.join(s) };
     let pool = thread_pool(a.threads.threads)?;
-    let generator = Generator::new(Detector::trackml(), SimConfig { pileup: PILEUP, ..SimConfig::default() });
+    let Sizes { train_events, heldout_events, pileup, epochs, hidden, iterations } = if a.quick { QUICK } else { FULL };
+    let generator = Generator::new(Detector::trackml(), SimConfig { pileup, ..SimConfig::default() });
     step(
         1,
         &format!(
-            "simulating {TRAIN_EVENTS} events at pile-up {PILEUP} for training and {HELDOUT_EVENTS} held-out events"
+            "simulating {train_events} events at pile-up {pileup} for training and {heldout_events} held-out events"
         ),
         t0,
     );
-    pool.install(|| simulate(&generator, &p("events"), 1, 1..=TRAIN_EVENTS))?;
-    pool.install(|| simulate(&generator, &p("heldout"), 2, 1001..=1000 + HELDOUT_EVENTS))?;
+    pool.install(|| simulate(&generator, &p("events"), 1, 1..=train_events))?;
+    pool.install(|| simulate(&generator, &p("heldout"), 2, 1001..=1000 + heldout_events))?;
     step(2, "building graphs (geometric builder, all hits: no truth cuts)", t0);
     pool.install(|| build_graphs(generator.detector(), &p("events"), &p("graphs")))?;
-    step(3, &format!("training an InteractionGNN (hidden {HIDDEN}, {ITERATIONS} iterations, {EPOCHS} epochs)"), t0);
-    let mut cfg = TrainConfig { epochs: EPOCHS, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
-    (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, HIDDEN, ITERATIONS);
-    super::train::train(cfg, &p("graphs"), &p("run"), false, a.threads.threads, false, &mut SingleProcess)?;
+    step(3, &format!("training an InteractionGNN (hidden {hidden}, {iterations} iterations, {epochs} epochs)"), t0);
+    let mut cfg = TrainConfig { epochs, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
+    (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, hidden, iterations);
+    super::train::train(
+        cfg,
+        &p("graphs"),
+        &p("run"),
+        false,
+        a.threads.threads,
+        false,
+        Default::default(),
+        &mut SingleProcess,
+    )?;
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
@@ -78,7 +99,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     })?;
     step(
         5,
-        &format!("reconstructing tracks in the {HELDOUT_EVENTS} held-out events (no truth read), then scoring them"),
+        &format!("reconstructing tracks in the {heldout_events} held-out events (no truth read), then scoring them"),
         t0,
     );
     let tracks = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(TrackMethod::Follow, None) };

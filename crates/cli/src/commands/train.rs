@@ -14,7 +14,7 @@ use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::eval::evaluate;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{LrScalingArg, OversizeArg, SamplerArg, SplitArg, parse_bytes};
+use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -31,9 +31,28 @@ pub struct TrainArgs {
     /// Training configuration (TOML, the keys of `TrainConfig`); flags win over it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Continue the run in --out from its last checkpoint.
+    /// Continue the run in --out from its last checkpoint; `--resume auto` continues it if it
+    /// has one and starts it otherwise (a requeued job).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "always", value_name = "auto")]
+    pub resume: Option<ResumeArg>,
+    /// On SIGUSR1/SIGTERM, after the checkpoint, requeue the Slurm job (`scontrol requeue
+    /// $SLURM_JOB_ID`); with `--resume auto` the restarted job continues the run.
     #[arg(long)]
-    pub resume: bool,
+    pub requeue: bool,
+    /// Seconds a rank waits in a collective for the others before it aborts the job naming the
+    /// ranks that did not arrive (MPI builds).
+    #[arg(long, value_name = "SECONDS", default_value_t = trackgnn_train::dist::DEFAULT_COLLECTIVE_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
+    pub collective_timeout: f64,
+    /// What a step whose loss or gradient is not finite does: stop the run (naming the step and
+    /// graphs, keeping the last checkpoint) or skip the step.
+    #[arg(long, value_enum)]
+    pub non_finite: Option<NonFiniteArg>,
+    /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
+    #[arg(long, value_name = "K")]
+    pub replica_check_every: Option<usize>,
+    /// Fault injection for tests: at global step STEP, rank RANK changes one of its weights.
+    #[arg(long, hide = true, value_name = "STEP:RANK", value_parser = parse_step_rank)]
+    pub inject_divergence: Option<(u64, usize)>,
     /// Epochs.
     #[arg(long)]
     pub epochs: Option<usize>,
@@ -139,9 +158,21 @@ fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String
     s.parse()
 }
 
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
+}
+
+fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
+    let (a, b) = s.split_once(':').ok_or("expected STEP:RANK")?;
+    Ok((a.parse().map_err(|_| "bad STEP")?, b.parse().map_err(|_| "bad RANK")?))
+}
+
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
-fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
-    let file = a.config.clone().or_else(|| a.resume.then(|| RunDir::new(&a.out).config_path()));
+fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
+    let file = a.config.clone().or_else(|| resume.then(|| RunDir::new(&a.out).config_path()));
     let mut c = match &file {
         Some(p) => TrainConfig::read(p)?,
         None => TrainConfig::default(),
@@ -182,6 +213,10 @@ fn resolve_config(a: &TrainArgs) -> Result<TrainConfig> {
     if let Some(s) = a.sampler {
         c.sampler = s.into();
     }
+    if let Some(n) = a.non_finite {
+        c.non_finite = n.into();
+    }
+    set!(a.replica_check_every, c.replica_check_every_steps);
     c.validate()?;
     Ok(c)
 }
@@ -234,13 +269,42 @@ impl Progress for Bars {
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
-    let cfg = resolve_config(&a)?;
-    train(cfg, &a.graphs, &a.out, a.resume, a.threads.threads, a.json.json, comm)
+    let resume = match a.resume {
+        None => false,
+        Some(ResumeArg::Always) => true,
+        // Rank 0 decides, so every rank does the same even on a file system that lags.
+        Some(ResumeArg::Auto) => comm.any(comm.is_root() && has_checkpoint(&a.out))?,
+    };
+    let cfg = resolve_config(&a, resume)?;
+    let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
+    if resume && a.resume == Some(ResumeArg::Auto) && comm.is_root() && !a.json.json {
+        eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());
+    }
+    train(cfg, &a.graphs, &a.out, resume, a.threads.threads, a.json.json, opts, comm)
+}
+
+/// True if the run directory `out` holds a checkpoint (or the aside copy a crash in mid-save
+/// leaves), the condition for `--resume auto` to resume.
+fn has_checkpoint(out: &Path) -> bool {
+    let dir = RunDir::new(out).checkpoint_dir();
+    let model = trackgnn_train::checkpoint::MODEL_FILE;
+    dir.join(model).is_file() || trackgnn_train::checkpoint::aside_path(&dir).join(model).is_file()
+}
+
+/// Options of `train` beyond the configuration.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TrainOptions {
+    /// Requeue the Slurm job after a checkpoint on a signal.
+    pub requeue: bool,
+    /// Test hook: at global step `.0`, rank `.1` changes one weight.
+    pub inject_divergence: Option<(u64, usize)>,
 }
 
 /// Trains with `cfg` on the graphs of `graphs` into the run directory `out` (continuing it with
-/// `resume`), on `threads` threads; SIGTERM and SIGINT stop it after a checkpoint (exit code
-/// 3). Rank 0 prints progress and the outcome, one JSON object with `as_json`.
+/// `resume`), on `threads` threads; SIGUSR1, SIGTERM and SIGINT stop it after a checkpoint (exit
+/// code 3; with `opts.requeue`, rank 0 then requeues the Slurm job). Rank 0 prints progress and
+/// the outcome, one JSON object with `as_json`.
+#[allow(clippy::too_many_arguments)]
 pub fn train(
     cfg: TrainConfig,
     graphs: &Path,
@@ -248,18 +312,21 @@ pub fn train(
     resume: bool,
     threads: Option<usize>,
     as_json: bool,
+    opts: TrainOptions,
     comm: &mut dyn Comm,
 ) -> Result<ExitCode> {
     let pool = thread_pool(threads)?;
     let stop = Arc::new(AtomicBool::new(false));
-    // SIGTERM (Slurm preemption) and SIGINT: finish the step, checkpoint, exit.
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+    // SIGUSR1 (Slurm's `--signal=USR1@120`, Lightning's convention), SIGTERM (preemption, time
+    // limit) and SIGINT: all ranks agree at the end of the step, checkpoint, exit.
+    for sig in [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the signal handler")?;
     }
     let root = comm.is_root();
     let bars = Bars { bar: std::sync::Mutex::new(None), quiet: !root || as_json };
     let outcome = pool.install(|| -> Result<_> {
         let mut trainer = Trainer::new(cfg.clone(), graphs, out, resume, comm)?;
+        trainer.inject_divergence = opts.inject_divergence;
         if root && !as_json {
             let s = trainer.split();
             eprintln!(
@@ -273,9 +340,10 @@ pub fn train(
         }
         Ok(trainer.run(&bars, &stop)?)
     })?;
+    let requeued = root && outcome.interrupted && opts.requeue && requeue_slurm_job(as_json);
     if root {
         if as_json {
-            print_json(&json!({ "run": out, "outcome": outcome }));
+            print_json(&json!({ "run": out, "outcome": outcome, "requeued": requeued }));
         } else if outcome.interrupted {
             eprintln!("interrupted: checkpoint written at step {}; continue with --resume", outcome.global_step);
         } else {
@@ -295,12 +363,47 @@ pub fn train(
     Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
+/// Requeues the Slurm job this process runs in (`scontrol requeue $SLURM_JOB_ID`); true if
+/// it did. A failure is reported, not fatal: the checkpoint is written either way.
+fn requeue_slurm_job(quiet: bool) -> bool {
+    let Ok(job) = std::env::var("SLURM_JOB_ID") else {
+        eprintln!("--requeue: SLURM_JOB_ID is not set (not a Slurm job): not requeued; continue with --resume");
+        return false;
+    };
+    match std::process::Command::new("scontrol").args(["requeue", &job]).status() {
+        Ok(s) if s.success() => {
+            if !quiet {
+                eprintln!(
+                    "requeued Slurm job {job} (`scontrol requeue {job}`); it continues the run with --resume auto"
+                );
+            }
+            true
+        }
+        Ok(s) => {
+            eprintln!("--requeue: `scontrol requeue {job}` failed ({s}): resubmit the job to continue");
+            false
+        }
+        Err(e) => {
+            eprintln!("--requeue: cannot run scontrol ({e}): resubmit the job to continue");
+            false
+        }
+    }
+}
+
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
     #[cfg(feature = "mpi")]
     {
         // An MPI build always runs under MPI (a lone process is a world of one).
         let mut comm = trackgnn_train::dist::MpiComm::init(a.mpi_chunk.unwrap_or(trackgnn_train::dist::MAX_CHUNK))?;
-        run_with(a, &mut comm)
+        comm.set_collective_timeout(std::time::Duration::from_secs_f64(a.collective_timeout));
+        match run_with(a, &mut comm) {
+            // An error on one rank (a graph that does not read, a full disk, …) would leave the
+            // others waiting in the next collective: it ends the whole job with its message.
+            Err(e) if comm.size() > 1 => {
+                comm.abort(&format!("error: {}", trackgnn_trackml::error::report(e.as_ref())), 1)
+            }
+            other => other,
+        }
     }
     #[cfg(not(feature = "mpi"))]
     {

@@ -16,10 +16,21 @@ use crate::error::{Error, Result};
 /// The gzip magic bytes; files are recognised by content, not by name.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads a whole file into memory, decompressing it if it is gzip.
+/// The most bytes a gzip CSV may decompress to (1 GiB): far above any TrackML file (a μ=200 event's
+/// cells are tens of MB), far below what a gzip bomb (up to ~1000× its size) would allocate.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 1 << 30;
+
+/// Reads a whole file into memory, decompressing it if it is gzip (at most
+/// [`MAX_DECOMPRESSED_BYTES`]).
 ///
-/// A missing file is [`Error::MissingFile`]; other failures are [`Error::Io`].
+/// A missing file is [`Error::MissingFile`]; a gzip file that decompresses to more than the
+/// cap is [`Error::Inconsistent`]; other failures are [`Error::Io`].
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    read_bytes_capped(path, MAX_DECOMPRESSED_BYTES)
+}
+
+/// [`read_bytes`] with a decompressed-size cap of `cap` bytes.
+fn read_bytes_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
     let raw = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::missing(path),
         _ => Error::io(path, e),
@@ -34,9 +45,24 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>> {
         .checked_sub(4)
         .map(|i| u32::from_le_bytes(raw[i..].try_into().unwrap()) as usize)
         .unwrap_or(0)
-        .min(raw.len().saturating_mul(64));
+        .min(raw.len().saturating_mul(64))
+        .min(cap as usize);
     let mut out = Vec::with_capacity(hint + 1);
-    flate2::bufread::MultiGzDecoder::new(&raw[..]).read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
+    // One byte past the cap tells a file of exactly `cap` bytes from a larger one.
+    flate2::bufread::MultiGzDecoder::new(&raw[..])
+        .take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    if out.len() as u64 > cap {
+        return Err(Error::Inconsistent {
+            path: path.to_path_buf(),
+            message: format!(
+                "gzip data decompresses to more than {cap} bytes ({} compressed): not a TrackML CSV (a gzip bomb?); \
+                 refused",
+                raw.len()
+            ),
+        });
+    }
     Ok(out)
 }
 
@@ -372,6 +398,26 @@ mod tests {
 
     fn table(text: &str) -> Result<Table> {
         Table::from_bytes(Path::new("t.csv"), text.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_refused_by_name_without_decompressing_it_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("event000000001-hits.csv.gz");
+        let gzip = |b: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut e, b).unwrap();
+            e.finish().unwrap()
+        };
+        // 16 MiB of zeros compress to ~16 KiB.
+        let bomb = gzip(&vec![0u8; 16 << 20]);
+        std::fs::write(&path, &bomb).unwrap();
+        let err = read_bytes_capped(&path, 1 << 20).unwrap_err().to_string();
+        assert!(err.starts_with(&path.display().to_string()) && err.contains("more than 1048576 bytes"), "{err}");
+        // Exactly at the cap is fine.
+        std::fs::write(&path, gzip(&[b'x'; 1000])).unwrap();
+        assert_eq!(read_bytes_capped(&path, 1000).unwrap().len(), 1000);
+        assert!(read_bytes_capped(&path, 999).is_err());
     }
 
     #[test]

@@ -17,6 +17,11 @@ pub use self::mpi::{MAX_CHUNK, MpiComm};
 pub use disabled::{MAX_CHUNK, MpiComm};
 pub use single::SingleProcess;
 
+/// How long a rank waits in a collective for the others before it aborts the job naming the
+/// ranks that did not arrive (MPI builds; `--collective-timeout`). Far below NCCL's 30 minutes,
+/// far above the imbalance of a training step.
+pub const DEFAULT_COLLECTIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Collective operations between the ranks of one training job.
 pub trait Comm: Send {
     /// This process's rank, 0-based.

@@ -250,6 +250,7 @@ mod tests {
             loss: 0.0,
             lr: 0.0,
             seconds,
+            skipped: false,
             step: 0,
         }
     }
