@@ -10,6 +10,7 @@ mod graphs;
 mod inspect;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod parity;
 mod scaling;
 mod simulate;
 mod training;
