@@ -261,7 +261,8 @@ class AcornInteractionGNN(nn.Module):
         self.network_input_size = (1 + 2 * len(hp["aggregation"])) * hp["hidden"]
 
     def aggregation(self, e, index, dim_size):
-        return torch.cat([pyg_aggregate(a, e, index, dim_size) for a in self.hparams["aggregation"]], -1)
+        aggs = self.hparams["aggregation"]
+        return torch.cat([pyg_aggregate(a, e, index, dim_size) for a in aggs], -1)
 
     def message_step(self, x, start, end, e, i):
         edge_messages = torch.cat(
@@ -430,7 +431,10 @@ def name_pairs(hp: dict) -> list[tuple[str, str]]:
     recurrent = hp.get("node_net_recurrent", True)
     modules = [("node_encoder", "node_encoder", depth), ("edge_encoder", "edge_encoder", depth)]
     if recurrent:
-        modules += [("edge_network", "edge_network", depth), ("node_network", "node_network", depth)]
+        modules += [
+            ("edge_network", "edge_network", depth),
+            ("node_network", "node_network", depth),
+        ]
     else:  # in acorn's registration order: every edge network, then every node network
         modules += [(f"edge_networks.{i}", f"edge_network.{i}", depth) for i in range(iters)]
         modules += [(f"node_networks.{i}", f"node_network.{i}", depth) for i in range(iters)]
@@ -600,7 +604,8 @@ def run_inputs(run: str) -> tuple[dict, list, str]:
     """A trackgnn run directory -> (model config, features, best weights)."""
     cfg = read_toml(os.path.join(run, "config.toml")).get("model", {})
     recipe = read_toml(os.path.join(run, "recipe.toml"))
-    return cfg, recipe_features(recipe, os.path.join(run, "recipe.toml")), os.path.join(run, "best.safetensors")
+    features = recipe_features(recipe, os.path.join(run, "recipe.toml"))
+    return cfg, features, os.path.join(run, "best.safetensors")
 
 
 def recipe_features(recipe: dict, path: str) -> list:
@@ -659,7 +664,8 @@ def cases() -> list[tuple[str, dict]]:
         t = f"it{iters}"
         out += [
             (f"{t}", base),
-            (f"{t}-nonrecurrent", {**base, "node_net_recurrent": False, "edge_net_recurrent": False}),
+            (f"{t}-nonrecurrent",
+             {**base, "node_net_recurrent": False, "edge_net_recurrent": False}),
             (f"{t}-no-layernorm", {**base, "layernorm": False}),
             (f"{t}-output-None", {**base, "output_activation": None}),
             (f"{t}-relu", {**base, "hidden_activation": "ReLU", "output_activation": "ReLU"}),
@@ -689,7 +695,8 @@ def engine_logits(trackgnn: str, model_toml: str, weights: str, graph: str | Non
            "--weights", weights, "--nodes", "300", "--edges", "2400"]
     if graph:
         cmd += ["--graph", graph]
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "RAYON_NUM_THREADS": "1"})
+    env = {**os.environ, "RAYON_NUM_THREADS": "1"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()}")
     with safe_open(out, framework="pt") as f:
@@ -699,7 +706,10 @@ def engine_logits(trackgnn: str, model_toml: str, weights: str, graph: str | Non
     return t["graph.x"], t["graph.src"].long(), t["graph.dst"].long(), t["logits"]
 
 
-def check_case(name: str, over: dict, trackgnn: str, graph: str | None, work: str, seed: int) -> dict:
+def check_case(name: str, over: dict, trackgnn: str, graph: str | None, work: str,
+               seed: int) -> dict:
+    """One configuration of the grid: a random acorn model, converted, scored both ways,
+    round-tripped. Returns the table row."""
     row = {"case": name}
     hp = {**ACORN_BASE, **over}
     torch.manual_seed(seed)
@@ -731,7 +741,8 @@ def check_case(name: str, over: dict, trackgnn: str, graph: str | None, work: st
     row["edges"] = int(src.shape[0])
     row["d_engine"] = float((ref - eng).abs().max())
     tensors = read_weights(os.path.join(d, "model.safetensors"))
-    row["d_twin"] = float((ref - node_first_twin({**parity.DEFAULTS, **cfg}, tensors, x, src, dst)).abs().max())
+    twin = node_first_twin({**parity.DEFAULTS, **cfg}, tensors, x, src, dst)
+    row["d_twin"] = float((ref - twin).abs().max())
     # Round trip: acorn -> trackgnn -> acorn gives the same tensors and model hparams.
     back = os.path.join(d, "back.ckpt")
     feats = list(zip(hp["node_features"], hp["node_scales"]))
