@@ -29,11 +29,10 @@ below is a copy of it without the Lightning stage around it:
   node_networks.{i} / edge_networks.{i}.
 
 Where trackgnn's InteractionGNN (crates/engine/src/model.rs, twin in tools/parity.py) differs:
-  * update order: trackgnn updates the EDGES first, from the old nodes, and aggregates the new
-    edge states: e = edge_network(cat[h[src], h[dst], e]); h = node_network(cat[h, agg(e, dst),
-    agg(e, src)]). The two are the same function only when n_graph_iters = 0. trackgnn has no
-    setting for acorn's order, so every acorn model with message passing is refused (the check
-    shows what it would take: the same weights in a node-first twin of the engine match acorn).
+  * update order: trackgnn updates the EDGES first by default (update_order = "edge_first"),
+    from the old nodes, and aggregates the new edge states; update_order = "node_first" is
+    acorn's order, and every acorn model with message passing converts to it. A trackgnn model
+    with iterations >= 1 in the edge-first order has no acorn counterpart (refused).
   * residual connections (trackgnn's `residual`, on by default): acorn has none.
   * output norm: trackgnn's `output_norm` (default true) puts the LayerNorm on the last layer of
     every encoder/network too; acorn never does -> output_norm = false.
@@ -65,6 +64,7 @@ layout (out, in) is trackgnn's).
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -304,22 +304,15 @@ class AcornInteractionGNN(nn.Module):
 # The configuration mapping.
 
 
-def trackgnn_config(hp: dict, allow_order: bool = False) -> tuple[dict, list]:
+def trackgnn_config(hp: dict) -> tuple[dict, list]:
     """acorn hparams -> (trackgnn ModelConfig keys, [(feature, scale)]). Raises Refused naming
-    every setting trackgnn cannot express. `allow_order` skips the update-order refusal (the
-    check uses it to measure what the order changes)."""
+    every setting trackgnn cannot express."""
     missing = [k for k in ("hidden", "n_graph_iters", "nb_node_layer", "nb_edge_layer", "layernorm",
                            "hidden_activation", "node_features") if k not in hp]
     if missing:
         raise Refused([f"hparams lack {missing} (acorn's InteractionGNN needs them)"])
     why = []
     iters = int(hp["n_graph_iters"])
-    if iters > 0 and not allow_order:
-        why.append(
-            f"n_graph_iters = {iters}: acorn updates the nodes before the edges in each "
-            "iteration, trackgnn the edges before the nodes (no trackgnn setting gives acorn's "
-            "order, only n_graph_iters = 0 is the same function)"
-        )
     if hp.get("batchnorm"):
         why.append("batchnorm = true: trackgnn has LayerNorm only")
     if hp.get("undirected"):
@@ -369,19 +362,21 @@ def trackgnn_config(hp: dict, allow_order: bool = False) -> tuple[dict, list]:
         "recurrent": bool(nr),
         "residual": False,
     }
+    if iters > 0:  # acorn's message_step: nodes, then edges (trackgnn refuses the key at 0)
+        cfg["update_order"] = "node_first"
     return cfg, list(zip(feats, [float(s) for s in scales]))
 
 
-def acorn_hparams(cfg: dict, features: list, edge_dim: int = 0, allow_order: bool = False) -> dict:
+def acorn_hparams(cfg: dict, features: list, edge_dim: int = 0) -> dict:
     """trackgnn ModelConfig keys (defaults filled in) + [(feature, scale)] -> acorn hparams (the
     model's keys only). Raises Refused naming every setting acorn cannot express."""
     cfg = {**parity.DEFAULTS, **cfg}
     why = []
-    if cfg["iterations"] > 0 and not allow_order:
+    if cfg["iterations"] > 0 and cfg["update_order"] != "node_first":
         why.append(
-            f"iterations = {cfg['iterations']}: trackgnn updates the edges before the nodes in "
-            "each iteration, acorn the nodes before the edges (only iterations = 0 is the same "
-            "function)"
+            f"update_order = \"{cfg['update_order']}\" with iterations = {cfg['iterations']}: "
+            "acorn updates the nodes before the edges in each iteration (trackgnn's "
+            "update_order = \"node_first\"); the edge-first model is another function"
         )
     if cfg["residual"]:
         why.append("residual = true: acorn's InteractionGNN has no residual connections")
@@ -496,12 +491,12 @@ def features_toml(features: list) -> str:
     return out
 
 
-def from_acorn(ckpt: str, out: str, trust_pickle: bool = False, allow_order: bool = False) -> dict:
+def from_acorn(ckpt: str, out: str, trust_pickle: bool = False) -> dict:
     """acorn .ckpt -> out/model.safetensors, out/model.toml, out/features.toml. Returns the
     trackgnn model config."""
     hp, sd = read_ckpt(ckpt, trust_pickle)
     try:
-        cfg, features = trackgnn_config(hp, allow_order)
+        cfg, features = trackgnn_config(hp)
     except Refused as exc:
         raise Refused(exc.reasons, ckpt) from None
     pairs = name_pairs(hp)
@@ -556,8 +551,7 @@ def read_toml(path: str) -> dict:
         raise Malformed(f"{path}: invalid TOML: {exc}") from exc
 
 
-def to_acorn(cfg: dict, features: list, weights: str, out: str, allow_order: bool = False,
-             source: str = "") -> None:
+def to_acorn(cfg: dict, features: list, weights: str, out: str, source: str = "") -> None:
     """trackgnn model config + weights + features -> acorn .ckpt (torch.save of a dict with
     `hyper_parameters` and `state_dict`, as Lightning writes it)."""
     tensors = read_weights(weights)
@@ -573,7 +567,7 @@ def to_acorn(cfg: dict, features: list, weights: str, out: str, allow_order: boo
     if node_dim != len(features):
         raise Malformed(f"{weights}: {node_dim} node features, the recipe lists {len(features)}")
     try:
-        hp = acorn_hparams(cfg, features, edge_dim, allow_order)
+        hp = acorn_hparams(cfg, features, edge_dim)
     except Refused as exc:
         raise Refused(exc.reasons, source or weights) from None
     pairs = name_pairs(hp)
@@ -619,23 +613,13 @@ def recipe_features(recipe: dict, path: str) -> list:
 # The check.
 
 
-def node_first_twin(cfg: dict, tensors: dict, x, src, dst):
-    """parity.py's twin of the engine with acorn's update order (nodes, then edges) instead of
-    trackgnn's: what the engine would compute with such a setting."""
+def twin_logits(cfg: dict, tensors: dict, x, src, dst):
+    """parity.py's PyTorch twin of the engine (it follows `update_order`) with these weights."""
     model = parity.InteractionGNN(parity.parse_config(json.dumps(cfg)), x.shape[1], 0)
     with torch.no_grad():
         for n, p in model.named_parameters():
             p.copy_(tensors[n])
-        n = x.shape[0]
-        h = model.node_encoder(x)
-        e = model.edge_encoder(torch.cat([h[src], h[dst]], 1))
-        for it in range(cfg["iterations"]):
-            edge_net, node_net = model.nets(it)
-            ins = [parity.aggregate(e, dst, n, a) for a in cfg["aggregation"]]
-            outs = [parity.aggregate(e, src, n, a) for a in cfg["aggregation"]]
-            h = node_net(torch.cat([h] + ins + outs, 1))
-            e = edge_net(torch.cat([h[src], h[dst], e], 1))
-        return model.edge_classifier(torch.cat([h[src], h[dst], e], 1)).squeeze(1)
+        return model(x, None, src, dst)
 
 
 ACORN_BASE = {
@@ -677,6 +661,11 @@ def cases() -> list[tuple[str, dict]]:
         ]
     for aggs in (["sum"], ["mean"], ["max"], ["std"], ["sum", "max"], ["max", "sum", "std"]):
         out.append((f"it2-agg-{'-'.join(aggs)}", {"n_graph_iters": 2, "aggregation": aggs}))
+    out += [
+        ("it8-nonrecurrent", {"node_net_recurrent": False, "edge_net_recurrent": False}),
+        ("it8-agg-sum", {"aggregation": ["sum"]}),
+        ("it8-relu-no-layernorm", {"hidden_activation": "ReLU", "layernorm": False}),
+    ]
     out += [
         ("it0-batchnorm", {"n_graph_iters": 0, "batchnorm": True}),
         ("it0-node3-edge2", {"n_graph_iters": 0, "nb_node_layer": 3}),
@@ -723,12 +712,7 @@ def check_case(name: str, over: dict, trackgnn: str, graph: str | None, work: st
     ckpt = os.path.join(d, "acorn.ckpt")
     torch.save({"hyper_parameters": hp, "state_dict": acorn.state_dict()}, ckpt)
     try:
-        trackgnn_config(hp)
-        refused = None
-    except Refused as exc:
-        refused = exc.reasons
-    try:
-        cfg = from_acorn(ckpt, d, allow_order=True)
+        cfg = from_acorn(ckpt, d)
     except Refused as exc:
         row["reasons"] = exc.reasons
         row["verdict"] = "refused"
@@ -736,27 +720,38 @@ def check_case(name: str, over: dict, trackgnn: str, graph: str | None, work: st
     x, src, dst, eng = engine_logits(trackgnn, os.path.join(d, "model.toml"),
                                      os.path.join(d, "model.safetensors"), graph,
                                      os.path.join(d, "parity.safetensors"))
+    edge_index = torch.stack([src, dst])
     with torch.no_grad():
-        ref = acorn(x, torch.stack([src, dst]))
+        ref = acorn(x, edge_index)
+        ref64 = copy.deepcopy(acorn).double()(x.double(), edge_index)
     row["edges"] = int(src.shape[0])
-    row["d_engine"] = float((ref - eng).abs().max())
+    row.update(differences(ref, ref64, eng))
     tensors = read_weights(os.path.join(d, "model.safetensors"))
-    twin = node_first_twin({**parity.DEFAULTS, **cfg}, tensors, x, src, dst)
+    twin = twin_logits({**parity.DEFAULTS, **cfg}, tensors, x, src, dst)
     row["d_twin"] = float((ref - twin).abs().max())
     # Round trip: acorn -> trackgnn -> acorn gives the same tensors and model hparams.
     back = os.path.join(d, "back.ckpt")
     feats = list(zip(hp["node_features"], hp["node_scales"]))
-    to_acorn(cfg, feats, os.path.join(d, "model.safetensors"), back, allow_order=True)
+    to_acorn(cfg, feats, os.path.join(d, "model.safetensors"), back)
     hp2, sd2 = read_ckpt(back)
     sd1 = acorn.state_dict()
     same = set(sd1) == set(sd2) and all(torch.equal(sd1[k], sd2[k]) for k in sd1)
     same_hp = all(hp2.get(k) == AcornInteractionGNN(hp).hparams.get(k) for k in MODEL_HPARAMS)
     row["round_trip"] = same and same_hp
-    if refused:
-        row["reasons"], row["verdict"] = refused, "refused"
-    else:
-        row["verdict"] = "converts"
+    row["verdict"] = "converts"
     return row
+
+
+def differences(ref, ref64, eng) -> dict:
+    """Max |difference| between acorn's class in float32 (`ref`), in float64 (`ref64`) and the
+    engine (`eng`): logits, scores (sigmoid), and each side against acorn in float64."""
+    ref64 = ref64.double()
+    return {
+        "d_logit": float((ref - eng).abs().max()),
+        "d_score": float((torch.sigmoid(ref) - torch.sigmoid(eng)).abs().max()),
+        "d_engine_f64": float((eng.double() - ref64).abs().max()),
+        "d_acorn_f64": float((ref.double() - ref64).abs().max()),
+    }
 
 
 def check_run(run: str, trackgnn: str, graph: str | None, work: str, tol: float) -> bool:
@@ -778,18 +773,24 @@ def check_run(run: str, trackgnn: str, graph: str | None, work: str, tol: float)
     hp, sd = read_ckpt(ckpt)
     acorn = AcornInteractionGNN(hp).eval()
     acorn.load_state_dict(sd)
+    edge_index = torch.stack([src, dst])
     with torch.no_grad():
-        ref = acorn(x, torch.stack([src, dst]))
-    d = float((ref - eng).abs().max())
+        ref = acorn(x, edge_index)
+        ref64 = copy.deepcopy(acorn).double()(x.double(), edge_index)
+    d = differences(ref, ref64, eng)
     back = os.path.join(work, "run-back")
-    from_acorn(ckpt, back)
+    back_cfg = from_acorn(ckpt, back)
     w0, w1 = read_weights(weights), read_weights(os.path.join(back, "model.safetensors"))
     same = set(w0) == set(w1) and all(torch.equal(w0[k], w1[k]) for k in w0)
+    same_cfg = {**parity.DEFAULTS, **back_cfg} == {**parity.DEFAULTS, **cfg}
     agree = int(((ref > 0) == (eng > 0)).sum())
-    print(f"run {run}: converts; {src.shape[0]} edges, max |Δ logit| acorn vs engine {d:.1e}, "
-          f"same side of 0.5 on {agree}/{src.shape[0]} edges; back to trackgnn: "
-          f"{'identical' if same else 'DIFFERENT'} tensors")
-    return d <= tol and same
+    print(f"run {run}: converts; {src.shape[0]} edges, acorn vs engine max |Δ logit| "
+          f"{d['d_logit']:.1e}, max |Δ score| {d['d_score']:.1e} (engine vs acorn in float64: "
+          f"{d['d_engine_f64']:.1e}, acorn float32 vs float64: {d['d_acorn_f64']:.1e}); same side "
+          f"of 0.5 on {agree}/{src.shape[0]} edges; back to trackgnn: "
+          f"{'identical' if same else 'DIFFERENT'} tensors, "
+          f"{'the same' if same_cfg else 'a DIFFERENT'} model config")
+    return d["d_score"] <= tol and same and same_cfg
 
 
 def check(args) -> int:
@@ -797,7 +798,9 @@ def check(args) -> int:
     os.makedirs(work, exist_ok=True)
     rows = []
     only = re.compile(args.only) if args.only else None
-    print(f"{'case':<24} {'|Δ| eng':>9} {'|Δ| twin':>9} {'trip':>5}  verdict")
+    cols = ("|Δ| logit", "|Δ| score", "eng~f64", "acorn~f64", "|Δ| twin")
+    print(f"{'case':<24} " + " ".join(f"{c:>9}" for c in cols) + f" {'trip':>5}  verdict")
+    keys = ("d_logit", "d_score", "d_engine_f64", "d_acorn_f64", "d_twin")
     for i, (name, over) in enumerate(cases()):
         if only and not only.search(name):
             continue
@@ -807,18 +810,22 @@ def check(args) -> int:
         heads = [reason.split(":")[0] for reason in r.get("reasons", [])]
         verdict = "refused: " + "; ".join(heads) if heads else r["verdict"]
         print(
-            f"{r['case']:<24} {fmt(r.get('d_engine')):>9} {fmt(r.get('d_twin')):>9} "
-            f"{str(r.get('round_trip', '-')):>5}  {verdict}",
+            f"{r['case']:<24} " + " ".join(f"{fmt(r.get(k)):>9}" for k in keys)
+            + f" {str(r.get('round_trip', '-')):>5}  {verdict}",
             flush=True,
         )
     reasons = list(OrderedDict.fromkeys(x for r in rows for x in r.get("reasons", [])))
     if reasons:
         print("\nreasons:\n" + "\n".join(f"  {x}" for x in reasons))
     bad = [r for r in rows if r["verdict"] == "converts" and not (
-        r["d_engine"] <= args.tol and r["round_trip"])]
+        r["d_score"] <= args.tol and r["round_trip"])]
     converts = sum(r["verdict"] == "converts" for r in rows)
-    print(f"\n{converts} of {len(rows)} configurations convert; "
-          f"{len(bad)} of those fail the check (|Δ| > {args.tol:g} or round trip not identical)")
+    worst = max((r["d_score"] for r in rows if r["verdict"] == "converts"), default=float("nan"))
+    worst_logit = max((r["d_logit"] for r in rows if r["verdict"] == "converts"),
+                      default=float("nan"))
+    print(f"\n{converts} of {len(rows)} configurations convert; max |Δ score| {worst:.1e}, "
+          f"max |Δ logit| {worst_logit:.1e}; {len(bad)} of those fail the check "
+          f"(|Δ score| > {args.tol:g} or round trip not identical)")
     ok = not bad
     for run in args.run or []:
         ok &= check_run(run, args.trackgnn, args.graph, work, args.tol)
@@ -855,7 +862,8 @@ def main(argv=None) -> int:
                    "back, and compare its scores on the graph (repeatable)")
     c.add_argument("--out-dir", help="where to keep the files (default: a temporary directory)")
     c.add_argument("--only", help="regex on the case names")
-    c.add_argument("--tol", type=float, default=1e-5, help="max |Δ| of logits (1e-5)")
+    c.add_argument("--tol", type=float, default=1e-5,
+                   help="max |Δ| of scores, the sigmoid of the logits (1e-5)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "from-acorn":
