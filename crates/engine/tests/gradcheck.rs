@@ -195,6 +195,19 @@ fn the_two_update_orders_are_different_functions_of_the_same_parameters() {
 }
 
 #[test]
+fn the_unfused_forward_follows_the_update_order() {
+    // `bench engine unfused` times forward_unfused: it must compute the same function.
+    let (g, _, _) = random_graph(40, 200, 3, 2, 8);
+    for update_order in [UpdateOrder::EdgeFirst, UpdateOrder::NodeFirst] {
+        let m = InteractionGnn::<f64>::new(ModelConfig { update_order, ..small() }, 3, 2, &mut Rng::new(3));
+        let mut cache = ForwardCache::default();
+        m.forward(&g, &mut cache);
+        let d = m.forward_unfused(&g).iter().zip(&cache.logits).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(d < 1e-10, "{update_order}: unfused vs fused max |Δ| {d}");
+    }
+}
+
+#[test]
 fn gradients_across_tiles_and_chunks() {
     // More rows than a tile (512) and than a gradient chunk (4096): sampled entries.
     check(ModelConfig { hidden: 6, iterations: 1, ..ModelConfig::default() }, 1500, 9000, 2, Some(6));
