@@ -21,10 +21,14 @@ The model (see crates/engine/src/{config,model,mlp,naive}.rs; this is its PyTorc
                 nothing.
   h = node_encoder(x);  e = edge_encoder(cat(h[src], h[dst] [, edge_attr]))
   repeat `iterations` times (one shared pair of networks if `recurrent`, else one per iteration):
+    update_order = "edge_first" (the default):
       e' = edge_network(cat(h[src], h[dst], e));          e' += e if residual
       node_in = cat(h, agg_1(e' by dst), …, agg_K(e' by dst), agg_1(e' by src), …, agg_K(e' by src))
       h' = node_network(node_in);                         h' += h if residual
-      h, e = h', e'
+    update_order = "node_first" (acorn's order): the node update first, from the old edges
+      h' = node_network(cat(h, agg_k(e by dst)…, agg_k(e by src)…));   h' += h if residual
+      e' = edge_network(cat(h'[src], h'[dst], e));                      e' += e if residual
+    h, e = h', e'
   logits = edge_classifier(cat(h[src], h[dst], e))
   aggregations over a node's edges (a node without edges gets 0, and sqrt(eps) for std):
       sum, mean, max (per channel), std = sqrt(mean((x - mean x)^2) + 1e-5)
@@ -70,7 +74,9 @@ DEFAULTS = {
     "aggregation": ["sum", "mean", "max", "std"],
     "recurrent": True,
     "residual": True,
+    "update_order": "edge_first",
 }
+UPDATE_ORDERS = ("edge_first", "node_first")
 ACTIVATIONS = {
     "relu": F.relu,
     "silu": F.silu,
@@ -101,6 +107,8 @@ def parse_config(text: str) -> dict:
             raise Malformed(f"aggregation {a!r} is not one of {AGGREGATIONS}")
     if not cfg["aggregation"] or len(set(cfg["aggregation"])) != len(cfg["aggregation"]):
         raise Malformed("aggregation must list distinct aggregators, at least one")
+    if cfg["update_order"] not in UPDATE_ORDERS:
+        raise Malformed(f"update_order = {cfg['update_order']!r} is not one of {UPDATE_ORDERS}")
     if min(cfg["hidden"], cfg["mlp_depth"], cfg["classifier_depth"]) < 1:
         raise Malformed("hidden, mlp_depth and classifier_depth must be at least 1")
     return cfg
@@ -346,17 +354,24 @@ class InteractionGNN(nn.Module):
         h = self.node_encoder(x)
         first = [h[src], h[dst]] + ([edge_attr] if edge_attr is not None else [])
         e = self.edge_encoder(torch.cat(first, dim=1))
+        def edge_update(edge_net, h, e):
+            e_new = edge_net(torch.cat([h[src], h[dst], e], dim=1))
+            return e_new + e if cfg["residual"] else e_new
+
+        def node_update(node_net, h, e):
+            ins = [aggregate(e, dst, n, a, max_ties, br) for a in cfg["aggregation"]]
+            outs = [aggregate(e, src, n, a, max_ties, br) for a in cfg["aggregation"]]
+            h_new = node_net(torch.cat([h] + ins + outs, dim=1))
+            return h_new + h if cfg["residual"] else h_new
+
         for it in range(cfg["iterations"]):
             edge_net, node_net = self.nets(it)
-            e_new = edge_net(torch.cat([h[src], h[dst], e], dim=1))
-            if cfg["residual"]:
-                e_new = e_new + e
-            ins = [aggregate(e_new, dst, n, a, max_ties, br) for a in cfg["aggregation"]]
-            outs = [aggregate(e_new, src, n, a, max_ties, br) for a in cfg["aggregation"]]
-            h_new = node_net(torch.cat([h] + ins + outs, dim=1))
-            if cfg["residual"]:
-                h_new = h_new + h
-            h, e = h_new, e_new
+            if cfg["update_order"] == "node_first":
+                h = node_update(node_net, h, e)
+                e = edge_update(edge_net, h, e)
+            else:
+                e = edge_update(edge_net, h, e)
+                h = node_update(node_net, h, e)
         return self.edge_classifier(torch.cat([h[src], h[dst], e], dim=1)).squeeze(1)
 
 

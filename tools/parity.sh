@@ -93,7 +93,10 @@ output_norm = true
 aggregation = ["sum"]
 recurrent = false
 residual = true' "${small[@]}"
-case_ acorn 'residual = false' "${small[@]}"
+# ModelConfig::acorn(): acorn's TrackML InteractionGNN.
+case_ acorn 'residual = false
+output_norm = false
+update_order = "node_first"' "${small[@]}"
 
 # Variants of the small base (hidden 32, 3 iterations, otherwise trackgnn's defaults).
 case_ small-base "$base" "${small[@]}"
@@ -128,6 +131,14 @@ case_ recurrent-false "$base
 recurrent = false" "${small[@]}"
 case_ residual-false "$base
 residual = false" "${small[@]}"
+# acorn's update order (nodes, then edges) on the small base, and with its other structures.
+case_ node-first "$base
+update_order = \"node_first\"" "${small[@]}"
+case_ node-first-separate-no-residual-max "$base
+update_order = \"node_first\"
+recurrent = false
+residual = false
+aggregation = [\"max\", \"sum\"]" "${small[@]}"
 case_ edge-features-3 "$base" "${small[@]}" --edge-features 3
 case_ relu-plain "$base
 residual = false

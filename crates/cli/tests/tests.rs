@@ -12,6 +12,7 @@ mod inspect;
 mod metric_learning;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod parity;
 mod scaling;
 mod simulate;
 mod training;

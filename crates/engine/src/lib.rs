@@ -56,7 +56,7 @@ pub mod real;
 pub mod simd;
 
 pub use checkpointing::Checkpointing;
-pub use config::{ConfigError, ModelConfig, Norm, Precision};
+pub use config::{ConfigError, ModelConfig, Norm, Precision, UpdateOrder};
 pub use dense::{DenseNet, DenseNetConfig};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};

@@ -5,7 +5,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::bf16;
 use crate::checkpointing::Checkpointing;
-use crate::config::{ModelConfig, Norm, Precision};
+use crate::config::{ModelConfig, Norm, Precision, UpdateOrder};
 use crate::graph_input::GraphInput;
 use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache};
 use crate::ops::Activation;
@@ -312,23 +312,36 @@ impl<T: Real> InteractionGnn<T> {
             let (e_done, e_todo) = cache.e.split_at_mut(it + 1);
             let (h_prev, h_next) = (&h_done[it], &mut h_todo[0]);
             let (e_prev, e_next) = (&e_done[it], &mut e_todo[0]);
-            edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
-            let src = &g.src;
-            let dst = &g.dst;
-            let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
-            edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
-            if self.cfg.residual {
-                add_into(e_next, e_prev);
+            let (src, dst) = (&g.src, &g.dst);
+            let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
+            // Edge first: e_{it+1} from h_it, then h_{it+1} from e_{it+1}. Node first: h_{it+1}
+            // from e_it, then e_{it+1} from h_{it+1}.
+            if !node_first {
+                edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
+                let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
+                edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
+                if self.cfg.residual {
+                    add_into(e_next, e_prev);
+                }
             }
+            let e_agg: &[T] = if node_first { e_prev } else { e_next };
             let node_in = &mut cache.node_in[it];
             copy_columns(h_prev, h, node_in, ld, 0);
             let (agg_in, agg_out) = &mut cache.agg[it];
-            aggregate::forward(e_next, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
-            aggregate::forward(e_next, h, &g.out_edges, aggs, node_in, ld, (1 + k) * h, agg_out);
+            aggregate::forward(e_agg, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
+            aggregate::forward(e_agg, h, &g.out_edges, aggs, node_in, ld, (1 + k) * h, agg_out);
             let input = Input::Dense { x: node_in, dim: ld };
             node_net.forward(ps, input, n, &mut cache.node_net[it], h_next);
             if self.cfg.residual {
                 add_into(h_next, h_prev);
+            }
+            if node_first {
+                edge_net.split_precompute(ps, h_next, h, &mut a, &mut b);
+                let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
+                edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
+                if self.cfg.residual {
+                    add_into(e_next, e_prev);
+                }
             }
         }
         // Classifier.
@@ -369,26 +382,40 @@ impl<T: Real> InteractionGnn<T> {
         let mut es = vec![T::ZERO; e * h];
         self.edge_encoder.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut es);
         let ld = (1 + 2 * k) * h;
+        let edge_update = |edge_net: &Mlp, hs: &[T], es: &[T], c: &mut MlpCache<T>| {
+            let (x, w) = concat(hs, Some((es, h)));
+            let mut e_next = vec![T::ZERO; e * h];
+            edge_net.forward(ps, Input::Dense { x: &x, dim: w }, e, c, &mut e_next);
+            if self.cfg.residual {
+                add_into(&mut e_next, es);
+            }
+            e_next
+        };
+        let node_update = |node_net: &Mlp, hs: &[T], es: &[T], c: &mut MlpCache<T>| {
+            let mut node_in = vec![T::ZERO; n * ld];
+            copy_columns(hs, h, &mut node_in, ld, 0);
+            let mut ac = AggCache::default();
+            aggregate::forward(es, h, &g.in_edges, &self.cfg.aggregation, &mut node_in, ld, h, &mut ac);
+            aggregate::forward(es, h, &g.out_edges, &self.cfg.aggregation, &mut node_in, ld, (1 + k) * h, &mut ac);
+            let mut h_next = vec![T::ZERO; n * h];
+            node_net.forward(ps, Input::Dense { x: &node_in, dim: ld }, n, c, &mut h_next);
+            if self.cfg.residual {
+                add_into(&mut h_next, hs);
+            }
+            h_next
+        };
         for it in 0..self.cfg.iterations {
             let (edge_net, node_net) = self.nets(it);
-            let (x, w) = concat(&hs, Some((&es, h)));
-            let mut e_next = vec![T::ZERO; e * h];
-            edge_net.forward(ps, Input::Dense { x: &x, dim: w }, e, &mut c, &mut e_next);
-            if self.cfg.residual {
-                add_into(&mut e_next, &es);
+            match self.cfg.update_order {
+                UpdateOrder::EdgeFirst => {
+                    es = edge_update(edge_net, &hs, &es, &mut c);
+                    hs = node_update(node_net, &hs, &es, &mut c);
+                }
+                UpdateOrder::NodeFirst => {
+                    hs = node_update(node_net, &hs, &es, &mut c);
+                    es = edge_update(edge_net, &hs, &es, &mut c);
+                }
             }
-            let mut node_in = vec![T::ZERO; n * ld];
-            copy_columns(&hs, h, &mut node_in, ld, 0);
-            let mut ac = AggCache::default();
-            aggregate::forward(&e_next, h, &g.in_edges, &self.cfg.aggregation, &mut node_in, ld, h, &mut ac);
-            aggregate::forward(&e_next, h, &g.out_edges, &self.cfg.aggregation, &mut node_in, ld, (1 + k) * h, &mut ac);
-            let mut h_next = vec![T::ZERO; n * h];
-            node_net.forward(ps, Input::Dense { x: &node_in, dim: ld }, n, &mut c, &mut h_next);
-            if self.cfg.residual {
-                add_into(&mut h_next, &hs);
-            }
-            hs = h_next;
-            es = e_next;
         }
         let (x, w) = concat(&hs, Some((&es, h)));
         let mut logits = vec![T::ZERO; e];
@@ -428,8 +455,32 @@ impl<T: Real> InteractionGnn<T> {
         let (o, i) = (&g.out_edges, &g.in_edges);
         let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         for it in (0..iters).rev() {
             let (edge_net, node_net) = self.nets(it);
+            if node_first {
+                // e_{it+1} = [e_it +] edge_net(h_{it+1}[src], h_{it+1}[dst], e_it): ws.de goes from
+                // dL/de_{it+1} to dL/de_it, and ws.dh (dL/dh_{it+1}) gains the edge network's part.
+                let input = split(Some((&cache.e[it][..], h)));
+                let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+                let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
+                edge_net.backward(ps, input, Acts::Cached(&cache.edge_net[it]), dout, &mut grad, din);
+                let h1 = &cache.h[it + 1];
+                edge_net.split_backward_nodes(ps, &ws.dz1, h1, h, o, i, &mut grad, &mut ws.dh);
+                // h_{it+1} = [h_it +] node_net(h_it, agg(e_it)): into dL/dh_it and dL/de_it.
+                ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
+                let input = Input::Dense { x: &cache.node_in[it], dim: ld };
+                let din = DInput::Dense(&mut ws.dnode_in);
+                node_net.backward(ps, input, Acts::Cached(&cache.node_net[it]), DOut::Given(&ws.dh), &mut grad, din);
+                set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
+                add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
+                let (agg_in, agg_out) = &cache.agg[it];
+                let (aggs, e0, dn) = (&self.cfg.aggregation, &cache.e[it], &ws.dnode_in);
+                aggregate::backward(e0, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
+                aggregate::backward(e0, h, o, src, aggs, dn, ld, (1 + k) * h, agg_out, &mut ws.de);
+                std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+                continue;
+            }
             // h_{it+1} = [h_it +] node_net(node_in); ws.dh holds dL/dh_{it+1}.
             ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
             let input = Input::Dense { x: &cache.node_in[it], dim: ld };
@@ -498,31 +549,40 @@ impl<T: Real> InteractionGnn<T> {
         let ps = &self.params;
         let k = self.cfg.aggregation.len();
         let ld = (1 + 2 * k) * h;
-        edge_net.split_precompute(ps, h_prev, h, &mut scratch.a, &mut scratch.b);
-        let input =
-            Input::Split { a: &scratch.a, b: &scratch.b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((e_prev, h)) };
-        edge_net.forward_nocache(ps, input, e, e_next);
-        if self.cfg.residual {
-            add_into(e_next, e_prev);
+        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
+        let edge_update = |h_in: &[T], e_next: &mut [T], scratch: &mut IterScratch<T>| {
+            edge_net.split_precompute(ps, h_in, h, &mut scratch.a, &mut scratch.b);
+            let (a, b) = (&scratch.a[..], &scratch.b[..]);
+            let input = Input::Split { a, b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((e_prev, h)) };
+            edge_net.forward_nocache(ps, input, e, e_next);
+            if self.cfg.residual {
+                add_into(e_next, e_prev);
+            }
+        };
+        if !node_first {
+            edge_update(h_prev, e_next, scratch);
         }
-        self.node_input(g, h_prev, e_next, scratch);
+        self.node_input(g, h_prev, if node_first { e_prev } else { e_next }, scratch);
         let input = Input::Dense { x: &scratch.node_in, dim: ld };
         node_net.forward_nocache(ps, input, n, h_next);
         if self.cfg.residual {
             add_into(h_next, h_prev);
         }
+        if node_first {
+            edge_update(h_next, e_next, scratch);
+        }
     }
 
     /// scratch.node_in = cat(h, aggregations of e over incoming, over outgoing edges).
-    fn node_input(&self, g: &GraphInput<T>, h_prev: &[T], e_next: &[T], scratch: &mut IterScratch<T>) {
+    fn node_input(&self, g: &GraphInput<T>, h_prev: &[T], e_agg: &[T], scratch: &mut IterScratch<T>) {
         let (n, h) = (g.num_nodes, self.cfg.hidden);
         let aggs = &self.cfg.aggregation;
         let k = aggs.len();
         let ld = (1 + 2 * k) * h;
         scratch.node_in.resize(n * ld, T::ZERO);
         copy_columns(h_prev, h, &mut scratch.node_in, ld, 0);
-        aggregate::forward(e_next, h, &g.in_edges, aggs, &mut scratch.node_in, ld, h, &mut scratch.agg_in);
-        aggregate::forward(e_next, h, &g.out_edges, aggs, &mut scratch.node_in, ld, (1 + k) * h, &mut scratch.agg_out);
+        aggregate::forward(e_agg, h, &g.in_edges, aggs, &mut scratch.node_in, ld, h, &mut scratch.agg_in);
+        aggregate::forward(e_agg, h, &g.out_edges, aggs, &mut scratch.node_in, ld, (1 + k) * h, &mut scratch.agg_out);
     }
 
     /// (nodes, edges, hidden) of a graph, after checking its feature widths against the model's.
@@ -690,6 +750,7 @@ impl<T: Real> InteractionGnn<T> {
         let dz1 = &ws.dz1[..e * d1];
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
         // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.
+        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         let mut end = iters;
         while end > 0 {
             let b = (end - 1) / seg * seg;
@@ -710,6 +771,31 @@ impl<T: Real> InteractionGnn<T> {
                 let (edge_net, node_net) = self.nets(it);
                 // States b+1 … end−1 that are not saved were recomputed into seg_h, seg_e.
                 let recomputed = |j: usize| j != b && !self.stored(j, seg);
+                if node_first {
+                    // As the uncheckpointed backward: the edge network (inputs h_{it+1}, e_it),
+                    // then the node network (inputs h_it and the aggregations of e_it).
+                    let h_next = if recomputed(it + 1) { &seg_h[it - b][..] } else { saved(ch, ph, it + 1, &mut hbuf) };
+                    let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
+                    edge_net.split_precompute(ps, h_next, h, &mut sc.a, &mut sc.b);
+                    let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
+                    let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+                    let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
+                    edge_net.backward(ps, input, Acts::Recompute { rows: e }, dout, &mut grad, din);
+                    edge_net.split_backward_nodes(ps, &ws.dz1, h_next, h, o, i, &mut grad, &mut ws.dh);
+                    let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
+                    self.node_input(g, h_it, e_it, &mut sc);
+                    ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
+                    let input = Input::Dense { x: &sc.node_in, dim: ld };
+                    let din = DInput::Dense(&mut ws.dnode_in);
+                    node_net.backward(ps, input, Acts::Recompute { rows: n }, DOut::Given(&ws.dh), &mut grad, din);
+                    set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
+                    add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
+                    let (aggs, dn) = (&self.cfg.aggregation, &ws.dnode_in);
+                    aggregate::backward(e_it, h, i, dst, aggs, dn, ld, h, &sc.agg_in, &mut ws.de);
+                    aggregate::backward(e_it, h, o, src, aggs, dn, ld, (1 + k) * h, &sc.agg_out, &mut ws.de);
+                    std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+                    continue;
+                }
                 let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                 let e_next = if recomputed(it + 1) { &seg_e[it - b][..] } else { saved(ce, pe, it + 1, &mut ebuf) };
                 // Node network: its input rebuilt, its activations recomputed per tile.

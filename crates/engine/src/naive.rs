@@ -1,7 +1,7 @@
 //! The slow twin of the fused forward: explicit concatenation of [h_src, h_dst, e] per edge, a
 //! full Linear on every row, plain loops in f64. Tests compare the fused forward against it.
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, UpdateOrder};
 use crate::graph_input::GraphInput;
 use crate::mlp::Mlp;
 use crate::ops::Aggr;
@@ -98,14 +98,16 @@ pub fn forward_naive(
     let mut h = mlp_naive(ps, node_encoder, &g.x);
     let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
     let mut ed = mlp_naive(ps, edge_encoder, &cat_edges(&h, rest));
-    for it in 0..cfg.iterations {
-        let (edge_net, node_net) = nets(it);
-        let mut e_new = mlp_naive(ps, &edge_net, &cat_edges(&h, Some((&ed, hd))));
+    let edge_update = |edge_net: &Mlp, h: &[f64], ed: &[f64]| {
+        let mut e_new = mlp_naive(ps, edge_net, &cat_edges(h, Some((ed, hd))));
         if cfg.residual {
-            e_new.iter_mut().zip(&ed).for_each(|(a, b)| *a += b);
+            e_new.iter_mut().zip(ed).for_each(|(a, b)| *a += b);
         }
-        let ins: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(&e_new, hd, &g.dst, n, a)).collect();
-        let outs: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(&e_new, hd, &g.src, n, a)).collect();
+        e_new
+    };
+    let node_update = |node_net: &Mlp, h: &[f64], ed: &[f64]| {
+        let ins: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(ed, hd, &g.dst, n, a)).collect();
+        let outs: Vec<Vec<f64>> = cfg.aggregation.iter().map(|&a| aggregate_naive(ed, hd, &g.src, n, a)).collect();
         let mut node_in = Vec::new();
         for v in 0..n {
             node_in.extend_from_slice(&h[v * hd..(v + 1) * hd]);
@@ -113,12 +115,24 @@ pub fn forward_naive(
                 node_in.extend_from_slice(&blk[v * hd..(v + 1) * hd]);
             }
         }
-        let mut h_new = mlp_naive(ps, &node_net, &node_in);
+        let mut h_new = mlp_naive(ps, node_net, &node_in);
         if cfg.residual {
-            h_new.iter_mut().zip(&h).for_each(|(a, b)| *a += b);
+            h_new.iter_mut().zip(h).for_each(|(a, b)| *a += b);
         }
-        h = h_new;
-        ed = e_new;
+        h_new
+    };
+    for it in 0..cfg.iterations {
+        let (edge_net, node_net) = nets(it);
+        match cfg.update_order {
+            UpdateOrder::EdgeFirst => {
+                ed = edge_update(&edge_net, &h, &ed);
+                h = node_update(&node_net, &h, &ed);
+            }
+            UpdateOrder::NodeFirst => {
+                h = node_update(&node_net, &h, &ed);
+                ed = edge_update(&edge_net, &h, &ed);
+            }
+        }
     }
     mlp_naive(ps, classifier, &cat_edges(&h, Some((&ed, hd))))
 }

@@ -4,7 +4,7 @@
 
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision, Real};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision, Real, UpdateOrder};
 use trackgnn_trackml::rng::Rng;
 
 fn random_graph(
@@ -153,6 +153,60 @@ fn gradients_for_every_aggregation_and_structure() {
     }
 }
 
+fn node_first() -> ModelConfig {
+    ModelConfig { update_order: UpdateOrder::NodeFirst, ..small() }
+}
+
+#[test]
+fn gradients_with_nodes_updated_first() {
+    // acorn's order: every structural variant, each aggregation, each norm, edge features.
+    check(ModelConfig { hidden: 4, iterations: 3, ..ModelConfig::acorn() }, 9, 24, 0, None);
+    for recurrent in [true, false] {
+        for residual in [true, false] {
+            check(ModelConfig { recurrent, residual, ..node_first() }, 8, 20, 3, None);
+        }
+    }
+    for aggs in [vec![Aggr::Sum], vec![Aggr::Mean], vec![Aggr::Max], vec![Aggr::Std], vec![Aggr::Max, Aggr::Sum]] {
+        check(ModelConfig { aggregation: aggs, ..node_first() }, 8, 20, 0, None);
+    }
+    for norm in [Norm::None, Norm::Affine] {
+        let act = Activation::Relu;
+        check(ModelConfig { norm, activation: act, output_activation: act, ..node_first() }, 8, 20, 0, None);
+    }
+    check(ModelConfig { mlp_depth: 1, classifier_depth: 1, iterations: 1, ..node_first() }, 8, 20, 2, None);
+    // Several tiles and gradient chunks.
+    check(ModelConfig { hidden: 6, iterations: 2, ..node_first() }, 1500, 9000, 2, Some(6));
+}
+
+#[test]
+fn the_two_update_orders_are_different_functions_of_the_same_parameters() {
+    let (g, _, _) = random_graph(30, 90, 3, 0, 3);
+    let edge_first = InteractionGnn::<f64>::new(small(), 3, 0, &mut Rng::new(7));
+    let mut nodes = edge_first.clone();
+    nodes.cfg.update_order = UpdateOrder::NodeFirst;
+    let (a, b) = (edge_first.forward_naive(&g), nodes.forward_naive(&g));
+    let diff = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+    assert!(diff > 1e-3, "the order changes nothing: max |Δ| {diff}");
+    // The fused forward follows the order too (the f64 checks compare it with the naive one).
+    let mut cache = ForwardCache::default();
+    nodes.forward(&g, &mut cache);
+    let fused = cache.logits.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+    assert!(fused < 1e-10, "node-first fused vs naive: {fused}");
+}
+
+#[test]
+fn the_unfused_forward_follows_the_update_order() {
+    // `bench engine unfused` times forward_unfused: it must compute the same function.
+    let (g, _, _) = random_graph(40, 200, 3, 2, 8);
+    for update_order in [UpdateOrder::EdgeFirst, UpdateOrder::NodeFirst] {
+        let m = InteractionGnn::<f64>::new(ModelConfig { update_order, ..small() }, 3, 2, &mut Rng::new(3));
+        let mut cache = ForwardCache::default();
+        m.forward(&g, &mut cache);
+        let d = m.forward_unfused(&g).iter().zip(&cache.logits).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(d < 1e-10, "{update_order}: unfused vs fused max |Δ| {d}");
+    }
+}
+
 #[test]
 fn gradients_across_tiles_and_chunks() {
     // More rows than a tile (512) and than a gradient chunk (4096): sampled entries.
@@ -164,12 +218,17 @@ fn gradients_across_tiles_and_chunks() {
 }
 
 #[test]
-fn results_are_bit_identical_at_1_2_and_3_threads_in_both_precisions() {
+fn results_are_bit_identical_at_1_2_and_3_threads_in_both_precisions_and_orders() {
     let (g, y, w) = random_graph(3000, 30_000, 3, 0, 4);
     let (g32, w32) = to_f32(&g, &w);
-    for precision in [Precision::F32, Precision::Bf16] {
+    for (precision, update_order) in [
+        (Precision::F32, UpdateOrder::EdgeFirst),
+        (Precision::Bf16, UpdateOrder::EdgeFirst),
+        (Precision::F32, UpdateOrder::NodeFirst),
+        (Precision::Bf16, UpdateOrder::NodeFirst),
+    ] {
         let mut base = InteractionGnn::<f32>::new(
-            ModelConfig { hidden: 16, iterations: 2, ..ModelConfig::default() },
+            ModelConfig { hidden: 16, iterations: 2, update_order, ..ModelConfig::default() },
             3,
             0,
             &mut Rng::new(1),
@@ -189,11 +248,11 @@ fn results_are_bit_identical_at_1_2_and_3_threads_in_both_precisions() {
         for r in &results[1..] {
             assert!(
                 r.0.iter().zip(&results[0].0).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{precision}: logits differ"
+                "{precision} {update_order}: logits differ"
             );
             assert!(
                 r.1.iter().zip(&results[0].1).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{precision}: gradients differ"
+                "{precision} {update_order}: gradients differ"
             );
         }
     }
@@ -258,6 +317,8 @@ fn checkpointing_gives_the_same_gradients() {
         ModelConfig { hidden: 8, iterations: 5, ..ModelConfig::default() },
         ModelConfig { hidden: 8, iterations: 4, recurrent: false, residual: false, ..ModelConfig::default() },
         ModelConfig { hidden: 8, ..ModelConfig::bench_spec() },
+        ModelConfig { hidden: 8, iterations: 5, ..ModelConfig::acorn() },
+        ModelConfig { hidden: 8, iterations: 4, update_order: UpdateOrder::NodeFirst, ..ModelConfig::bench_spec() },
     ] {
         let (g, y, w) = random_graph(900, 6000, 3, 2, 12);
         let (g32, w32) = to_f32(&g, &w);
@@ -303,8 +364,13 @@ fn checkpointing_gives_the_same_gradients() {
 
 #[test]
 fn inference_gives_the_forwards_logits_from_two_rolling_states() {
+    for update_order in [UpdateOrder::EdgeFirst, UpdateOrder::NodeFirst] {
+        inference_matches_forward(ModelConfig { hidden: 8, iterations: 6, update_order, ..ModelConfig::default() });
+    }
+}
+
+fn inference_matches_forward(cfg: ModelConfig) {
     use trackgnn_engine::Checkpointing;
-    let cfg = ModelConfig { hidden: 8, iterations: 6, ..ModelConfig::default() };
     let (g, y, w) = random_graph(900, 6000, 3, 2, 21);
     let (g32, w32) = to_f32(&g, &w);
     let mut m = InteractionGnn::<f32>::new(cfg, 3, 2, &mut Rng::new(4));
@@ -334,6 +400,7 @@ fn memory_estimate_matches_the_counted_buffers() {
     for cfg in [
         ModelConfig { hidden: 16, iterations: 4, ..ModelConfig::default() },
         ModelConfig { hidden: 8, ..ModelConfig::bench_spec() },
+        ModelConfig { hidden: 16, iterations: 4, ..ModelConfig::acorn() },
     ] {
         for (n, e) in [(600, 9000), (3000, 6000)] {
             let (g, y, w) = random_graph(n, e, 3, 2, 5);

@@ -93,7 +93,7 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
         }
         Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
         Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
-        Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref()],
+        Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref(), a.weights.as_deref()],
         Command::Export(a) => vec![Some(&a.run), a.reference.as_deref(), detector(&a.detector)],
         Command::Bench(_) => vec![],
     }

@@ -41,6 +41,10 @@ pub struct ExportParityArgs {
     /// Positive-class weight of the loss.
     #[arg(long, default_value_t = 2.0)]
     pub pos_weight: f64,
+    /// Weights to use (safetensors with the engine's parameter names, as a run's
+    /// `best.safetensors`); default: a random initialisation from `--seed`.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<std::path::PathBuf>,
 }
 
 fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -91,6 +95,9 @@ pub fn run(a: ExportParityArgs) -> Result<ExitCode> {
     };
     let g = GraphInput::<f32>::new(n, &x, node_dim, &ea, edge_dim, &src, &dst);
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), node_dim, edge_dim, &mut Rng::new(a.seed));
+    if let Some(p) = &a.weights {
+        trackgnn_train::checkpoint::load_weights(p, &mut model.params)?;
+    }
     let mut cache = ForwardCache::default();
     model.forward(&g, &mut cache);
     let mut dl = vec![0.0f32; g.num_edges()];
