@@ -17,11 +17,11 @@
 //! scatter starts from the lowest float and a `Where` on the edge count puts 0 back), √ε for
 //! std.
 
-use trackgnn_engine::InteractionGnn;
 use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::aggregate::STD_EPS;
 use trackgnn_engine::ops::layer_norm::EPS as LN_EPS;
 use trackgnn_engine::ops::{Activation, Aggr};
+use trackgnn_engine::{InteractionGnn, UpdateOrder};
 
 use crate::builder::{Builder, attr_f, attr_i, attr_s, attr_t, f32_tensor};
 use crate::error::{Error, Result};
@@ -152,38 +152,34 @@ pub fn export_model(model: &InteractionGnn<f32>, doc: &str) -> Result<OnnxModel>
         })
         .collect();
 
-    for it in 0..cfg.iterations {
-        let suffix = if cfg.recurrent { String::new() } else { format!(".{it}") };
-        let mut e_new = edge_mlp(&mut b, &h, Some(&e), &format!("edge_network{suffix}"), MlpKind::Network)?;
-        if cfg.residual {
-            e_new = b.op("Add", &[&e_new, &e], vec![]);
-        }
-        let mut node_in = vec![h.clone()];
+    // The node update: the node network on cat(h, aggregations of e by dst, by src).
+    let node_update = |b: &mut Builder, h: &str, e: &str, name: &str| -> Result<String> {
+        let mut node_in = vec![h.to_string()];
         for d in &directions {
             let mut sum = None;
             let mut sum_of = |b: &mut Builder| -> String {
-                sum.get_or_insert_with(|| b.op("ScatterElements", &[&zeros_nh, &d.index, &e_new], scatter_attrs("add")))
+                sum.get_or_insert_with(|| b.op("ScatterElements", &[&zeros_nh, &d.index, e], scatter_attrs("add")))
                     .clone()
             };
             for a in aggs {
                 let out = match a {
-                    Aggr::Sum => sum_of(&mut b),
+                    Aggr::Sum => sum_of(b),
                     Aggr::Mean => {
-                        let s = sum_of(&mut b);
+                        let s = sum_of(b);
                         b.op("Div", &[&s, d.denom.as_deref().expect("denominator")], vec![])
                     }
                     Aggr::Max => {
                         let lowest = lowest_nh.as_deref().expect("max start");
-                        let m = b.op("ScatterElements", &[lowest, &d.index, &e_new], scatter_attrs("max"));
+                        let m = b.op("ScatterElements", &[lowest, &d.index, e], scatter_attrs("max"));
                         let has = d.has_edges.as_deref().expect("edge counts");
                         b.op("Where", &[has, &m, &zeros_nh], vec![])
                     }
                     Aggr::Std => {
-                        let s = sum_of(&mut b);
+                        let s = sum_of(b);
                         let denom = d.denom.as_deref().expect("denominator");
                         let mean = b.op("Div", &[&s, denom], vec![]);
                         let mean_e = b.op("Gather", &[&mean, &d.end], vec![attr_i("axis", 0)]);
-                        let dev = b.op("Sub", &[&e_new, &mean_e], vec![]);
+                        let dev = b.op("Sub", &[e, &mean_e], vec![]);
                         let sq = b.op("Mul", &[&dev, &dev], vec![]);
                         let ss = b.op("ScatterElements", &[&zeros_nh, &d.index, &sq], scatter_attrs("add"));
                         let var = b.op("Div", &[&ss, denom], vec![]);
@@ -196,12 +192,33 @@ pub fn export_model(model: &InteractionGnn<f32>, doc: &str) -> Result<OnnxModel>
         }
         let refs: Vec<&str> = node_in.iter().map(String::as_str).collect();
         let x = b.op("Concat", &refs, vec![attr_i("axis", 1)]);
-        let mut h_new = mlp(&mut b, &x, &format!("node_network{suffix}"), MlpKind::Network)?;
+        let mut h_new = mlp(b, &x, name, MlpKind::Network)?;
         if cfg.residual {
-            h_new = b.op("Add", &[&h_new, &h], vec![]);
+            h_new = b.op("Add", &[&h_new, h], vec![]);
         }
-        h = h_new;
-        e = e_new;
+        Ok(h_new)
+    };
+    // The edge update: the edge network on cat(h[src], h[dst], e).
+    let edge_update = |b: &mut Builder, h: &str, e: &str, name: &str| -> Result<String> {
+        let mut e_new = edge_mlp(b, h, Some(e), name, MlpKind::Network)?;
+        if cfg.residual {
+            e_new = b.op("Add", &[&e_new, e], vec![]);
+        }
+        Ok(e_new)
+    };
+    for it in 0..cfg.iterations {
+        let suffix = if cfg.recurrent { String::new() } else { format!(".{it}") };
+        let (edge_net, node_net) = (format!("edge_network{suffix}"), format!("node_network{suffix}"));
+        match cfg.update_order {
+            UpdateOrder::EdgeFirst => {
+                e = edge_update(&mut b, &h, &e, &edge_net)?;
+                h = node_update(&mut b, &h, &e, &node_net)?;
+            }
+            UpdateOrder::NodeFirst => {
+                h = node_update(&mut b, &h, &e, &node_net)?;
+                e = edge_update(&mut b, &h, &e, &edge_net)?;
+            }
+        }
     }
     let logits = edge_mlp(&mut b, &h, Some(&e), "edge_classifier", MlpKind::Classifier)?;
     let flat = b.i64("c_flat", &[1], &[-1]);

@@ -6,7 +6,7 @@
 use prost::Message;
 use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, UpdateOrder};
 use trackgnn_graph::{Graph, GraphRecipe, Method, build_graph};
 use trackgnn_onnx::proto::{DimensionValue, ModelProto};
 use trackgnn_onnx::{export, required_opset};
@@ -135,4 +135,16 @@ fn every_other_option_runs_in_tract_as_in_the_engine() {
         let d = check(cfg, i != 1);
         eprintln!("case {i}: max |Δ logit| {d:e}");
     }
+}
+
+#[test]
+fn node_first_models_run_in_tract_as_in_the_engine() {
+    // acorn's order (nodes, then edges from the new nodes), as `tools/acorn.py` converts it.
+    let acorn = ModelConfig { hidden: 16, iterations: 3, ..ModelConfig::acorn() };
+    assert_eq!(acorn.update_order, UpdateOrder::NodeFirst);
+    let d = check(acorn.clone(), false);
+    eprintln!("acorn: max |Δ logit| {d:e}");
+    let residual = ModelConfig { residual: true, recurrent: true, aggregation: vec![Aggr::Sum, Aggr::Max], ..acorn };
+    let d = check(residual, true);
+    eprintln!("node first, residual, recurrent: max |Δ logit| {d:e}");
 }
