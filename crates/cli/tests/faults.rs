@@ -118,7 +118,8 @@ fn a_failed_checkpoint_write_keeps_the_previous_checkpoint_and_says_so() {
     ok(run(d, &args));
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+/// Every file under `dir`, recursively.
+pub fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();

@@ -1,18 +1,28 @@
 //! Data-parallel training under `mpirun -np 2` (only in a build with the `mpi` feature; CI
 //! installs OpenMPI and runs these: a missing `mpirun` is a failure, never a skip).
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{ok, trackgnn};
+use crate::util::{json, ok, trackgnn};
 
-fn mpirun() -> Command {
+/// `mpirun` with the environment of these tests (root allowed, one thread per rank), no
+/// processes named yet.
+fn launcher() -> Command {
     let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     assert!(found, "mpirun is not installed: install OpenMPI (see README) to run the MPI tests");
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env("RAYON_NUM_THREADS", "1");
-    c.args(["-np", "2", "--oversubscribe", env!("CARGO_BIN_EXE_trackgnn")]);
+    c.arg("--oversubscribe");
+    c
+}
+
+/// `mpirun -np 2 trackgnn`, the arguments to follow.
+fn mpirun() -> Command {
+    let mut c = launcher();
+    c.args(["-np", "2", env!("CARGO_BIN_EXE_trackgnn")]);
     c
 }
 
@@ -67,36 +77,14 @@ fn killing_one_rank_ends_the_job_and_the_run_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     graphs(d);
-    let mut child = mpirun()
-        .current_dir(d)
-        .args(["train", "--graphs", "g", "--out", "run", "--epochs", "400", "--hidden", "16", "--iterations", "2"])
-        .args(["--threads", "1", "--checkpoint-every", "3"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait for the first checkpoint, then kill -9 one of the two trackgnn processes.
-    let t0 = Instant::now();
-    while !d.join("run/checkpoint/model.safetensors").exists() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no checkpoint written");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let pids = String::from_utf8(
-        Command::new("pgrep").args(["-P", &child.id().to_string(), "trackgnn"]).output().unwrap().stdout,
-    )
-    .unwrap();
-    let victim = pids.split_whitespace().last().expect("rank processes");
-    assert!(Command::new("kill").args(["-9", victim]).status().unwrap().success());
-    let killed = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(!status.success(), "the job must fail when a rank dies");
-            break;
-        }
-        assert!(killed.elapsed() < Duration::from_secs(10), "the job hangs after a rank was killed");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    eprintln!("job ended {:.2} s after kill -9", killed.elapsed().as_secs_f64());
+    let mut job = mpirun();
+    job.args(["train", "--graphs", "g", "--out", "run", "--epochs", "400", "--hidden", "16", "--iterations", "2"])
+        .args(["--threads", "1", "--checkpoint-every", "3"]);
+    // Four steps logged: the checkpoint of step 3 (or of an epoch's end) is on disk.
+    let ended = signal_rank(d, job, 4, "KILL", To::Rank(1));
+    eprintln!("job ended {:.2} s after kill -9", ended.seconds);
+    assert_ne!(ended.code, Some(0), "the job must fail when a rank dies");
+    assert!(ended.seconds < 10.0, "the job took {:.1} s to end after a rank was killed", ended.seconds);
     // Resume from the last checkpoint with the same number of ranks, fewer epochs to finish.
     let out = mpirun()
         .current_dir(d)
@@ -129,23 +117,88 @@ fn mpirun_timed(d: &Path, args: &[&str]) -> (std::process::Output, f64) {
 }
 
 /// The rank processes of an `mpirun` child, with their ranks.
-fn ranks_of(mpirun: &std::process::Child) -> Vec<(String, usize)> {
+fn ranks_of(mpirun: &Child) -> Vec<(String, usize)> {
     let pids = String::from_utf8(
         Command::new("pgrep").args(["-P", &mpirun.id().to_string(), "trackgnn"]).output().unwrap().stdout,
     )
     .unwrap();
+    // A process that ended meanwhile is left out.
     pids.split_whitespace()
-        .map(|pid| {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        .filter_map(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
             let rank = env
                 .split(|&b| b == 0)
                 .filter_map(|kv| std::str::from_utf8(kv).ok())
                 .find_map(|kv| kv.strip_prefix("OMPI_COMM_WORLD_RANK="))
-                .and_then(|r| r.parse().ok())
-                .expect("OMPI_COMM_WORLD_RANK");
-            (pid.to_string(), rank)
+                .and_then(|r| r.parse().ok())?;
+            Some((pid.to_string(), rank))
         })
         .collect()
+}
+
+/// The rank processes a signal goes to.
+#[derive(Clone, Copy, Debug)]
+enum To {
+    /// The process of this rank.
+    Rank(usize),
+    /// Every rank's process.
+    All,
+}
+
+/// How a job that was sent a signal ended.
+struct Ended {
+    /// Its exit code (`None`: ended by a signal).
+    code: Option<i32>,
+    /// Its standard error.
+    stderr: String,
+    /// Seconds from the signal to its end.
+    seconds: f64,
+}
+
+/// A running `mpirun`, killed with its ranks if the test fails before it ends.
+struct Job(Child);
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            for (pid, _) in ranks_of(&self.0) {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            }
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Starts `job` (an `mpirun -np 2` of a training into `d/run`), waits until the run has logged
+/// `after_steps` steps, sends `signal` (a `kill` name: USR1, TERM, STOP, KILL) to the rank
+/// processes `to`, and waits for the job to end: within 60 s, else the test fails (a hang).
+fn signal_rank(d: &Path, mut job: Command, after_steps: usize, signal: &str, to: To) -> Ended {
+    let err_path = d.join("job.stderr");
+    let child = job.current_dir(d).stdout(Stdio::null()).stderr(File::create(&err_path).unwrap()).spawn().unwrap();
+    let mut job = Job(child);
+    crate::faults::wait_for_steps(d, after_steps);
+    let ranks = ranks_of(&job.0);
+    assert_eq!(ranks.len(), 2, "rank processes {ranks:?}");
+    let sent = Instant::now();
+    for (pid, rank) in &ranks {
+        if matches!(to, To::All) || matches!(to, To::Rank(r) if r == *rank) {
+            assert!(Command::new("kill").args([&format!("-{signal}"), pid]).status().unwrap().success());
+        }
+    }
+    let status = loop {
+        if let Some(status) = job.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(60),
+            "the job hangs 60 s after SIG{signal}: {}",
+            std::fs::read_to_string(&err_path).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let seconds = sent.elapsed().as_secs_f64();
+    Ended { code: status.code(), stderr: std::fs::read_to_string(&err_path).unwrap(), seconds }
 }
 
 fn stderr(out: &std::process::Output) -> String {
@@ -161,25 +214,13 @@ fn mpi_a_stalled_rank_is_named_and_the_job_aborts_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fault_graphs(d);
-    let child = mpirun()
-        .current_dir(d)
-        .args(train_args(&["--epochs", "400", "--collective-timeout", "2"]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::faults::wait_for_steps(d, 2);
-    let ranks = ranks_of(&child);
-    let (pid, rank) = ranks.iter().find(|r| r.1 == 1).expect("rank 1").clone();
-    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
-    let stopped = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let took = stopped.elapsed().as_secs_f64();
-    eprintln!("stalled rank detected, job ended {took:.2} s after SIGSTOP");
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains(&format!("rank(s) {rank} did not reach")), "{err}");
-    assert!(took < 15.0, "took {took} s");
+    let mut job = mpirun();
+    job.args(train_args(&["--epochs", "400", "--collective-timeout", "2"]));
+    let ended = signal_rank(d, job, 2, "STOP", To::Rank(1));
+    eprintln!("stalled rank detected, job ended {:.2} s after SIGSTOP", ended.seconds);
+    assert_ne!(ended.code, Some(0));
+    assert!(ended.stderr.contains("rank(s) 1 did not reach"), "{}", ended.stderr);
+    assert!(ended.seconds < 15.0, "took {} s", ended.seconds);
 }
 
 #[test]
@@ -244,23 +285,17 @@ fn mpi_sigusr1_to_one_rank_checkpoints_every_rank_and_requeues() {
     let d = dir.path();
     fault_graphs(d);
     let path = crate::faults::fake_scontrol(d);
-    let child = mpirun()
-        .current_dir(d)
-        .env("PATH", &path)
-        .env("SLURM_JOB_ID", "77")
-        .args(train_args(&["--epochs", "400", "--resume", "auto", "--requeue"]))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::faults::wait_for_steps(d, 2);
-    let ranks = ranks_of(&child);
-    let (pid, _) = ranks.iter().find(|r| r.1 == 1).expect("rank 1").clone();
-    assert!(Command::new("kill").args(["-USR1", &pid]).status().unwrap().success());
-    let signalled = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    eprintln!("SIGUSR1: checkpointed and stopped {:.2} s after the signal", signalled.elapsed().as_secs_f64());
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let mut job = mpirun();
+    job.env("PATH", &path).env("SLURM_JOB_ID", "77").args(train_args(&[
+        "--epochs",
+        "400",
+        "--resume",
+        "auto",
+        "--requeue",
+    ]));
+    let ended = signal_rank(d, job, 2, "USR1", To::Rank(1));
+    eprintln!("SIGUSR1: checkpointed and stopped {:.2} s after the signal", ended.seconds);
+    assert_eq!(ended.code, Some(3), "{}", ended.stderr);
     assert_eq!(std::fs::read_to_string(d.join("scontrol.log")).unwrap().trim(), "requeue 77");
     let stopped = crate::faults::checkpoint_step(d, "run");
     // The requeued job continues the run through the epoch after the interrupted one: the
@@ -272,21 +307,30 @@ fn mpi_sigusr1_to_one_rank_checkpoints_every_rank_and_requeues() {
     assert!(crate::faults::checkpoint_step(d, "run") > stopped);
 }
 
-/// Global steps of `steps.jsonl`, and the epochs of `metrics.jsonl`, of the run in `d/run`.
-fn curve(d: &Path) -> (Vec<u64>, Vec<(u64, f64)>) {
-    let lines = |f: &str| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(d.join("run").join(f))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
-    let steps = lines("steps.jsonl").iter().map(|s| s["global_step"].as_u64().unwrap()).collect();
-    let epochs = lines("metrics.jsonl")
+/// The JSON lines of `d/run/<file>`.
+fn run_log(d: &Path, file: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(d.join("run").join(file)).unwrap().lines().map(json).collect()
+}
+
+/// Asserts that the run in `d/run` is one curve through `epochs` epochs: every step logged
+/// once, in order; every epoch once, its training loss finite, the last one not thrown back
+/// above where the run started.
+fn assert_curve_continues(d: &Path, epochs: u64) {
+    let steps: Vec<u64> = run_log(d, "steps.jsonl").iter().map(|s| s["global_step"].as_u64().unwrap()).collect();
+    assert_eq!(steps, (1..=steps.len() as u64).collect::<Vec<_>>());
+    let losses: Vec<(u64, f64)> = run_log(d, "metrics.jsonl")
         .iter()
         .map(|m| (m["epoch"].as_u64().unwrap(), m["train_loss"].as_f64().unwrap()))
         .collect();
-    (steps, epochs)
+    assert_eq!(losses.iter().map(|e| e.0).collect::<Vec<_>>(), (0..epochs).collect::<Vec<_>>());
+    let (first, last) = (losses[0].1, losses[losses.len() - 1].1);
+    assert!(losses.iter().all(|e| e.1.is_finite()) && last < first * 1.5, "{losses:?}");
+}
+
+/// The global step and epoch of the checkpoint of the run in `d/run`.
+fn checkpoint_position(d: &Path) -> (u64, u64) {
+    let state = crate::faults::checkpoint_state(d, "run");
+    (state["global_step"].as_u64().unwrap(), state["epoch"].as_u64().unwrap())
 }
 
 #[test]
@@ -294,33 +338,20 @@ fn mpi_elastic_resume_from_two_ranks_to_one_and_back() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fault_graphs(d);
-    let base = ["--sampler", "random", "--lr-scaling", "linear"];
     // Two ranks, stopped by a signal in mid-run.
-    let child = mpirun()
-        .current_dir(d)
-        .args(train_args(&["--epochs", "400"]))
-        .args(base)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    crate::faults::wait_for_steps(d, 2);
-    let ranks = ranks_of(&child);
-    for (pid, _) in &ranks {
-        Command::new("kill").args(["-TERM", pid]).status().unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    let two = crate::faults::checkpoint_step(d, "run");
+    let mut job = mpirun();
+    job.args(train_args(&["--epochs", "400", "--sampler", "random", "--lr-scaling", "linear"]));
+    let ended = signal_rank(d, job, 2, "TERM", To::All);
+    assert_eq!(ended.code, Some(3), "{}", ended.stderr);
+    let (two, epoch) = checkpoint_position(d);
+    // The signal may land in any epoch, even on its last step (which leaves only validation):
+    // one rank trains through the epoch after it, then two ranks through one more.
+    let (one_rank, two_ranks) = ((epoch + 2).to_string(), (epoch + 3).to_string());
     // One rank (a lone process of this build is a world of one), then two again.
-    ok(trackgnn(d, &train_args(&["--resume", "--epochs", "2"])));
-    let (out, _) = mpirun_timed(d, &train_args(&["--resume", "--epochs", "3"]));
+    ok(trackgnn(d, &train_args(&["--resume", "--epochs", &one_rank])));
+    let (out, _) = mpirun_timed(d, &train_args(&["--resume", "--epochs", &two_ranks]));
     assert!(out.status.success(), "{}", stderr(&out));
-    let changes: Vec<serde_json::Value> = std::fs::read_to_string(d.join("run/resumes.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let changes = run_log(d, "resumes.jsonl");
     assert_eq!(changes.len(), 2, "{changes:?}");
     assert_eq!((changes[0]["previous_ranks"].as_u64(), changes[0]["ranks"].as_u64()), (Some(2), Some(1)));
     assert_eq!(changes[0]["global_step"].as_u64(), Some(two));
@@ -328,10 +359,152 @@ fn mpi_elastic_resume_from_two_ranks_to_one_and_back() {
     let lr = |c: &serde_json::Value, k: &str| c[k].as_f64().unwrap();
     assert!((lr(&changes[0], "previous_lr") / lr(&changes[0], "lr") - 2.0).abs() < 1e-9, "{changes:?}");
     assert_eq!((changes[1]["previous_ranks"].as_u64(), changes[1]["ranks"].as_u64()), (Some(1), Some(2)));
-    // The curve continues: every step once, in order; three epochs, the loss finite and not
-    // thrown back to where it started.
-    let (steps, epochs) = curve(d);
-    assert_eq!(steps, (1..=steps.len() as u64).collect::<Vec<_>>());
-    assert_eq!(epochs.iter().map(|e| e.0).collect::<Vec<_>>(), vec![0, 1, 2]);
-    assert!(epochs.iter().all(|e| e.1.is_finite()) && epochs[2].1 < epochs[0].1 * 1.5, "{epochs:?}");
+    assert_eq!(changes[1]["epoch"].as_u64(), Some(epoch + 2), "{changes:?}");
+    assert_curve_continues(d, epoch + 3);
+}
+
+/// The `trackgnn` of a build without the `mpi` feature, the same workspace's: the file
+/// `TRACKGNN_PLAIN_BIN` names (`.ci/run` keeps a copy of the plain build there, since the MPI
+/// build in the same target directory replaces it), else `target/debug/trackgnn`. Checked to
+/// be one: launched as one of two ranks, it refuses to train; and not an older build: its
+/// `train --help` is this build's.
+fn plain_trackgnn() -> PathBuf {
+    let path = std::env::var_os("TRACKGNN_PLAIN_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/trackgnn"));
+    let rebuild = "build it with `cargo build -p trackgnn`, copy it aside (an MPI build in the same target directory \
+                   replaces it) and name the copy in TRACKGNN_PLAIN_BIN";
+    assert!(path.is_file(), "{}: no trackgnn built without MPI; {rebuild}", path.display());
+    let out = Command::new(&path)
+        .args(["train", "--graphs", "g", "--out", "run"])
+        .current_dir(std::env::temp_dir())
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("built without MPI"),
+        "{}: not a build without MPI: {err}",
+        path.display()
+    );
+    let help = |bin: &Path| Command::new(bin).args(["train", "--help"]).output().unwrap().stdout;
+    assert!(
+        help(&path) == help(Path::new(env!("CARGO_BIN_EXE_trackgnn"))),
+        "{}: its `train --help` differs from this build's (an older build?); {rebuild}",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn mpi_a_run_of_two_ranks_continues_in_a_build_without_mpi() {
+    let plain = plain_trackgnn();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fault_graphs(d);
+    let mut job = mpirun();
+    job.args(train_args(&["--epochs", "400", "--sampler", "random", "--lr-scaling", "linear"]));
+    let ended = signal_rank(d, job, 2, "USR1", To::Rank(0));
+    assert_eq!(ended.code, Some(3), "{}", ended.stderr);
+    let (stopped, epoch) = checkpoint_position(d);
+    // The plain build continues the run through the epoch after the interrupted one.
+    let epochs = epoch + 2;
+    let t0 = Instant::now();
+    let out = Command::new(&plain)
+        .args(train_args(&["--resume", "--epochs", &epochs.to_string(), "--json"]))
+        .current_dir(d)
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    eprintln!("a 2-rank run resumed in a build without MPI: done in {:.2} s", t0.elapsed().as_secs_f64());
+    let o = json(&ok(out));
+    assert_eq!(o["outcome"]["epochs_completed"].as_u64(), Some(epochs), "{o}");
+    // The change is recorded: two ranks to one where the checkpoint stood, the base learning
+    // rate halved with linear scaling.
+    let changes = run_log(d, "resumes.jsonl");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let c = &changes[0];
+    let at = [&c["previous_ranks"], &c["ranks"], &c["global_step"], &c["epoch"]].map(|v| v.as_u64());
+    assert_eq!(at, [Some(2), Some(1), Some(stopped), Some(epoch)], "{c}");
+    assert!((c["previous_lr"].as_f64().unwrap() / c["lr"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{c}");
+    // The sampler is recomputed for one rank: steps of two ranks' graphs up to the checkpoint,
+    // of one after it; no graph of the interrupted epoch trained twice, and every training
+    // graph once in the epoch after it.
+    let steps = run_log(d, "steps.jsonl");
+    let ranks = |s: &serde_json::Value| s["events"].as_array().unwrap().len();
+    let (before, after): (Vec<_>, Vec<_>) = steps.iter().partition(|s| s["global_step"].as_u64().unwrap() <= stopped);
+    assert!(before.iter().all(|s| ranks(s) == 2) && after.iter().all(|s| ranks(s) == 1), "{steps:?}");
+    let events_of = |e: u64| -> Vec<u64> {
+        let mut ids: Vec<u64> = steps
+            .iter()
+            .filter(|s| s["epoch"].as_u64() == Some(e))
+            .flat_map(|s| s["events"].as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().clone()))
+            .map(|id| id.as_u64().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let interrupted = events_of(epoch);
+    assert!(interrupted.windows(2).all(|w| w[0] < w[1]), "a graph trained twice in epoch {epoch}: {interrupted:?}");
+    let split: serde_json::Value = json(&std::fs::read_to_string(d.join("run/events.json")).unwrap());
+    let mut train: Vec<u64> = split["train"].as_array().unwrap().iter().map(|id| id.as_u64().unwrap()).collect();
+    train.sort_unstable();
+    assert_eq!(events_of(epoch + 1), train);
+    assert_curve_continues(d, epochs);
+}
+
+#[test]
+fn mpi_a_failed_checkpoint_write_on_rank_0_ends_every_rank_and_keeps_the_previous_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fault_graphs(d);
+    // A model large enough that its optimiser state is the largest file the run writes.
+    let (out, _) = mpirun_timed(d, &train_args(&["--hidden", "48", "--epochs", "1"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let optimizer = d.join("run/checkpoint/optimizer.safetensors");
+    let before = std::fs::read(&optimizer).unwrap();
+    let step0 = crate::faults::checkpoint_step(d, "run");
+    // Rank 0's files may grow to ¾ of the optimiser state: its next write fails (EFBIG, as on
+    // a full disk) while the weights and every smaller file are written.
+    let limit_blocks = before.len() * 3 / 4 / 512;
+    let largest_other = crate::faults::walk(&d.join("run"))
+        .into_iter()
+        .filter(|p| !p.ends_with("optimizer.safetensors"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max()
+        .unwrap();
+    assert!(largest_other < limit_blocks as u64 * 512, "{largest_other} vs {limit_blocks} blocks");
+    // Rank 0 alone gets the limit (`sh` sets it, then becomes rank 0's trackgnn), and the ranks
+    // talk over TCP on the loopback: OpenMPI's shared-memory transport sizes a file past it.
+    // Three epochs: rank 1 is in the next epoch's collectives when rank 0's write fails.
+    let args = train_args(&["--hidden", "48", "--resume", "--epochs", "3"]);
+    let bin = env!("CARGO_BIN_EXE_trackgnn");
+    let limited = format!("trap '' XFSZ; ulimit -f {limit_blocks}; exec \"$0\" \"$@\"");
+    let t0 = Instant::now();
+    let out = launcher()
+        .current_dir(d)
+        .args(["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"])
+        .args(["-np", "1", "sh", "-c", &limited, bin])
+        .args(&args)
+        .args([":", "-np", "1", bin])
+        .args(&args)
+        .output()
+        .unwrap();
+    eprintln!("checkpoint write failed on rank 0 of 2: job ended after {:.2} s", t0.elapsed().as_secs_f64());
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("rank 0 of 2: error:") && err.contains("aborting the MPI job"), "{err}");
+    assert!(err.contains("writing the checkpoint of step") && err.contains("optimizer.safetensors"), "{err}");
+    assert!(err.contains(&format!("the previous checkpoint there (step {step0}) is intact")), "{err}");
+    // Rank 1 was ended by rank 0's abort, not by waiting out the collective timeout.
+    assert!(!err.contains("did not reach"), "{err}");
+    assert_eq!(std::fs::read(&optimizer).unwrap(), before);
+    assert_eq!(crate::faults::checkpoint_step(d, "run"), step0);
+    let names: Vec<String> =
+        std::fs::read_dir(d.join("run")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into()).collect();
+    assert!(!names.iter().any(|n| n.contains(".tmp")), "{names:?}");
+    // With room again the run resumes from the kept checkpoint.
+    let (out, _) = mpirun_timed(d, &train_args(&["--hidden", "48", "--resume", "--epochs", "2"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(crate::faults::checkpoint_step(d, "run") > step0);
 }
