@@ -424,6 +424,7 @@ fn mpi_a_run_of_two_ranks_continues_in_a_build_without_mpi() {
     let changes = run_log(d, "resumes.jsonl");
     assert_eq!(changes.len(), 1, "{changes:?}");
     let c = &changes[0];
+    eprintln!("recorded rank change: {c}");
     let at = [&c["previous_ranks"], &c["ranks"], &c["global_step"], &c["epoch"]].map(|v| v.as_u64());
     assert_eq!(at, [Some(2), Some(1), Some(stopped), Some(epoch)], "{c}");
     assert!((c["previous_lr"].as_f64().unwrap() / c["lr"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{c}");
@@ -490,7 +491,18 @@ fn mpi_a_failed_checkpoint_write_on_rank_0_ends_every_rank_and_keeps_the_previou
         .args(&args)
         .output()
         .unwrap();
-    eprintln!("checkpoint write failed on rank 0 of 2: job ended after {:.2} s", t0.elapsed().as_secs_f64());
+    let ended = std::time::SystemTime::now();
+    // The failed write follows the epoch's plots, the last files rank 0 wrote.
+    let failed = crate::faults::walk(&d.join("run/plots"))
+        .iter()
+        .map(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .max()
+        .unwrap();
+    eprintln!(
+        "checkpoint write failed on rank 0 of 2: job ended {:.2} s after it, {:.2} s after it started",
+        ended.duration_since(failed).unwrap_or_default().as_secs_f64(),
+        t0.elapsed().as_secs_f64()
+    );
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("rank 0 of 2: error:") && err.contains("aborting the MPI job"), "{err}");
