@@ -387,7 +387,11 @@ fn plain_trackgnn() -> PathBuf {
         "{}: not a build without MPI: {err}",
         path.display()
     );
-    let help = |bin: &Path| Command::new(bin).args(["train", "--help"]).output().unwrap().stdout;
+    // Without its usage line, which names the file.
+    let help = |bin: &Path| {
+        let out = String::from_utf8(Command::new(bin).args(["train", "--help"]).output().unwrap().stdout).unwrap();
+        out.lines().filter(|l| !l.starts_with("Usage:")).collect::<Vec<_>>().join("\n")
+    };
     assert!(
         help(&path) == help(Path::new(env!("CARGO_BIN_EXE_trackgnn"))),
         "{}: its `train --help` differs from this build's (an older build?); {rebuild}",
