@@ -3,8 +3,9 @@
 //! placed at the charge-weighted centre of the cluster.
 //!
 //! Charge units: a cell's value is the charge it collects as a fraction of what a minimum-
-//! ionising particle leaves crossing the whole sensor at normal incidence (so a normally
-//! incident particle gives clusters summing to ≈ 1, and thresholds are fractions of that).
+//! ionising particle leaves crossing the whole charge-collection depth at normal incidence (so
+//! a normally incident particle gives clusters summing to ≈ 1, and thresholds are fractions of
+//! that). The depth is the sensor's thickness times `DigiConfig::depth_over_thickness`.
 
 use trackgnn_trackml::geometry::Module;
 use trackgnn_trackml::rng::Rng;
@@ -52,7 +53,9 @@ pub fn digitize(
     scratch: &mut Vec<(u32, u32, f64)>,
 ) -> Cluster {
     let (u0, v0, d) = (at.u, at.v, at.dir);
-    let t = m.thickness;
+    // The depth the charge comes from: the sensor, or the twice-as-deep path of TrackML's
+    // end-caps (`DigiConfig::depth_over_thickness`).
+    let t = m.thickness * cfg.depth_over_thickness;
     let dw = if d[2].abs() < 1e-3 { 1e-3f64.copysign(d[2]) } else { d[2] };
     let (mut tu, mut tv) = (d[0] / dw, d[1] / dw);
     // Cap the in-plane length for grazing tracks.
@@ -136,7 +139,14 @@ mod tests {
     #[test]
     fn inclined_tracks_make_long_clusters_and_precise_centres() {
         let m = pixel();
-        let cfg = DigiConfig { tan_lorentz: 0.0, diffusion_mm: 0.003, threshold: 0.1, fluctuation: 0.1, binary: false };
+        let cfg = DigiConfig {
+            tan_lorentz: 0.0,
+            diffusion_mm: 0.003,
+            threshold: 0.1,
+            fluctuation: 0.1,
+            binary: false,
+            depth_over_thickness: 1.0,
+        };
         let mut rng = Rng::new(4);
         let mut scratch = Vec::new();
         // Normal incidence: one or two cells.
@@ -159,10 +169,59 @@ mod tests {
     }
 
     #[test]
+    fn twice_the_depth_doubles_the_cells_an_inclined_track_crosses() {
+        let m = pixel();
+        let mut rng = Rng::new(6);
+        let mut scratch = Vec::new();
+        // Along v at cot θ = 4: 0.6 mm of path over the sensor, 1.2 mm over twice its depth.
+        let d = [0.0, 4.0 / 17f64.sqrt(), 1.0 / 17f64.sqrt()];
+        let rows = |depth: f64, rng: &mut Rng, scratch: &mut Vec<(u32, u32, f64)>| {
+            let cfg = DigiConfig { depth_over_thickness: depth, ..DigiConfig::ACTS_2018_ENDCAP };
+            let c = digitize(rng, &m, &cfg, false, LocalCrossing { u: 0.01, v: 0.013, dir: d }, scratch);
+            let mut r: Vec<u32> = c.cells.iter().map(|c| c.1).collect();
+            r.dedup();
+            r.len()
+        };
+        let (one, two) = (rows(1.0, &mut rng, &mut scratch), rows(2.0, &mut rng, &mut scratch));
+        assert!((11..=12).contains(&one), "{one} rows");
+        assert!((22..=23).contains(&two), "{two} rows");
+    }
+
+    #[test]
+    fn acts_2018_end_caps_weight_cell_centres_by_path_length() {
+        // ACTS's rule: every crossed cell, its centre weighted by the path length in it. A track
+        // along v whose path over 2 × 0.15 mm spans 0.03 mm across the boundary between two
+        // rows of 56.25 µm puts the hit between the two centres in proportion to the pieces.
+        let m = pixel();
+        let cfg = DigiConfig::ACTS_2018_ENDCAP;
+        let mut rng = Rng::new(7);
+        let mut scratch = Vec::new();
+        let tv: f64 = 0.1;
+        let n = (1.0 + tv * tv).sqrt();
+        let d = [0.0, tv / n, 1.0 / n];
+        let boundary = -m.hv + 640.0 * m.pitch_v; // between rows 639 and 640
+        let half = 0.5 * 0.3 * tv;
+        for offset in [-0.01, -0.004, 0.0, 0.006, 0.012] {
+            let v0 = boundary + offset;
+            let c = digitize(&mut rng, &m, &cfg, false, LocalCrossing { u: 0.01, v: v0, dir: d }, &mut scratch);
+            let below = (boundary - (v0 - half)) / (2.0 * half);
+            let want = boundary - 0.5 * m.pitch_v * below + 0.5 * m.pitch_v * (1.0 - below);
+            assert_eq!(c.cells.len(), 2, "{:?}", c.cells);
+            assert!((c.v - want).abs() < 0.004, "offset {offset}: {} vs {want}", c.v);
+        }
+    }
+
+    #[test]
     fn lorentz_shift_is_corrected() {
         let m = pixel();
-        let cfg =
-            DigiConfig { tan_lorentz: 0.2, diffusion_mm: 0.005, threshold: 0.05, fluctuation: 0.1, binary: false };
+        let cfg = DigiConfig {
+            tan_lorentz: 0.2,
+            diffusion_mm: 0.005,
+            threshold: 0.05,
+            fluctuation: 0.1,
+            binary: false,
+            depth_over_thickness: 1.0,
+        };
         let mut rng = Rng::new(5);
         let mut scratch = Vec::new();
         let n = 2000;

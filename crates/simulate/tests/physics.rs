@@ -160,3 +160,27 @@ fn a_lower_pixel_threshold_keeps_the_end_cells_of_long_clusters() {
     assert!(low < 0.0065, "default threshold: {low} mm (real 0.0049)");
     assert!(high > 1.4 * low, "{high} vs {low}");
 }
+
+#[test]
+fn end_caps_digitised_over_twice_the_thickness_share_charge_along_r_as_trackml() {
+    // TrackML's pixel disks (ACTS 2018 geometric digitisation over twice `module_t`): r-φ
+    // 0.0131 mm, about the single-cell 50 µm/√12, but r 0.0085 mm, well below 56.25 µm/√12,
+    // because the doubled path shares the charge of inclined tracks between rows; 1.7 cells
+    // per hit.
+    let pixel_endcap = |depth: f64| {
+        let mut cfg = SimConfig { pileup: 20.0, ..SimConfig::default() };
+        for d in &mut cfg.digi_endcap {
+            d.depth_over_thickness = depth;
+        }
+        let g = Generator::new(Detector::trackml(), cfg);
+        let mut acc = RealismAccumulator::default();
+        acc.add(&g.event(8, 1).0, Some(g.detector()));
+        let s = acc.finish();
+        (s.residuals["pixel_endcap"].clone(), s.cells_per_hit["pixel_endcap"])
+    };
+    let ((two, cells_two), (one, cells_one)) = (pixel_endcap(2.0), pixel_endcap(1.0));
+    assert!((0.0115..0.015).contains(&two.rphi_rms_mm), "{two:?}");
+    assert!(two.second_rms_mm < 0.0098, "{two:?}");
+    assert!(one.second_rms_mm > 1.2 * two.second_rms_mm, "{one:?} vs {two:?}");
+    assert!((1.45..1.95).contains(&cells_two) && cells_two > cells_one + 0.2, "{cells_two} vs {cells_one}");
+}
