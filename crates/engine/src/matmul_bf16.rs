@@ -16,6 +16,10 @@
 //! summed in f64). Like [`crate::matmul::matmul`], a call runs on the calling thread only, so
 //! results never depend on the thread count.
 //!
+//! A weight is the right operand of many tile-sized products in one pass over an MLP's rows:
+//! [`PackedB`] rounds and packs it once for all of them ([`matmul_bf16_packed`]), with the
+//! same bits as packing it in every call.
+//!
 //! An AMX-BF16 tile path is not written: the development machine has no AMX to test it on.
 
 use std::cell::RefCell;
@@ -104,39 +108,143 @@ pub fn matmul_bf16_on<T: Real>(
         n,
         a_row_major: a.is_row_major(),
         b_row_major: b.is_row_major(),
+        b_packed: false,
         add: accum == Accum::Add,
     });
     let t0 = stats::enabled().then(std::time::Instant::now);
     a.check();
     b.check();
     PACK.with_borrow_mut(|p| {
-        // A as m rows of kp pairs; B as kp rows of np pairs (columns past n zero), so that a
-        // kernel reads consecutive columns of a k-pair.
-        let np = match path {
-            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
-            Bf16Path::Portable => n,
-        };
-        pack_rows(&a, &mut p.a);
+        let np = path.padded_columns(n);
         pack_cols(&b, np, &mut p.b);
-        p.out.clear();
-        p.out.resize(m * np, 0.0);
-        let kp = k.div_ceil(2);
-        match path {
-            Bf16Path::Avx512Bf16 => {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `path.available()` was asserted: the CPU has AVX-512F and AVX512-BF16;
-                // the packed buffers have the sizes the kernel reads (m·kp, kp·np, m·np).
-                unsafe {
-                    avx512::gemm(&p.a, &p.b, &mut p.out, m, kp, np)
-                };
-            }
-            Bf16Path::Portable => portable_gemm(&p.a, &p.b, &mut p.out, m, kp, np),
-        }
-        store(dst, ld, &p.out, np, m, n, accum);
+        let Pack { a: pa, b: pb, out } = p;
+        product(path, pa, &a, pb, (n, np), dst, ld, out, accum);
     });
     if let Some(t0) = t0 {
         stats::add_path(stats::GemmPath::from(path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
     }
+}
+
+/// A right operand (k × n) rounded to bf16 and packed once for a kernel path, to be used by
+/// many products ([`matmul_bf16_packed`]): an MLP packs each weight once per pass over its
+/// rows, not once per tile.
+#[derive(Clone, Debug)]
+pub struct PackedB {
+    path: Bf16Path,
+    k: usize,
+    n: usize,
+    np: usize,
+    pairs: Vec<u32>,
+}
+
+impl PackedB {
+    /// `b` packed for the fastest path this CPU has.
+    pub fn new<T: Real>(b: MatRef<'_, T>) -> PackedB {
+        PackedB::on(best_path(), b)
+    }
+
+    /// `b` packed for `path`.
+    ///
+    /// # Panics
+    /// If the CPU lacks the path's instructions.
+    #[track_caller]
+    pub fn on<T: Real>(path: Bf16Path, b: MatRef<'_, T>) -> PackedB {
+        assert!(path.available(), "PackedB: {path:?} is not available on this CPU");
+        b.check();
+        let (k, n) = (b.nrows(), b.ncols());
+        let np = path.padded_columns(n);
+        let mut pairs = Vec::new();
+        pack_cols(&b, np, &mut pairs);
+        PackedB { path, k, n, np, pairs }
+    }
+
+    /// Rows (the inner dimension of a product).
+    pub fn nrows(&self) -> usize {
+        self.k
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.n
+    }
+}
+
+/// `dst (m × n, row stride ld) = / += bf16(a) · b` with `b` packed beforehand: the same sums,
+/// bit for bit, as [`matmul_bf16_on`] on `b`'s path with `b` unpacked.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul_bf16_packed<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: &PackedB, accum: Accum) {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.n);
+    assert_eq!(b.k, k, "matmul_bf16_packed: inner dimensions {} and {}", k, b.k);
+    assert!(ld >= n, "matmul_bf16_packed: ld {ld} < n {n}");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_packed: dst too short");
+    stats::log(|| stats::Product {
+        path: b.path.into(),
+        m,
+        k,
+        n,
+        a_row_major: a.is_row_major(),
+        b_row_major: true,
+        b_packed: true,
+        add: accum == Accum::Add,
+    });
+    let t0 = stats::enabled().then(std::time::Instant::now);
+    a.check();
+    PACK.with_borrow_mut(|p| product(b.path, &mut p.a, &a, &b.pairs, (n, b.np), dst, ld, &mut p.out, accum));
+    if let Some(t0) = t0 {
+        stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+    }
+}
+
+impl Bf16Path {
+    /// Columns of a packed right operand: whole 16-lane vectors for the AVX-512 kernel.
+    fn padded_columns(self, n: usize) -> usize {
+        match self {
+            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
+            Bf16Path::Portable => n,
+        }
+    }
+}
+
+/// Packs `a` into `pa`, runs the kernel of `path` on it and the packed `pb` (kp × np pairs)
+/// into `out`, and stores the first `n` columns of the result into `dst`.
+#[allow(clippy::too_many_arguments)]
+fn product<T: Real>(
+    path: Bf16Path,
+    pa: &mut Vec<u32>,
+    a: &MatRef<'_, T>,
+    pb: &[u32],
+    (n, np): (usize, usize),
+    dst: &mut [T],
+    ld: usize,
+    out: &mut Vec<f32>,
+    accum: Accum,
+) {
+    let (m, k) = (a.nrows(), a.ncols());
+    // A as m rows of kp pairs; B as kp rows of np pairs (columns past n zero), so that a kernel
+    // reads consecutive columns of a k-pair.
+    pack_rows(a, pa);
+    out.clear();
+    out.resize(m * np, 0.0);
+    let kp = k.div_ceil(2);
+    match path {
+        Bf16Path::Avx512Bf16 => {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the callers asserted `path.available()` (or packed for it, which did):
+            // the CPU has AVX-512F and AVX512-BF16; the packed buffers have the sizes the
+            // kernel reads (m·kp, kp·np, m·np).
+            unsafe {
+                avx512::gemm(pa, pb, out, m, kp, np)
+            };
+        }
+        Bf16Path::Portable => portable_gemm(pa, pb, out, m, kp, np),
+    }
+    store(dst, ld, out, np, m, n, accum);
 }
 
 #[inline(always)]
@@ -531,6 +639,33 @@ mod tests {
             let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
             assert!(same, "({m},{k},{n}): the kernels differ");
         }
+    }
+
+    #[test]
+    fn a_product_on_a_packed_weight_equals_the_unpacked_product_bit_for_bit() {
+        on_every_path(|path| {
+            let mut rng = Rng::new(17);
+            for &(m, k, n) in &SIZES {
+                let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
+                let w: Vec<f32> = (0..n * (k + 2)).map(|_| rng.normal() as f32).collect();
+                let av = MatRef::row_major(&a, m, k);
+                // Both layouts a weight is read in: Wᵀ (forward) and a column block of W (backward).
+                for bv in
+                    [MatRef::row_major(&w, n, k + 2).cols(1, 1 + k).t(), MatRef::row_major(&w, k + 2, n).rows(2, 2 + k)]
+                {
+                    let packed = PackedB::on(path, bv);
+                    assert_eq!((packed.nrows(), packed.ncols()), (k, n));
+                    for accum in [Accum::Replace, Accum::Add] {
+                        let init: Vec<f32> = (0..m * (n + 1)).map(|_| rng.normal() as f32).collect();
+                        let (mut x, mut y) = (init.clone(), init.clone());
+                        matmul_bf16_on(path, &mut x, n + 1, av, bv, accum);
+                        matmul_bf16_packed(&mut y, n + 1, av, &packed, accum);
+                        let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
+                        assert!(same, "{path:?} ({m},{k},{n}) {accum:?}: packed and unpacked differ");
+                    }
+                }
+            }
+        });
     }
 
     #[test]
