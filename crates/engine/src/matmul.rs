@@ -166,6 +166,9 @@ pub mod stats {
         pub a_row_major: bool,
         /// The right operand was row-major (else a transposed view).
         pub b_row_major: bool,
+        /// The right operand was packed before the product (a bf16 weight packed once per
+        /// pass, [`crate::matmul_bf16::PackedB`]); the replay packs it outside the timing.
+        pub b_packed: bool,
         /// It accumulated into its destination.
         pub add: bool,
     }
@@ -278,6 +281,7 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
         n,
         a_row_major: a.is_row_major(),
         b_row_major: b.is_row_major(),
+        b_packed: false,
         add: accum == Accum::Add,
     });
     let t0 = stats::enabled().then(std::time::Instant::now);
@@ -317,8 +321,21 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
 pub fn replay(products: &[stats::Product]) -> f64 {
     use rayon::prelude::*;
 
-    use crate::matmul_bf16::{Bf16Path, matmul_bf16_on};
+    use crate::matmul_bf16::{Bf16Path, PackedB, matmul_bf16_on, matmul_bf16_packed};
     let on = stats::pause();
+    // Right operands the step packed beforehand (bf16 weights) are packed here beforehand too,
+    // one per distinct shape and path, outside the timing.
+    let bf16_path = |p: &stats::Product| match p.path {
+        stats::GemmPath::Bf16Avx512 => Bf16Path::Avx512Bf16,
+        _ => Bf16Path::Portable,
+    };
+    let mut packed: Vec<((usize, usize, stats::GemmPath), PackedB)> = Vec::new();
+    for p in products.iter().filter(|p| p.b_packed) {
+        if !packed.iter().any(|(key, _)| *key == (p.k, p.n, p.path)) {
+            let b = vec![0.25f32; p.k * p.n];
+            packed.push(((p.k, p.n, p.path), PackedB::on(bf16_path(p), MatRef::row_major(&b, p.k, p.n))));
+        }
+    }
     let t0 = std::time::Instant::now();
     products.par_iter().for_each_init(
         || (Vec::<f32>::new(), Vec::<f32>::new(), Vec::<f32>::new()),
@@ -329,6 +346,10 @@ pub fn replay(products: &[stats::Product]) -> f64 {
             let a = if p.a_row_major { MatRef::row_major(ab, p.m, p.k) } else { MatRef::row_major(ab, p.k, p.m).t() };
             let b = if p.b_row_major { MatRef::row_major(bb, p.k, p.n) } else { MatRef::row_major(bb, p.n, p.k).t() };
             let accum = if p.add { Accum::Add } else { Accum::Replace };
+            if p.b_packed {
+                let (_, pb) = packed.iter().find(|(key, _)| *key == (p.k, p.n, p.path)).expect("packed above");
+                return matmul_bf16_packed(db, p.n, a, pb, accum);
+            }
             match p.path {
                 stats::GemmPath::F32Gemm => matmul(db, p.n, a, b, accum),
                 stats::GemmPath::Bf16Avx512 => matmul_bf16_on(Bf16Path::Avx512Bf16, db, p.n, a, b, accum),
@@ -404,6 +425,7 @@ mod tests {
             n: 5,
             a_row_major: true,
             b_row_major: false,
+            b_packed: false,
             add: true,
         };
         let rec = stats::recorded();

@@ -16,6 +16,10 @@
 //! summed in f64). Like [`crate::matmul::matmul`], a call runs on the calling thread only, so
 //! results never depend on the thread count.
 //!
+//! A weight is the right operand of many tile-sized products in one pass over an MLP's rows:
+//! [`PackedB`] rounds and packs it once for all of them ([`matmul_bf16_packed`]), with the
+//! same bits as packing it in every call.
+//!
 //! An AMX-BF16 tile path is not written: the development machine has no AMX to test it on.
 
 use std::cell::RefCell;
@@ -104,39 +108,143 @@ pub fn matmul_bf16_on<T: Real>(
         n,
         a_row_major: a.is_row_major(),
         b_row_major: b.is_row_major(),
+        b_packed: false,
         add: accum == Accum::Add,
     });
     let t0 = stats::enabled().then(std::time::Instant::now);
     a.check();
     b.check();
     PACK.with_borrow_mut(|p| {
-        // A as m rows of kp pairs; B as kp rows of np pairs (columns past n zero), so that a
-        // kernel reads consecutive columns of a k-pair.
-        let np = match path {
-            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
-            Bf16Path::Portable => n,
-        };
-        pack_rows(&a, &mut p.a);
+        let np = path.padded_columns(n);
         pack_cols(&b, np, &mut p.b);
-        p.out.clear();
-        p.out.resize(m * np, 0.0);
-        let kp = k.div_ceil(2);
-        match path {
-            Bf16Path::Avx512Bf16 => {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `path.available()` was asserted: the CPU has AVX-512F and AVX512-BF16;
-                // the packed buffers have the sizes the kernel reads (m·kp, kp·np, m·np).
-                unsafe {
-                    avx512::gemm(&p.a, &p.b, &mut p.out, m, kp, np)
-                };
-            }
-            Bf16Path::Portable => portable_gemm(&p.a, &p.b, &mut p.out, m, kp, np),
-        }
-        store(dst, ld, &p.out, np, m, n, accum);
+        let Pack { a: pa, b: pb, out } = p;
+        product(path, pa, &a, pb, (n, np), dst, ld, out, accum);
     });
     if let Some(t0) = t0 {
         stats::add_path(stats::GemmPath::from(path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
     }
+}
+
+/// A right operand (k × n) rounded to bf16 and packed once for a kernel path, to be used by
+/// many products ([`matmul_bf16_packed`]): an MLP packs each weight once per pass over its
+/// rows, not once per tile.
+#[derive(Clone, Debug)]
+pub struct PackedB {
+    path: Bf16Path,
+    k: usize,
+    n: usize,
+    np: usize,
+    pairs: Vec<u32>,
+}
+
+impl PackedB {
+    /// `b` packed for the fastest path this CPU has.
+    pub fn new<T: Real>(b: MatRef<'_, T>) -> PackedB {
+        PackedB::on(best_path(), b)
+    }
+
+    /// `b` packed for `path`.
+    ///
+    /// # Panics
+    /// If the CPU lacks the path's instructions.
+    #[track_caller]
+    pub fn on<T: Real>(path: Bf16Path, b: MatRef<'_, T>) -> PackedB {
+        assert!(path.available(), "PackedB: {path:?} is not available on this CPU");
+        b.check();
+        let (k, n) = (b.nrows(), b.ncols());
+        let np = path.padded_columns(n);
+        let mut pairs = Vec::new();
+        pack_cols(&b, np, &mut pairs);
+        PackedB { path, k, n, np, pairs }
+    }
+
+    /// Rows (the inner dimension of a product).
+    pub fn nrows(&self) -> usize {
+        self.k
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.n
+    }
+}
+
+/// `dst (m × n, row stride ld) = / += bf16(a) · b` with `b` packed beforehand: the same sums,
+/// bit for bit, as [`matmul_bf16_on`] on `b`'s path with `b` unpacked.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul_bf16_packed<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: &PackedB, accum: Accum) {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.n);
+    assert_eq!(b.k, k, "matmul_bf16_packed: inner dimensions {} and {}", k, b.k);
+    assert!(ld >= n, "matmul_bf16_packed: ld {ld} < n {n}");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_packed: dst too short");
+    stats::log(|| stats::Product {
+        path: b.path.into(),
+        m,
+        k,
+        n,
+        a_row_major: a.is_row_major(),
+        b_row_major: true,
+        b_packed: true,
+        add: accum == Accum::Add,
+    });
+    let t0 = stats::enabled().then(std::time::Instant::now);
+    a.check();
+    PACK.with_borrow_mut(|p| product(b.path, &mut p.a, &a, &b.pairs, (n, b.np), dst, ld, &mut p.out, accum));
+    if let Some(t0) = t0 {
+        stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+    }
+}
+
+impl Bf16Path {
+    /// Columns of a packed right operand: whole 16-lane vectors for the AVX-512 kernel.
+    fn padded_columns(self, n: usize) -> usize {
+        match self {
+            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
+            Bf16Path::Portable => n,
+        }
+    }
+}
+
+/// Packs `a` into `pa`, runs the kernel of `path` on it and the packed `pb` (kp × np pairs)
+/// into `out`, and stores the first `n` columns of the result into `dst`.
+#[allow(clippy::too_many_arguments)]
+fn product<T: Real>(
+    path: Bf16Path,
+    pa: &mut Vec<u32>,
+    a: &MatRef<'_, T>,
+    pb: &[u32],
+    (n, np): (usize, usize),
+    dst: &mut [T],
+    ld: usize,
+    out: &mut Vec<f32>,
+    accum: Accum,
+) {
+    let (m, k) = (a.nrows(), a.ncols());
+    // A as m × kp pairs (in whichever layout its view packs fastest); B as kp rows of np pairs
+    // (columns past n zero), so that a kernel reads consecutive columns of a k-pair.
+    let a_layout = pack_rows(a, pa);
+    // Every kernel writes all of out (m × np): no need to clear it.
+    out.resize(m * np, 0.0);
+    let kp = k.div_ceil(2);
+    match path {
+        Bf16Path::Avx512Bf16 => {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the callers asserted `path.available()` (or packed for it, which did):
+            // the CPU has AVX-512F and AVX512-BF16; the packed buffers have the sizes the
+            // kernel reads (m·kp in `a_layout`, kp·np, m·np).
+            unsafe {
+                avx512::gemm(pa, a_layout, pb, out, m, kp, np)
+            };
+        }
+        Bf16Path::Portable => portable_gemm(pa, a_layout, pb, out, m, kp, np),
+    }
+    store(dst, ld, out, np, m, n, accum);
 }
 
 #[inline(always)]
@@ -168,15 +276,26 @@ thread_local! {
     static PACK: RefCell<Pack> = RefCell::new(Pack::default());
 }
 
-/// `out[r·kp + q]` = the pair (x(r, 2q), x(r, 2q + 1)) of a rows × k matrix, kp = ⌈k/2⌉.
-fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) {
+/// Where the packed pair (r, q) of a left operand is: `r·row + q·pair`.
+#[derive(Clone, Copy, Debug)]
+struct PairLayout {
+    row: usize,
+    pair: usize,
+}
+
+/// Packs the pairs (x(r, 2q), x(r, 2q + 1)) of a rows × k matrix (kp = ⌈k/2⌉ per row) into
+/// `out`, row after row (`out[r·kp + q]`), or for a transposed view, whose columns are
+/// contiguous, pair column after pair column (`out[q·rows + r]`: two contiguous columns
+/// interleaved, instead of strided writes); returns which.
+fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) -> PairLayout {
     let (rows, k) = (x.nrows(), x.ncols());
     let kp = k.div_ceil(2);
     out.clear();
     out.resize(rows * kp, 0);
     let (data, off, rs, cs) = x.raw();
+    let by_rows = PairLayout { row: kp, pair: 1 };
     if rows == 0 || k == 0 {
-        return;
+        return by_rows;
     }
     if cs == 1 {
         // Rows contiguous.
@@ -184,20 +303,16 @@ fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) {
             pack_contiguous(&data[off + r * rs..off + r * rs + k], o);
         }
     } else if rs == 1 {
-        // Columns contiguous (a transposed view): two columns at a time.
-        for q in 0..kp {
+        // Columns contiguous (a transposed view): two columns interleaved per pair column.
+        for (q, o) in out.chunks_exact_mut(rows).enumerate() {
             let c0 = &data[off + 2 * q * cs..off + 2 * q * cs + rows];
             if 2 * q + 1 < k {
-                let c1 = &data[off + (2 * q + 1) * cs..off + (2 * q + 1) * cs + rows];
-                for r in 0..rows {
-                    out[r * kp + q] = pair_of(c0[r], c1[r]);
-                }
+                interleave(c0, &data[off + (2 * q + 1) * cs..off + (2 * q + 1) * cs + rows], o);
             } else {
-                for r in 0..rows {
-                    out[r * kp + q] = pair_of(c0[r], T::ZERO);
-                }
+                o.iter_mut().zip(c0).for_each(|(o, &v)| *o = pair_of(v, T::ZERO));
             }
         }
+        return PairLayout { row: 1, pair: rows };
     } else {
         for r in 0..rows {
             for q in 0..kp {
@@ -205,6 +320,7 @@ fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) {
             }
         }
     }
+    by_rows
 }
 
 crate::dispatch! {
@@ -269,26 +385,29 @@ crate::dispatch! {
     }
 }
 
-/// Writes the f32 result (m × n of a buffer with row stride `ldo`) into `dst`.
-fn store<T: Real>(dst: &mut [T], ld: usize, out: &[f32], ldo: usize, m: usize, n: usize, accum: Accum) {
-    for i in 0..m {
-        let (d, o) = (&mut dst[i * ld..i * ld + n], &out[i * ldo..i * ldo + n]);
-        match accum {
-            Accum::Replace => d.iter_mut().zip(o).for_each(|(d, &o)| *d = T::from_f64(o as f64)),
-            Accum::Add => d.iter_mut().zip(o).for_each(|(d, &o)| *d += T::from_f64(o as f64)),
+crate::dispatch! {
+    /// Writes the f32 result (m × n of a buffer with row stride `ldo`) into `dst`.
+    fn store<T: Real>(dst: &mut [T], ld: usize, out: &[f32], ldo: usize, m: usize, n: usize, accum: Accum) {
+        for i in 0..m {
+            let (d, o) = (&mut dst[i * ld..i * ld + n], &out[i * ldo..i * ldo + n]);
+            match accum {
+                Accum::Replace => d.iter_mut().zip(o).for_each(|(d, &o)| *d = T::from_f64(o as f64)),
+                Accum::Add => d.iter_mut().zip(o).for_each(|(d, &o)| *d += T::from_f64(o as f64)),
+            }
         }
     }
 }
 
 crate::dispatch! {
-    /// out (m × np, zeroed) += Σ over pairs q of a\[i\]\[2q+1\]·b\[2q+1\]\[j\] then
-    /// a\[i\]\[2q\]·b\[2q\]\[j\], added in that order (as `vdpbf16ps` does), from the packed
-    /// pairs (A: m × kp, B: kp × np). Products of two bf16 values are exact in f32.
-    fn portable_gemm(a: &[u32], b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
+    /// out (m × np) = Σ over pairs q of a\[i\]\[2q+1\]·b\[2q+1\]\[j\] then
+    /// a\[i\]\[2q\]·b\[2q\]\[j\], added in that order (as `vdpbf16ps` does) from 0, from the packed
+    /// pairs (A: m × kp laid out as `al`, B: kp × np). Products of two bf16 values are exact in f32.
+    fn portable_gemm(a: &[u32], al: PairLayout, b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
         for i in 0..m {
             let acc = &mut out[i * np..(i + 1) * np];
+            acc.iter_mut().for_each(|c| *c = 0.0);
             for q in 0..kp {
-                let pa = a[i * kp + q];
+                let pa = a[i * al.row + q * al.pair];
                 let (lo, hi) = (f32::from_bits(pa << 16), f32::from_bits(pa & 0xffff_0000));
                 let brow = &b[q * np..(q + 1) * np];
                 for (c, &pb) in acc.iter_mut().zip(brow) {
@@ -307,15 +426,19 @@ mod avx512 {
     /// Rows per micro-tile.
     const MR: usize = 6;
 
-    /// out (m × np) = A · B with A packed as m × kp pairs and B as kp × np pairs (np a multiple
-    /// of 16).
+    use super::PairLayout;
+
+    /// out (m × np) = A · B with A packed as m × kp pairs laid out as `al` and B as kp × np
+    /// pairs (np a multiple of 16).
     ///
     /// # Safety
     /// The CPU must have AVX-512F and AVX512-BF16; `a`, `b`, `out` must hold m·kp, np·kp and m·np
     /// elements.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn gemm(a: &[u32], b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
+    pub(super) unsafe fn gemm(a: &[u32], al: PairLayout, b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
         assert!(a.len() >= m * kp && b.len() >= np * kp && out.len() >= m * np && np.is_multiple_of(16));
+        // Every pair index is below m·kp in either layout.
+        assert!(m == 0 || kp == 0 || (m - 1) * al.row + (kp - 1) * al.pair < m * kp);
         let mut j0 = 0;
         while j0 < np {
             let nv = ((np - j0) / 16).min(4);
@@ -325,14 +448,14 @@ mod avx512 {
                 // SAFETY: rows i0..i0+mr < m and columns j0..j0+16·nv ≤ np are in the buffers.
                 unsafe {
                     match (mr, nv) {
-                        (MR, 4) => tile::<MR, 4>(a, b, out, i0, j0, kp, np),
-                        (MR, 3) => tile::<MR, 3>(a, b, out, i0, j0, kp, np),
-                        (MR, 2) => tile::<MR, 2>(a, b, out, i0, j0, kp, np),
-                        (MR, 1) => tile::<MR, 1>(a, b, out, i0, j0, kp, np),
-                        (_, 4) => rows::<4>(a, b, out, i0, mr, j0, kp, np),
-                        (_, 3) => rows::<3>(a, b, out, i0, mr, j0, kp, np),
-                        (_, 2) => rows::<2>(a, b, out, i0, mr, j0, kp, np),
-                        _ => rows::<1>(a, b, out, i0, mr, j0, kp, np),
+                        (MR, 4) => tile::<MR, 4>(a, al, b, out, i0, j0, kp, np),
+                        (MR, 3) => tile::<MR, 3>(a, al, b, out, i0, j0, kp, np),
+                        (MR, 2) => tile::<MR, 2>(a, al, b, out, i0, j0, kp, np),
+                        (MR, 1) => tile::<MR, 1>(a, al, b, out, i0, j0, kp, np),
+                        (_, 4) => rows::<4>(a, al, b, out, i0, mr, j0, kp, np),
+                        (_, 3) => rows::<3>(a, al, b, out, i0, mr, j0, kp, np),
+                        (_, 2) => rows::<2>(a, al, b, out, i0, mr, j0, kp, np),
+                        _ => rows::<1>(a, al, b, out, i0, mr, j0, kp, np),
                     }
                 }
                 i0 += mr;
@@ -346,6 +469,7 @@ mod avx512 {
     #[allow(clippy::too_many_arguments)]
     unsafe fn rows<const NV: usize>(
         a: &[u32],
+        al: PairLayout,
         bt: &[u32],
         out: &mut [f32],
         i0: usize,
@@ -356,15 +480,17 @@ mod avx512 {
     ) {
         for i in i0..i0 + mr {
             // SAFETY: as for the caller.
-            unsafe { tile::<1, NV>(a, bt, out, i, j0, kp, np) };
+            unsafe { tile::<1, NV>(a, al, bt, out, i, j0, kp, np) };
         }
     }
 
     /// out\[i0..i0+R\]\[j0..j0+16·NV\] = A rows · B columns, accumulators in registers.
     #[target_feature(enable = "avx512f,avx512bf16")]
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn tile<const R: usize, const NV: usize>(
         a: &[u32],
+        al: PairLayout,
         bt: &[u32],
         out: &mut [f32],
         i0: usize,
@@ -381,8 +507,8 @@ mod avx512 {
                 *x = unsafe { _mm512_loadu_si512(bp.add(q * np + j0 + 16 * v) as *const __m512i) };
             }
             for (r, row) in acc.iter_mut().enumerate() {
-                // SAFETY: row i0 + r < m, q < kp: inside a (m × kp).
-                let pair = unsafe { *ap.add((i0 + r) * kp + q) };
+                // SAFETY: row i0 + r < m, q < kp: inside a (m × kp, asserted for the layout).
+                let pair = unsafe { *ap.add((i0 + r) * al.row + q * al.pair) };
                 let av: __m512bh = bh(_mm512_set1_epi32(pair as i32));
                 for (v, c) in row.iter_mut().enumerate() {
                     *c = _mm512_dpbf16_ps(*c, av, bh(bv[v]));
@@ -524,13 +650,43 @@ mod tests {
         for &(m, k, n) in &SIZES {
             let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
             let b: Vec<f32> = (0..k * n).map(|_| (rng.normal() * 3.0) as f32).collect();
-            let (av, bv) = (MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n));
-            let (mut x, mut y) = (vec![0.0f32; m * n], vec![0.0f32; m * n]);
-            matmul_bf16_on(Bf16Path::Avx512Bf16, &mut x, n, av, bv, Accum::Replace);
-            matmul_bf16_on(Bf16Path::Portable, &mut y, n, av, bv, Accum::Replace);
-            let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
-            assert!(same, "({m},{k},{n}): the kernels differ");
+            let bv = MatRef::row_major(&b, k, n);
+            // A packed by rows, and a transposed A packed by pair columns.
+            for av in [MatRef::row_major(&a, m, k), MatRef::row_major(&a, k, m).t()] {
+                let (mut x, mut y) = (vec![0.0f32; m * n], vec![0.0f32; m * n]);
+                matmul_bf16_on(Bf16Path::Avx512Bf16, &mut x, n, av, bv, Accum::Replace);
+                matmul_bf16_on(Bf16Path::Portable, &mut y, n, av, bv, Accum::Replace);
+                let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(same, "({m},{k},{n}) A row-major {}: the kernels differ", av.is_row_major());
+            }
         }
+    }
+
+    #[test]
+    fn a_product_on_a_packed_weight_equals_the_unpacked_product_bit_for_bit() {
+        on_every_path(|path| {
+            let mut rng = Rng::new(17);
+            for &(m, k, n) in &SIZES {
+                let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
+                let w: Vec<f32> = (0..n * (k + 2)).map(|_| rng.normal() as f32).collect();
+                let av = MatRef::row_major(&a, m, k);
+                // Both layouts a weight is read in: Wᵀ (forward) and a column block of W (backward).
+                for bv in
+                    [MatRef::row_major(&w, n, k + 2).cols(1, 1 + k).t(), MatRef::row_major(&w, k + 2, n).rows(2, 2 + k)]
+                {
+                    let packed = PackedB::on(path, bv);
+                    assert_eq!((packed.nrows(), packed.ncols()), (k, n));
+                    for accum in [Accum::Replace, Accum::Add] {
+                        let init: Vec<f32> = (0..m * (n + 1)).map(|_| rng.normal() as f32).collect();
+                        let (mut x, mut y) = (init.clone(), init.clone());
+                        matmul_bf16_on(path, &mut x, n + 1, av, bv, accum);
+                        matmul_bf16_packed(&mut y, n + 1, av, &packed, accum);
+                        let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
+                        assert!(same, "{path:?} ({m},{k},{n}) {accum:?}: packed and unpacked differ");
+                    }
+                }
+            }
+        });
     }
 
     #[test]

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
-use crate::matmul_bf16::matmul_bf16;
+use crate::matmul_bf16::{PackedB, matmul_bf16, matmul_bf16_packed};
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
@@ -162,11 +162,13 @@ impl<T: Real> TileScratch<T> {
     }
 
     /// Runs the forward of rows r0..r0+tr into these buffers.
+    #[allow(clippy::too_many_arguments)]
     fn forward<M: ?Sized + TileForward<T>>(
         &mut self,
         mlp: &M,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
+        packs: &WeightPacks,
         r0: usize,
         tr: usize,
         dout: usize,
@@ -180,7 +182,7 @@ impl<T: Real> TileScratch<T> {
             .map(|(r, l)| if l.norm.is_some() { &mut r[..tr] } else { &mut r[..0] })
             .collect();
         out.resize(tr * dout, T::ZERO);
-        mlp.tile(ps, input, r0, tr, &mut pv, &mut rv, &mut out[..tr * dout], a, y);
+        mlp.tile(ps, input, packs, r0, tr, &mut pv, &mut rv, &mut out[..tr * dout], a, y);
     }
 }
 
@@ -199,6 +201,8 @@ struct TileStep<'a, T> {
     ps: &'a ParamStore<T>,
     input: Input<'a, T>,
     source: Acts<'a, T>,
+    /// The weights packed for this backward's products (bf16).
+    packs: &'a WeightPacks,
     /// The output gradient, when given (else it is in each chunk's `io`).
     given: Option<&'a [T]>,
     /// With `io`: keep the output gradient and add the rest gradient to it.
@@ -222,6 +226,7 @@ trait TileForward<T> {
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
+        packs: &WeightPacks,
         r0: usize,
         tr: usize,
         pre: &mut [&mut [T]],
@@ -240,6 +245,7 @@ impl<T: Real> TileForward<T> for Mlp {
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
+        packs: &WeightPacks,
         r0: usize,
         tr: usize,
         pre: &mut [&mut [T]],
@@ -248,7 +254,7 @@ impl<T: Real> TileForward<T> for Mlp {
         a: &mut [T],
         y: &mut [T],
     ) {
-        self.forward_tile(ps, input, r0, tr, pre, rstd, out, a, y);
+        self.forward_tile(ps, input, packs, r0, tr, pre, rstd, out, a, y);
     }
 }
 
@@ -269,6 +275,17 @@ impl<T> MlpCache<T> {
         (self.pre.iter().map(Vec::len).sum::<usize>() + self.rstd.iter().map(Vec::len).sum::<usize>())
             * std::mem::size_of::<T>()
     }
+}
+
+/// The bf16 weight operands of one pass over an MLP's rows, each converted and packed once
+/// ([`PackedB`]) instead of in every tile's product; empty in f32, where the products read
+/// the weights in place.
+#[derive(Default)]
+struct WeightPacks {
+    /// Per layer, the forward's right operand Wᵀ (a split first layer's: W_cᵀ of its rest block).
+    fwd: Vec<Option<PackedB>>,
+    /// Per layer, the backward's right operand W (a split first layer's: W_c).
+    bwd: Vec<Option<PackedB>>,
 }
 
 fn chunk_rows(rows: usize) -> usize {
@@ -318,6 +335,59 @@ impl Mlp {
         }
     }
 
+    /// A product whose right operand `b` is a weight, read from `packed` when it was packed
+    /// for this pass (bf16), else in place.
+    #[inline]
+    #[track_caller]
+    fn matmul_w<T: Real>(
+        &self,
+        dst: &mut [T],
+        ld: usize,
+        a: MatRef<'_, T>,
+        b: MatRef<'_, T>,
+        packed: Option<&PackedB>,
+        accum: Accum,
+    ) {
+        match packed {
+            Some(p) => {
+                debug_assert_eq!((p.nrows(), p.ncols()), (b.nrows(), b.ncols()), "packed weight shape");
+                matmul_bf16_packed(dst, ld, a, p, accum)
+            }
+            None => self.matmul(dst, ld, a, b, accum),
+        }
+    }
+
+    /// `b` packed once for the products of a pass, in bf16; `None` in f32.
+    fn pack<T: Real>(&self, b: MatRef<'_, T>) -> Option<PackedB> {
+        (self.precision == Precision::Bf16).then(|| PackedB::new(b))
+    }
+
+    /// The weight operands of a pass over rows of `input`, packed once in bf16: the forward's
+    /// (`forward`) and the backward's (`backward`) right operands of every layer.
+    fn weight_packs<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        forward: bool,
+        backward: bool,
+    ) -> WeightPacks {
+        if self.precision != Precision::Bf16 {
+            return WeightPacks::default();
+        }
+        let (mut fwd, mut bwd) = (Vec::new(), Vec::new());
+        for (l, layer) in self.layers.iter().enumerate() {
+            let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+            // The first layer of a split MLP multiplies only its rest block in tile products.
+            let w = match input {
+                Input::Split { h_dim, rest, .. } if l == 0 => rest.map(|(_, rd)| w.cols(2 * h_dim, 2 * h_dim + rd)),
+                _ => Some(w),
+            };
+            fwd.push(w.filter(|_| forward).and_then(|w| self.pack(w.t())));
+            bwd.push(w.filter(|_| backward).and_then(|w| self.pack(w)));
+        }
+        WeightPacks { fwd, bwd }
+    }
+
     /// Output width.
     pub fn dout(&self) -> usize {
         self.layers.last().expect("non-empty").dout
@@ -331,12 +401,13 @@ impl Mlp {
         a.resize(n * l0.dout, T::ZERO);
         b.resize(n * l0.dout, T::ZERO);
         let (wa, wb) = (w.cols(0, h_dim).t(), w.cols(h_dim, 2 * h_dim).t());
+        let (pa, pb) = (self.pack(wa), self.pack(wb));
         a.par_chunks_mut(TILE * l0.dout).zip(b.par_chunks_mut(TILE * l0.dout)).enumerate().for_each(|(t, (ac, bc))| {
             let r0 = t * TILE;
             let rows = ac.len() / l0.dout;
             let hv = MatRef::row_major(&h[r0 * h_dim..(r0 + rows) * h_dim], rows, h_dim);
-            self.matmul(ac, l0.dout, hv, wa, Accum::Replace);
-            self.matmul(bc, l0.dout, hv, wb, Accum::Replace);
+            self.matmul_w(ac, l0.dout, hv, wa, pa.as_ref(), Accum::Replace);
+            self.matmul_w(bc, l0.dout, hv, wb, pb.as_ref(), Accum::Replace);
         });
     }
 
@@ -364,9 +435,10 @@ impl Mlp {
         // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
         // allocator would map and unmap them every time.
         let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
+        let packs = &self.weight_packs(ps, input, true, false);
         tiles.into_par_iter().for_each_init(scratch, |(a, y), t| {
             let TileView { r0, rows, mut pre, mut rstd, out } = t;
-            self.forward_tile(ps, input, r0, rows, &mut pre, &mut rstd, out, a, y);
+            self.forward_tile(ps, input, packs, r0, rows, &mut pre, &mut rstd, out, a, y);
         });
     }
 
@@ -377,6 +449,7 @@ impl Mlp {
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
+        packs: &WeightPacks,
         r0: usize,
         tr: usize,
         pre: &mut [&mut [T]],
@@ -389,11 +462,12 @@ impl Mlp {
         for (l, layer) in self.layers.iter().enumerate() {
             let z = &mut *pre[l];
             let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
+            let packed = packs.fwd.get(l).and_then(Option::as_ref);
             if l == 0 {
-                first_layer(self, input, w, layer, r0, tr, z);
+                first_layer(self, input, w, packed, layer, r0, tr, z);
             } else {
                 let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
-                self.matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
+                self.matmul_w(z, layer.dout, a_in, w.t(), packed, Accum::Replace);
             }
             add_bias(z, ps.value(layer.b));
             let ys = &mut y[..tr * layer.dout];
@@ -410,9 +484,10 @@ impl Mlp {
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
         let width = self.width();
         let scratch = || TileScratch::new(&self.layers, width);
+        let packs = &self.weight_packs(ps, input, true, false);
         out.par_chunks_mut(TILE * dout).enumerate().for_each_init(scratch, |s, (t, o)| {
             let tr = o.len() / dout;
-            s.forward(self, ps, input, t * TILE, tr, dout);
+            s.forward(self, ps, input, packs, t * TILE, tr, dout);
             o.copy_from_slice(&s.out[..tr * dout]);
         });
     }
@@ -517,7 +592,8 @@ impl Mlp {
             .collect();
         let recompute = matches!(source, Acts::Recompute { .. });
         let plen = self.range.len();
-        let step = TileStep { ps, input, source, given, keep };
+        let packs = &self.weight_packs(ps, input, recompute, true);
+        let step = TileStep { ps, input, source, packs, given, keep };
         let partials: Vec<Vec<T>> = work
             .into_par_iter()
             .map_init(
@@ -550,13 +626,13 @@ impl Mlp {
         r0: usize,
         tr: usize,
     ) {
-        let TileStep { ps, input, source, given, keep } = *step;
+        let TileStep { ps, input, source, packs, given, keep } = *step;
         let BackwardScratch { acts, ys, g, g_prev, forward } = scratch;
         let n_layers = self.layers.len();
         let base = self.range.start;
         // With checkpointing, the tile's forward runs again here, while it is hot.
         if let Some(f) = forward.as_mut() {
-            f.forward(self, ps, input, r0, tr, self.dout());
+            f.forward(self, ps, input, packs, r0, tr, self.dout());
         }
         let forward = forward.as_ref();
         // x̂ (or z) and rstd of layer l for this tile.
@@ -622,10 +698,11 @@ impl Mlp {
             let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
             let gz = MatRef::row_major(&g[..tr * d], tr, d);
             let dw = &mut g_local[wr.start - base..wr.end - base];
+            let packed = packs.bwd.get(l).and_then(Option::as_ref);
             if l > 0 {
                 let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
                 self.matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                self.matmul(&mut g_prev[..tr * layer.din], layer.din, gz, w, Accum::Replace);
+                self.matmul_w(&mut g_prev[..tr * layer.din], layer.din, gz, w, packed, Accum::Replace);
                 std::mem::swap(g, g_prev);
                 continue;
             }
@@ -634,7 +711,7 @@ impl Mlp {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
                     self.matmul(dw, dim, gz.t(), xv, Accum::Add);
                     if let Some(dx) = out.dx.as_deref_mut() {
-                        self.matmul(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, Accum::Add);
+                        self.matmul_w(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, packed, Accum::Add);
                     }
                 }
                 Input::Split { h_dim, rest, .. } => {
@@ -646,7 +723,7 @@ impl Mlp {
                         self.matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
                         if let Some(dr) = out.drest.as_deref_mut().or(out.io.as_deref_mut()) {
                             let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                            self.matmul(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, Accum::Add);
+                            self.matmul_w(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, packed, Accum::Add);
                         }
                     }
                 }
@@ -708,11 +785,13 @@ impl Mlp {
         }
         let w = MatRef::row_major(ps.value(l0.w), d1, din);
         let (wa, wb) = (w.cols(0, h_dim), w.cols(h_dim, 2 * h_dim));
+        let (pa, pb) = (self.pack(wa), self.pack(wb));
         dh.par_chunks_mut(TILE * h_dim).enumerate().for_each(|(t, dhc)| {
             let r0 = t * TILE;
             let rows = dhc.len() / h_dim;
-            self.matmul(dhc, h_dim, MatRef::row_major(&da[r0 * d1..(r0 + rows) * d1], rows, d1), wa, Accum::Add);
-            self.matmul(dhc, h_dim, MatRef::row_major(&db[r0 * d1..(r0 + rows) * d1], rows, d1), wb, Accum::Add);
+            let (dav, dbv) = (&da[r0 * d1..(r0 + rows) * d1], &db[r0 * d1..(r0 + rows) * d1]);
+            self.matmul_w(dhc, h_dim, MatRef::row_major(dav, rows, d1), wa, pa.as_ref(), Accum::Add);
+            self.matmul_w(dhc, h_dim, MatRef::row_major(dbv, rows, d1), wb, pb.as_ref(), Accum::Add);
         });
     }
 }
@@ -769,11 +848,14 @@ crate::dispatch! {
     }
 }
 
-/// z = first Linear of rows r0..r0+tr (without bias).
+/// z = first Linear of rows r0..r0+tr (without bias); `packed`: its tile product's weight
+/// operand packed for the pass (bf16).
+#[allow(clippy::too_many_arguments)]
 fn first_layer<T: Real>(
     mlp: &Mlp,
     input: Input<'_, T>,
     w: MatRef<'_, T>,
+    packed: Option<&PackedB>,
     layer: &Layer,
     r0: usize,
     tr: usize,
@@ -781,13 +863,14 @@ fn first_layer<T: Real>(
 ) {
     match input {
         Input::Dense { x, dim } => {
-            mlp.matmul(z, layer.dout, MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim), w.t(), Accum::Replace);
+            let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
+            mlp.matmul_w(z, layer.dout, xv, w.t(), packed, Accum::Replace);
         }
         Input::Split { a, b, src, dst, h_dim, rest } => {
             gather_pair(a, b, &src[r0..r0 + tr], &dst[r0..r0 + tr], layer.dout, z);
             if let Some((rx, rd)) = rest {
                 let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                mlp.matmul(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), Accum::Add);
+                mlp.matmul_w(z, layer.dout, rv, w.cols(2 * h_dim, 2 * h_dim + rd).t(), packed, Accum::Add);
             }
         }
     }

@@ -458,51 +458,25 @@ impl<T: Real> InteractionGnn<T> {
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         for it in (0..iters).rev() {
             let (edge_net, node_net) = self.nets(it);
-            if node_first {
-                // e_{it+1} = [e_it +] edge_net(h_{it+1}[src], h_{it+1}[dst], e_it): ws.de goes from
-                // dL/de_{it+1} to dL/de_it, and ws.dh (dL/dh_{it+1}) gains the edge network's part.
-                let input = split(Some((&cache.e[it][..], h)));
-                let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-                let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
-                edge_net.backward(ps, input, Acts::Cached(&cache.edge_net[it]), dout, &mut grad, din);
-                let h1 = &cache.h[it + 1];
-                edge_net.split_backward_nodes(ps, &ws.dz1, h1, h, o, i, &mut grad, &mut ws.dh);
-                // h_{it+1} = [h_it +] node_net(h_it, agg(e_it)): into dL/dh_it and dL/de_it.
-                ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
-                let input = Input::Dense { x: &cache.node_in[it], dim: ld };
-                let din = DInput::Dense(&mut ws.dnode_in);
-                node_net.backward(ps, input, Acts::Cached(&cache.node_net[it]), DOut::Given(&ws.dh), &mut grad, din);
-                set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
-                add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
-                let (agg_in, agg_out) = &cache.agg[it];
-                let (aggs, e0, dn) = (&self.cfg.aggregation, &cache.e[it], &ws.dnode_in);
-                aggregate::backward(e0, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
-                aggregate::backward(e0, h, o, src, aggs, dn, ld, (1 + k) * h, agg_out, &mut ws.de);
-                std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
-                continue;
-            }
-            // h_{it+1} = [h_it +] node_net(node_in); ws.dh holds dL/dh_{it+1}.
-            ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
-            let input = Input::Dense { x: &cache.node_in[it], dim: ld };
-            let din = DInput::Dense(&mut ws.dnode_in);
-            node_net.backward(ps, input, Acts::Cached(&cache.node_net[it]), DOut::Given(&ws.dh), &mut grad, din);
-            set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
-            add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
-            // Aggregations of e_{it+1}.
+            let edges = Acts::Cached(&cache.edge_net[it]);
+            let nodes = Acts::Cached(&cache.node_net[it]);
             let (agg_in, agg_out) = &cache.agg[it];
-            let aggs = &self.cfg.aggregation;
-            let e1 = &cache.e[it + 1];
-            let dn = &ws.dnode_in;
-            aggregate::backward(e1, h, i, dst, aggs, dn, ld, h, agg_in, &mut ws.de);
-            aggregate::backward(e1, h, o, src, aggs, dn, ld, (1 + k) * h, agg_out, &mut ws.de);
-            // e_{it+1} = [e_it +] edge_net(h_it[src], h_it[dst], e_it); ws.de holds dL/de_{it+1}.
-            // ws.de: dL/de_{it+1} in, dL/de_it out (one buffer, see DOut::SharedWithRest).
-            let input = split(Some((&cache.e[it][..], h)));
-            let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-            let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
-            edge_net.backward(ps, input, Acts::Cached(&cache.edge_net[it]), dout, &mut grad, din);
-            let hi = &cache.h[it];
-            edge_net.split_backward_nodes(ps, &ws.dz1, hi, h, o, i, &mut grad, &mut ws.dh_prev);
+            let node_in = &cache.node_in[it];
+            let e_it = &cache.e[it][..];
+            if node_first {
+                // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
+                let input = split(Some((e_it, h)));
+                let Workspace { dz1, de, dh, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh);
+                self.node_update_backward(g, node_net, node_in, nodes, e_it, (agg_in, agg_out), &mut grad, &mut ws);
+            } else {
+                // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
+                let e_next = &cache.e[it + 1];
+                self.node_update_backward(g, node_net, node_in, nodes, e_next, (agg_in, agg_out), &mut grad, &mut ws);
+                let input = split(Some((e_it, h)));
+                let Workspace { dz1, de, dh_prev, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it], &mut grad, dz1, de, dh_prev);
+            }
             std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
         }
         // Edge encoder: inputs h_0 (split) and the edge features; ws.de holds dL/de_0.
@@ -526,6 +500,59 @@ impl<T: Real> InteractionGnn<T> {
 }
 
 impl<T: Real> InteractionGnn<T> {
+    /// Backward of an edge update e_next = \[e_prev +\] edge_net(h_in\[src\], h_in\[dst\], e_prev), with
+    /// `input` the network's split input on h_in and e_prev: `de` goes from dL/de_next to
+    /// dL/de_prev in place (see [`DOut::SharedWithRest`]) and `dh` (dL/dh_in) gains the edge
+    /// network's part; `dz1` is scratch.
+    #[allow(clippy::too_many_arguments)]
+    fn edge_update_backward(
+        &self,
+        g: &GraphInput<T>,
+        edge_net: &Mlp,
+        input: Input<'_, T>,
+        acts: Acts<'_, T>,
+        h_in: &[T],
+        grad: &mut [T],
+        dz1: &mut [T],
+        de: &mut [T],
+        dh: &mut [T],
+    ) {
+        let ps = &self.params;
+        let din = DInput::Split { dz1: &mut *dz1, drest: None };
+        let dout = DOut::SharedWithRest { buf: de, keep: self.cfg.residual };
+        edge_net.backward(ps, input, acts, dout, grad, din);
+        edge_net.split_backward_nodes(ps, dz1, h_in, self.cfg.hidden, &g.out_edges, &g.in_edges, grad, dh);
+    }
+
+    /// Backward of a node update h_next = \[h_in +\] node_net(`node_in`), where `node_in` =
+    /// cat(h_in, aggregations of `e_agg` over incoming, over outgoing edges) with their caches
+    /// `agg`: from dL/dh_next in `ws.dh`, writes dL/dh_in into `ws.dh_prev` and adds dL/de_agg
+    /// into `ws.de`.
+    #[allow(clippy::too_many_arguments)]
+    fn node_update_backward(
+        &self,
+        g: &GraphInput<T>,
+        node_net: &Mlp,
+        node_in: &[T],
+        acts: Acts<'_, T>,
+        e_agg: &[T],
+        agg: (&AggCache<T>, &AggCache<T>),
+        grad: &mut [T],
+        ws: &mut Workspace<T>,
+    ) {
+        let (ps, h, aggs) = (&self.params, self.cfg.hidden, &self.cfg.aggregation);
+        let ld = (1 + 2 * aggs.len()) * h;
+        ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
+        let input = Input::Dense { x: node_in, dim: ld };
+        node_net.backward(ps, input, acts, DOut::Given(&ws.dh), grad, DInput::Dense(&mut ws.dnode_in));
+        set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
+        add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
+        let dn = &ws.dnode_in;
+        aggregate::backward(e_agg, h, &g.in_edges, &g.dst, aggs, dn, ld, h, agg.0, &mut ws.de);
+        let out_col = (1 + aggs.len()) * h;
+        aggregate::backward(e_agg, h, &g.out_edges, &g.src, aggs, dn, ld, out_col, agg.1, &mut ws.de);
+    }
+
     /// The states kept with checkpointing segment K: h_k, e_k for k = 0, K, 2K, … and the last.
     fn stored(&self, k: usize, seg: usize) -> bool {
         k.is_multiple_of(seg) || k == self.cfg.iterations
@@ -769,54 +796,34 @@ impl<T: Real> InteractionGnn<T> {
             }
             for it in (b..end).rev() {
                 let (edge_net, node_net) = self.nets(it);
-                // States b+1 … end−1 that are not saved were recomputed into seg_h, seg_e.
+                // States b+1 … end−1 that are not saved were recomputed into seg_h, seg_e; a saved
+                // bf16 state is unpacked into hbuf or ebuf when used, so at most one of each is live.
                 let recomputed = |j: usize| j != b && !self.stored(j, seg);
+                let (edges, nodes) = (Acts::Recompute { rows: e }, Acts::Recompute { rows: n });
                 if node_first {
-                    // As the uncheckpointed backward: the edge network (inputs h_{it+1}, e_it),
-                    // then the node network (inputs h_it and the aggregations of e_it).
+                    // As the uncheckpointed backward, activations recomputed tile by tile.
                     let h_next = if recomputed(it + 1) { &seg_h[it - b][..] } else { saved(ch, ph, it + 1, &mut hbuf) };
                     let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                     edge_net.split_precompute(ps, h_next, h, &mut sc.a, &mut sc.b);
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                    let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-                    let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
-                    edge_net.backward(ps, input, Acts::Recompute { rows: e }, dout, &mut grad, din);
-                    edge_net.split_backward_nodes(ps, &ws.dz1, h_next, h, o, i, &mut grad, &mut ws.dh);
+                    let Workspace { dz1, de, dh, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh);
                     let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                     self.node_input(g, h_it, e_it, &mut sc);
-                    ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
-                    let input = Input::Dense { x: &sc.node_in, dim: ld };
-                    let din = DInput::Dense(&mut ws.dnode_in);
-                    node_net.backward(ps, input, Acts::Recompute { rows: n }, DOut::Given(&ws.dh), &mut grad, din);
-                    set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
-                    add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
-                    let (aggs, dn) = (&self.cfg.aggregation, &ws.dnode_in);
-                    aggregate::backward(e_it, h, i, dst, aggs, dn, ld, h, &sc.agg_in, &mut ws.de);
-                    aggregate::backward(e_it, h, o, src, aggs, dn, ld, (1 + k) * h, &sc.agg_out, &mut ws.de);
-                    std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
-                    continue;
+                    let aggs = (&sc.agg_in, &sc.agg_out);
+                    self.node_update_backward(g, node_net, &sc.node_in, nodes, e_it, aggs, &mut grad, &mut ws);
+                } else {
+                    let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
+                    let e_next = if recomputed(it + 1) { &seg_e[it - b][..] } else { saved(ce, pe, it + 1, &mut ebuf) };
+                    self.node_input(g, h_it, e_next, &mut sc);
+                    let aggs = (&sc.agg_in, &sc.agg_out);
+                    self.node_update_backward(g, node_net, &sc.node_in, nodes, e_next, aggs, &mut grad, &mut ws);
+                    let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
+                    edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
+                    let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
+                    let Workspace { dz1, de, dh_prev, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_it, &mut grad, dz1, de, dh_prev);
                 }
-                let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
-                let e_next = if recomputed(it + 1) { &seg_e[it - b][..] } else { saved(ce, pe, it + 1, &mut ebuf) };
-                // Node network: its input rebuilt, its activations recomputed per tile.
-                self.node_input(g, h_it, e_next, &mut sc);
-                ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
-                let input = Input::Dense { x: &sc.node_in, dim: ld };
-                let din = DInput::Dense(&mut ws.dnode_in);
-                node_net.backward(ps, input, Acts::Recompute { rows: n }, DOut::Given(&ws.dh), &mut grad, din);
-                set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
-                add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
-                let aggs = &self.cfg.aggregation;
-                let dn = &ws.dnode_in;
-                aggregate::backward(e_next, h, i, dst, aggs, dn, ld, h, &sc.agg_in, &mut ws.de);
-                aggregate::backward(e_next, h, o, src, aggs, dn, ld, (1 + k) * h, &sc.agg_out, &mut ws.de);
-                let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
-                edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
-                let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-                let dout = DOut::SharedWithRest { buf: &mut ws.de, keep: self.cfg.residual };
-                edge_net.backward(ps, input, Acts::Recompute { rows: e }, dout, &mut grad, din);
-                edge_net.split_backward_nodes(ps, &ws.dz1, h_it, h, o, i, &mut grad, &mut ws.dh_prev);
                 std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
             }
             sc.peak_segment_bytes = sc.peak_segment_bytes.max(
