@@ -82,6 +82,9 @@ pub enum Error {
     /// an event without truth, a method without its module map, …).
     #[error("{0}")]
     Config(String),
+    /// An event that could not be read.
+    #[error(transparent)]
+    Event(#[from] trackgnn_trackml::Error),
     /// A directory holds none of the files looked for.
     #[error("{}: no {what} found", dir.display())]
     NotFound {

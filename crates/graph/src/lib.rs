@@ -1,7 +1,7 @@
 //! From events to graphs: the hits that become nodes and their features ([`features`]),
 //! module-wise truth and targets ([`truth`]), the geometric builder ([`geometric`], with the
 //! layer pairs derived from the geometry in [`layer_pairs`]), the module-map builder
-//! ([`module_map`]), metric-learning graphs ([`metric`]), the recipe that records how a graph directory was built and
+//! ([`module_map`], learned from events by [`map_learning`]), metric-learning graphs ([`metric`]), the recipe that records how a graph directory was built and
 //! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`mod@file`]).
 //!
 //! ```
@@ -28,6 +28,7 @@ pub mod file;
 pub mod geometric;
 pub mod graph;
 pub mod layer_pairs;
+pub mod map_learning;
 pub mod metric;
 pub mod module_map;
 pub mod recipe;
