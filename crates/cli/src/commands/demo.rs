@@ -19,10 +19,10 @@ use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use super::simulate::RunRecord;
-use crate::cli::SplitArg;
 use crate::progress;
 use crate::util::{thread_pool, write_atomic};
 use clap::Args;
+use trackgnn_reco::evaluation::SplitPart;
 
 /// `trackgnn demo`.
 #[derive(Debug, Args)]
@@ -95,7 +95,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
-        super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false)
+        super::train::eval_run(&run, &p("graphs"), Some(SplitPart::Test), &Weights::Best, None, None, false)
     })?;
     step(
         5,

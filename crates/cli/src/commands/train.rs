@@ -5,13 +5,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
-use trackgnn_reco::inference::TrainedModel;
-use trackgnn_train::data::{GraphSet, load_sample};
+use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::dist::{Comm, SingleProcess};
-use trackgnn_train::eval::evaluate;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
@@ -417,19 +415,18 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads.threads)?;
-    let split = (!a.all).then_some(a.split);
+    let split = (!a.all).then_some(a.split.into());
     pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Evaluates `run`'s `weights` on the graphs of `graphs` and prints the Table-1 row (one JSON
-/// object with `as_json`): on the run's `split` events when `graphs` is the run's own graph
-/// directory, else (or without `split`) on every graph; at the run's edge threshold unless
-/// `threshold` is given.
+/// Evaluates `run`'s `weights` on the graphs of `graphs` ([`evaluate_run`]) at the run's edge
+/// threshold unless `threshold` is given, and prints the Table-1 row (one JSON object with
+/// `as_json`).
 pub fn eval_run(
     run: &RunDir,
     graphs: &Path,
-    split: Option<SplitArg>,
+    split: Option<SplitPart>,
     weights: &Weights,
     threshold: Option<f64>,
     precision: Option<trackgnn_engine::Precision>,
@@ -440,64 +437,11 @@ pub fn eval_run(
         cfg.threshold = t;
         cfg.validate().with_context(|| format!("--threshold {t}"))?;
     }
-    let set = GraphSet::open(graphs, 0)?;
-    // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
-    let events = run.read_events()?;
-    let idx: Vec<usize> = match split {
-        Some(split) if same_path(&events.graphs_dir, graphs) => {
-            let ids = match split {
-                SplitArg::Train => &events.train,
-                SplitArg::Val => &events.val,
-                SplitArg::Test => &events.test,
-            };
-            (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
-        }
-        _ => (0..set.len()).collect(),
-    };
-    if idx.is_empty() {
-        bail!("no graphs to evaluate in {}", graphs.display());
-    }
-    let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
-    let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
-    if let Some(p) = precision {
-        trained.model.set_precision(p);
-    }
-    let (model, weights) = (&trained.model, &trained.weights);
-    let r = evaluate(model, &set, &idx, &cfg, &mut SingleProcess, false)?;
-    let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
-    let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
-    let m = &r.mean;
+    let r = evaluate_run(run, &cfg, graphs, split, weights, precision)?;
     if as_json {
-        print_json(&json!({
-            "run": run.root(), "graphs": graphs, "weights": weights, "events": r.events,
-            "threshold": cfg.threshold, "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
-            "purity": m.purity, "auc": m.auc, "loss": m.loss,
-            "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
-        }));
+        print_json(&serde_json::to_value(&r)?);
     } else {
-        println!("{} events of {} with {}, threshold {}", r.events, graphs.display(), weights.display(), cfg.threshold);
-        println!(
-            "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
-        );
-        println!("|---|---|---|---|---|---|---|---|");
-        println!(
-            "| {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.5} | {:.2} | {:.3} |",
-            100.0 * m.efficiency,
-            100.0 * m.target_purity,
-            100.0 * m.total_purity,
-            100.0 * m.purity,
-            100.0 * m.auc,
-            m.loss,
-            epoch_s,
-            batch_s
-        );
+        print!("{r}");
     }
     Ok(())
-}
-
-fn same_path(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
 }
