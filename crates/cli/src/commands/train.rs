@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
+use trackgnn_train::config::TrainOverrides;
 use trackgnn_train::dist::{Comm, SingleProcess};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
@@ -171,52 +172,34 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
 fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
     let file = a.config.clone().or_else(|| resume.then(|| RunDir::new(&a.out).config_path()));
-    let mut c = match &file {
+    let config = match &file {
         Some(p) => TrainConfig::read(p)?,
         None => TrainConfig::default(),
     };
-    macro_rules! set {
-        ($flag:expr, $field:expr) => {
-            if let Some(v) = $flag {
-                $field = v;
-            }
-        };
-    }
-    set!(a.epochs, c.epochs);
-    set!(a.seed, c.seed);
-    set!(a.lr, c.optimizer.lr);
-    set!(a.hidden, c.model.hidden);
-    set!(a.iterations, c.model.iterations);
-    set!(a.pos_weight, c.pos_weight);
-    set!(a.graphs_per_step, c.graphs_per_step);
-    set!(a.clip_grad_norm, c.clip_grad_norm);
-    set!(a.early_stopping, c.early_stopping_patience);
-    set!(a.checkpoint_every, c.checkpoint_every_steps);
-    set!(a.max_graphs, c.max_graphs);
-    set!(a.warmup_epochs, c.schedule.warmup_epochs);
-    if let Some(p) = &a.init_weights {
-        let file = if p.is_dir() { RunDir::new(p).best_path() } else { p.clone() };
-        let file = std::fs::canonicalize(&file).with_context(|| format!("--init-weights {}", file.display()))?;
-        c.init_weights = Some(file);
-    }
-    if let Some(s) = a.lr_scaling {
-        c.lr_scaling = s.into();
-    }
-    set!(a.checkpointing, c.checkpointing);
-    set!(a.precision, c.precision);
-    set!(a.max_memory, c.max_memory_bytes);
-    if let Some(o) = a.oversize {
-        c.oversize = o.into();
-    }
-    if let Some(s) = a.sampler {
-        c.sampler = s.into();
-    }
-    if let Some(n) = a.non_finite {
-        c.non_finite = n.into();
-    }
-    set!(a.replica_check_every, c.replica_check_every_steps);
-    c.validate()?;
-    Ok(c)
+    let flags = TrainOverrides {
+        epochs: a.epochs,
+        seed: a.seed,
+        lr: a.lr,
+        hidden: a.hidden,
+        iterations: a.iterations,
+        pos_weight: a.pos_weight,
+        graphs_per_step: a.graphs_per_step,
+        clip_grad_norm: a.clip_grad_norm,
+        early_stopping_patience: a.early_stopping,
+        checkpoint_every_steps: a.checkpoint_every,
+        max_graphs: a.max_graphs,
+        warmup_epochs: a.warmup_epochs,
+        init_weights: a.init_weights.clone(),
+        lr_scaling: a.lr_scaling.map(Into::into),
+        checkpointing: a.checkpointing,
+        precision: a.precision,
+        max_memory_bytes: a.max_memory,
+        oversize: a.oversize.map(Into::into),
+        sampler: a.sampler.map(Into::into),
+        non_finite: a.non_finite.map(Into::into),
+        replica_check_every_steps: a.replica_check_every,
+    };
+    Ok(flags.apply(config)?)
 }
 
 /// A progress bar per epoch on rank 0.
@@ -271,7 +254,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         None => false,
         Some(ResumeArg::Always) => true,
         // Rank 0 decides, so every rank does the same even on a file system that lags.
-        Some(ResumeArg::Auto) => comm.any(comm.is_root() && has_checkpoint(&a.out))?,
+        Some(ResumeArg::Auto) => comm.any(comm.is_root() && RunDir::new(&a.out).has_checkpoint())?,
     };
     let cfg = resolve_config(&a, resume)?;
     let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
@@ -279,14 +262,6 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());
     }
     train(cfg, &a.graphs, &a.out, resume, a.threads.threads, a.json.json, opts, comm)
-}
-
-/// True if the run directory `out` holds a checkpoint (or the aside copy a crash in mid-save
-/// leaves), the condition for `--resume auto` to resume.
-fn has_checkpoint(out: &Path) -> bool {
-    let dir = RunDir::new(out).checkpoint_dir();
-    let model = trackgnn_train::checkpoint::MODEL_FILE;
-    dir.join(model).is_file() || trackgnn_train::checkpoint::aside_path(&dir).join(model).is_file()
 }
 
 /// Options of `train` beyond the configuration.
