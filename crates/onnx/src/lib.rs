@@ -9,7 +9,7 @@
 //!
 //! Beside the model, [`write()`] puts the ACTS configuration ([`acts::ActsConfig`]) that makes
 //! the plugin feed exactly trackgnn's node features. [`model`] says which ONNX operators (and
-//! opsets) each part of the model uses. [`reference`] writes events' graph arrays and the
+//! opsets) each part of the model uses. [`mod@reference`] writes events' graph arrays and the
 //! engine's logits for checking the file elsewhere.
 //!
 //! ```no_run
