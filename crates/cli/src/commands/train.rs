@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::config::TrainOverrides;
-use trackgnn_train::dist::{Comm, SingleProcess};
+use trackgnn_train::dist::Comm;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
@@ -381,7 +381,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     #[cfg(not(feature = "mpi"))]
     {
         crate::dist_launch::refuse_if_launched_as_many_ranks()?;
-        run_with(a, &mut SingleProcess)
+        run_with(a, &mut trackgnn_train::dist::SingleProcess)
     }
 }
 
