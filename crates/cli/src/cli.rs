@@ -219,6 +219,16 @@ impl From<TrackMethodArg> for trackgnn_reco::tracks::Method {
     }
 }
 
+impl From<SplitArg> for trackgnn_reco::evaluation::SplitPart {
+    fn from(a: SplitArg) -> Self {
+        match a {
+            SplitArg::Train => Self::Train,
+            SplitArg::Val => Self::Val,
+            SplitArg::Test => Self::Test,
+        }
+    }
+}
+
 /// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
 /// or `iB` is allowed).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {

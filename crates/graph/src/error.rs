@@ -82,6 +82,18 @@ pub enum Error {
     /// an event without truth, a method without its module map, …).
     #[error("{0}")]
     Config(String),
+    /// Building the graph of an event failed.
+    #[error("event {event_id}")]
+    InEvent {
+        /// The event.
+        event_id: u64,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
+    /// An event that could not be read.
+    #[error(transparent)]
+    Event(#[from] trackgnn_trackml::Error),
     /// A directory holds none of the files looked for.
     #[error("{}: no {what} found", dir.display())]
     NotFound {

@@ -9,7 +9,8 @@
 //!
 //! Beside the model, [`write()`] puts the ACTS configuration ([`acts::ActsConfig`]) that makes
 //! the plugin feed exactly trackgnn's node features. [`model`] says which ONNX operators (and
-//! opsets) each part of the model uses.
+//! opsets) each part of the model uses. [`mod@reference`] writes events' graph arrays and the
+//! engine's logits for checking the file elsewhere.
 //!
 //! ```no_run
 //! use trackgnn_engine::{InteractionGnn, ModelConfig};
@@ -28,6 +29,7 @@ pub mod error;
 pub mod model;
 pub mod npy;
 pub mod proto;
+pub mod reference;
 
 use std::path::{Path, PathBuf};
 

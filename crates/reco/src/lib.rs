@@ -16,6 +16,8 @@
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
 //! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
 //!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
+//! - [`evaluation`]: a trained run's edge metrics on a graph directory
+//!   ([`evaluation::evaluate_run`]).
 //!
 //! ```
 //! use trackgnn_reco::{
@@ -53,6 +55,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod evaluation;
 pub mod inference;
 pub mod metrics;
 pub mod plots;

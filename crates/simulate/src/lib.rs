@@ -29,6 +29,7 @@ pub mod dataset;
 pub mod digitize;
 pub mod generator;
 pub mod helix;
+pub mod io_bench;
 pub mod kinematics;
 pub mod material;
 pub mod primaries;

@@ -6,6 +6,9 @@ use trackgnn_engine::{Checkpointing, ModelConfig, Precision};
 pub use crate::budget::Oversize;
 use trackgnn_engine::optim::{AdamWConfig, LrScheduleConfig};
 
+mod overrides;
+pub use overrides::TrainOverrides;
+
 /// Which validation figure selects the best model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

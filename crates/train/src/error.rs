@@ -125,6 +125,15 @@ pub enum Error {
     /// The training state went bad (a non-finite loss or gradient): the run stopped.
     #[error("{0}")]
     Training(String),
+    /// Preparing an event failed.
+    #[error("event {event_id}")]
+    InEvent {
+        /// The event.
+        event_id: u64,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
     /// A checkpoint could not be written (disk full, …); the previous one is intact.
     #[error("{}: writing the checkpoint of step {step} failed; {kept}", dir.display())]
     CheckpointWrite {

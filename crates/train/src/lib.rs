@@ -2,7 +2,8 @@
 //! ([`metrics`]: efficiency, target/total purity, purity, AUC, ROC curves), atomic checkpoints
 //! in safetensors that PyTorch can load ([`checkpoint`]), the per-epoch metrics log in CSV
 //! and JSON lines ([`logs`]) and PNG/SVG plots ([`plots`]); the run directory that holds
-//! them all, read back through typed records ([`run_dir`]). The optimiser itself (AdamW,
+//! them all, read back through typed records ([`run_dir`]); one forward and backward written
+//! for `tools/parity.py` to recompute in PyTorch ([`parity`]). The optimiser itself (AdamW,
 //! clipping, schedule) lives in `trackgnn_engine::optim`.
 //!
 //! ```
@@ -40,6 +41,7 @@ pub mod eval;
 pub mod logs;
 pub mod metric_learning;
 pub mod metrics;
+pub mod parity;
 pub mod plots;
 pub mod run_dir;
 pub mod scaling;

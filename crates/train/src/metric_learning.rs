@@ -14,9 +14,11 @@
 //! ```
 //!
 //! Inference goes through [`embedding::EmbeddingModel`] and [`filter::FilterModel`], which
-//! implement the graph crate's `HitEmbedder` and `EdgeScorer`.
+//! implement the graph crate's `HitEmbedder` and `EdgeScorer`; [`events::prepare_events`]
+//! reads and prepares the events they train on.
 
 pub mod embedding;
+pub mod events;
 pub mod filter;
 
 use std::collections::HashSet;

@@ -301,6 +301,13 @@ impl RunDir {
     pub fn checkpoint_dir(&self) -> PathBuf {
         self.root.join(CHECKPOINT_DIR)
     }
+    /// True if the run holds a checkpoint (or the aside copy a crash in mid-save leaves): a
+    /// run it makes sense to resume.
+    pub fn has_checkpoint(&self) -> bool {
+        let dir = self.checkpoint_dir();
+        let model = crate::checkpoint::MODEL_FILE;
+        dir.join(model).is_file() || crate::checkpoint::aside_path(&dir).join(model).is_file()
+    }
     /// The last checkpoint's weights.
     pub fn last_weights_path(&self) -> PathBuf {
         self.checkpoint_dir().join(crate::checkpoint::MODEL_FILE)

@@ -5,14 +5,13 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde_json::json;
-use trackgnn_graph::file::{graph_file_name, sector_graph_file_name, write_graph};
+use trackgnn_graph::dataset::{BuildSummary, BuiltEvent, build_graphs};
 use trackgnn_graph::metric::MetricLearningConfig;
 use trackgnn_graph::module_map::file_hash;
-use trackgnn_graph::sectors::{self, SectorConfig};
-use trackgnn_graph::{BuildStats, GraphRecipe, Method, ModuleMap, build_graph_with};
-use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event};
+use trackgnn_graph::sectors::SectorConfig;
+use trackgnn_graph::{GraphRecipe, Method, ModuleMap};
+use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_train::metric_learning::embedding::EmbeddingModel;
 use trackgnn_train::metric_learning::filter::FilterModel;
@@ -255,39 +254,8 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "build graphs");
     let wall = Instant::now();
-    let results: Vec<Result<(BuildStats, u64)>> = pool.install(|| {
-        events
-            .par_iter()
-            .map(|files| {
-                let opts = ReadOptions {
-                    truth: files.has(FileKind::Truth),
-                    particles: files.has(FileKind::Particles),
-                    cells: files.has(FileKind::Cells),
-                };
-                let event = read_event(files, opts)?;
-                let (graph, mut stats) = build_graph_with(&event, &det, &recipe, stages)
-                    .with_context(|| format!("event {}", files.event_id))?;
-                let bytes = match &recipe.sectors {
-                    None => write_graph(&a.out.join(graph_file_name(event.event_id)), &graph)?,
-                    Some(cfg) => {
-                        let parts = sectors::split(&graph, cfg);
-                        let (covered, total) = sectors::target_coverage(&graph, &parts);
-                        stats.sector_coverage = Some(if total > 0 { covered as f64 / total as f64 } else { f64::NAN });
-                        let mut bytes = 0;
-                        for (k, part) in parts.iter().enumerate() {
-                            bytes += write_graph(&a.out.join(sector_graph_file_name(event.event_id, k as u32)), part)?;
-                        }
-                        bytes
-                    }
-                };
-                pb.inc(1);
-                Ok((stats, bytes))
-            })
-            .collect()
-    });
+    let built = pool.install(|| build_graphs(&events, &det, &recipe, stages, &a.out, &|| pb.inc(1)))?;
     pb.finish_and_clear();
-    let built: Vec<(BuildStats, u64)> = results.into_iter().collect::<Result<_>>()?;
-    write_atomic(&a.out.join(trackgnn_graph::recipe::RECIPE_FILE), toml::to_string(&recipe)?.as_bytes())?;
     report(&a, &recipe, &built, wall.elapsed().as_secs_f64(), &compared)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -295,34 +263,11 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
 fn report(
     a: &BuildGraphsArgs,
     recipe: &GraphRecipe,
-    built: &[(BuildStats, u64)],
+    built: &[BuiltEvent],
     wall_s: f64,
     compared: &[serde_json::Value],
 ) -> Result<()> {
-    let n = built.len() as f64;
-    let mean = |f: fn(&BuildStats) -> f64| built.iter().map(|(s, _)| f(s)).sum::<f64>() / n;
-    let total = |f: fn(&BuildStats) -> u64| built.iter().map(|(s, _)| f(s)).sum::<u64>();
-    let eff_total = total(|s| s.target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
-    let purity_total = total(|s| s.true_edges) as f64 / total(|s| s.edges).max(1) as f64;
-    let prompt_total = total(|s| s.prompt_target_edges) as f64 / total(|s| s.event_prompt_target_edges).max(1) as f64;
-    let secondary_total = (total(|s| s.target_edges) - total(|s| s.prompt_target_edges)) as f64
-        / (total(|s| s.event_target_edges) - total(|s| s.event_prompt_target_edges)).max(1) as f64;
-    let secondary_share =
-        1.0 - total(|s| s.event_prompt_target_edges) as f64 / total(|s| s.event_target_edges).max(1) as f64;
-    let bytes: u64 = built.iter().map(|b| b.1).sum();
-    // Target edges of the whole events found in at least one sector graph (sectors only).
-    let sector_coverage: Option<f64> = recipe.sectors.as_ref().map(|_| mean(|s| s.sector_coverage.unwrap_or(f64::NAN)));
-    let summary = json!({
-        "events": built.len(),
-        "nodes_per_event": mean(|s| s.nodes as f64), "edges_per_event": mean(|s| s.edges as f64),
-        "true_edges_per_event": mean(|s| s.true_edges as f64), "target_edges_per_event": mean(|s| s.target_edges as f64),
-        "efficiency_mean": mean(|s| s.efficiency), "purity_mean": mean(|s| s.purity),
-        "efficiency_total": eff_total, "purity_total": purity_total,
-        "efficiency_prompt_total": prompt_total, "efficiency_secondary_total": secondary_total,
-        "secondary_target_fraction": secondary_share,
-        "build_seconds_per_event": mean(|s| s.build_seconds), "bytes_written": bytes, "wall_seconds": wall_s,
-        "sector_coverage": sector_coverage,
-    });
+    let summary = BuildSummary::of(built, recipe.sectors.is_some(), wall_s);
     let saved = json!({"out": a.out, "method": recipe.method, "summary": summary});
     write_atomic(&a.out.join(SUMMARY_FILE), serde_json::to_string_pretty(&saved)?.as_bytes())?;
     let mut methods: Vec<&serde_json::Value> = compared.iter().collect();
@@ -330,7 +275,7 @@ fn report(
     if a.json.json {
         print_json(&json!({
             "out": a.out, "method": recipe.method, "recipe": recipe,
-            "per_event": built.iter().map(|b| &b.0).collect::<Vec<_>>(), "summary": summary,
+            "per_event": built.iter().map(|b| &b.stats).collect::<Vec<_>>(), "summary": summary,
             "compare": if compared.is_empty() { serde_json::Value::Null } else { json!(methods) },
         }));
         return Ok(());
@@ -339,13 +284,13 @@ fn report(
         "{:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8}",
         "event", "nodes", "edges", "true", "target", "efficiency", "purity", "build s"
     );
-    for (s, _) in built {
+    for s in built.iter().map(|b| &b.stats) {
         println!(
             "{:>9} {:>8} {:>9} {:>9} {:>9} {:>10.4} {:>8.4} {:>8.3}",
             s.event_id, s.nodes, s.edges, s.true_edges, s.target_edges, s.efficiency, s.purity, s.build_seconds
         );
     }
-    if let (Some(c), Some(cfg)) = (sector_coverage, &recipe.sectors) {
+    if let (Some(c), Some(cfg)) = (summary.sector_coverage, &recipe.sectors) {
         println!(
             "{} φ × {} η sectors (overlap {} rad, {} in η): {:.4} of the target edges of the whole events are in a sector graph",
             cfg.n_phi, cfg.n_eta, cfg.overlap_phi, cfg.overlap_eta, c
@@ -356,22 +301,22 @@ fn report(
         built.len(),
         recipe.method,
         a.out.display(),
-        mean(|s| s.nodes as f64),
-        mean(|s| s.edges as f64),
-        eff_total,
-        mean(|s| s.efficiency),
-        purity_total,
-        mean(|s| s.purity),
-        mean(|s| s.build_seconds),
-        bytes as f64 / 1e6
+        summary.nodes_per_event,
+        summary.edges_per_event,
+        summary.efficiency_total,
+        summary.efficiency_mean,
+        summary.purity_total,
+        summary.purity_mean,
+        summary.build_seconds_per_event,
+        summary.bytes_written as f64 / 1e6
     );
-    if total(|s| s.event_target_edges) > 0 {
+    if BuildSummary::has_targets(built) {
         println!(
             "graph efficiency over target edges of prompt particles (produced within {} mm of the beam line) {:.4}, of secondaries {:.4} ({:.3} of the target edges)",
             trackgnn_graph::recipe::PROMPT_R,
-            prompt_total,
-            secondary_total,
-            secondary_share
+            summary.efficiency_prompt_total,
+            summary.efficiency_secondary_total,
+            summary.secondary_target_fraction
         );
     }
     if !compared.is_empty() {

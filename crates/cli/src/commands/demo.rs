@@ -6,23 +6,23 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
-use trackgnn_graph::recipe::RECIPE_FILE;
-use trackgnn_graph::{BuildStats, GraphRecipe, Method, build_graph, graph_file_name, write_graph};
+use trackgnn_graph::dataset::{self, BuildSummary};
+use trackgnn_graph::{GraphRecipe, Method, Stages};
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
+use trackgnn_simulate::dataset::write_events;
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
-use trackgnn_trackml::csv::{FileKind, ReadOptions, discover_events, read_event, write_detectors, write_event};
+use trackgnn_trackml::csv::{discover_events, write_detectors};
 use trackgnn_train::TrainConfig;
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use super::simulate::RunRecord;
-use crate::cli::SplitArg;
 use crate::progress;
-use crate::util::{thread_pool, write_atomic};
+use crate::util::thread_pool;
 use clap::Args;
+use trackgnn_reco::evaluation::SplitPart;
 
 /// `trackgnn demo`.
 #[derive(Debug, Args)]
@@ -95,7 +95,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
-        super::train::eval_run(&run, &p("graphs"), Some(SplitArg::Test), &Weights::Best, None, None, false)
+        super::train::eval_run(&run, &p("graphs"), Some(SplitPart::Test), &Weights::Best, None, None, false)
     })?;
     step(
         5,
@@ -116,18 +116,12 @@ fn simulate(generator: &Generator, out: &Path, seed: u64, ids: std::ops::RangeIn
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     write_detectors(&out.join("detectors.csv"), &generator.detector().modules)?;
     let n = ids.clone().count();
-    let hits: usize = ids
-        .clone()
-        .into_par_iter()
-        .map(|id| -> Result<usize> {
-            let (event, _) = generator.event(seed, id);
-            write_event(out, &event, false)?;
-            Ok(event.hits.len())
-        })
-        .sum::<Result<usize>>()?;
+    let ids: Vec<u64> = ids.collect();
+    let figures = write_events(generator, seed, &ids, out, false, &|| {})?;
+    let hits: usize = figures.iter().map(|f| f.hits).sum();
     let record = RunRecord {
         seed,
-        first_event: *ids.start(),
+        first_event: ids[0],
         events: n as u64,
         gzip: false,
         detector: "built-in TrackML".into(),
@@ -145,32 +139,17 @@ fn build_graphs(det: &Detector, input: &Path, out: &Path) -> Result<()> {
     let events = discover_events(input)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let pb = progress::bar(events.len() as u64, "build graphs");
-    let built: Vec<BuildStats> = events
-        .par_iter()
-        .map(|files| -> Result<BuildStats> {
-            let opts = ReadOptions {
-                truth: files.has(FileKind::Truth),
-                particles: files.has(FileKind::Particles),
-                cells: files.has(FileKind::Cells),
-            };
-            let event = read_event(files, opts)?;
-            let (graph, stats) = build_graph(&event, det, &recipe, None)?;
-            write_graph(&out.join(graph_file_name(event.event_id)), &graph)?;
-            pb.inc(1);
-            Ok(stats)
-        })
-        .collect::<Result<_>>()?;
+    let built = dataset::build_graphs(&events, det, &recipe, Stages::default(), out, &|| pb.inc(1))?;
     pb.finish_and_clear();
-    write_atomic(&out.join(RECIPE_FILE), toml::to_string(&recipe)?.as_bytes())?;
-    let total = |f: fn(&BuildStats) -> u64| built.iter().map(f).sum::<u64>() as f64;
+    let s = BuildSummary::of(&built, false, 0.0);
     println!(
         "{} graphs in {}: per event {:.0} nodes, {:.0} edges; graph efficiency {:.4}, graph purity {:.4}",
         built.len(),
         out.display(),
-        total(|s| s.nodes) / built.len() as f64,
-        total(|s| s.edges) / built.len() as f64,
-        total(|s| s.target_edges) / total(|s| s.event_target_edges).max(1.0),
-        total(|s| s.true_edges) / total(|s| s.edges).max(1.0),
+        s.nodes_per_event,
+        s.edges_per_event,
+        s.efficiency_total,
+        s.purity_total,
     );
     Ok(())
 }

@@ -4,13 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
-use trackgnn_engine::{ForwardCache, GraphInput, Precision};
-use trackgnn_onnx::npy::write_npy;
+use trackgnn_engine::Precision;
+use trackgnn_onnx::reference::Reference;
 use trackgnn_reco::inference::{Reconstructor, TrainedModel};
 use trackgnn_trackml::csv::{discover_events, read_event};
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -111,7 +110,7 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
 }
 
 /// Builds each event's graph with the run's recipe, scores it with the engine in f32 (timed,
-/// after one untimed warm-up), and writes `<event>.x.npy`, `<event>.edge_index.npy`,
+/// after one untimed warm-up: [`Reference`]), and writes `<event>.x.npy`, `<event>.edge_index.npy`,
 /// `<event>.edge_attr.npy` (when the model has edge features), `<event>.logits.npy` and
 /// `reference.json` into `out`; returns what reference.json holds.
 fn write_reference(
@@ -129,46 +128,11 @@ fn write_reference(
     }
     std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
     let pool = thread_pool(a.threads.threads)?;
-    let model = &rec.model().model;
-    let mut cache = ForwardCache::default();
-    let mut rows = Vec::new();
+    let mut reference = Reference::new(out, pool.current_num_threads())?;
     for f in &files {
         let event = read_event(f, rec.read_options())?;
-        let g = rec.event(&event)?.graph;
-        let input = GraphInput::<f32>::new(
-            g.num_nodes(),
-            &g.node_features,
-            g.num_node_features(),
-            &g.edge_features,
-            g.num_edge_features(),
-            &g.src,
-            &g.dst,
-        );
-        if rows.is_empty() {
-            pool.install(|| model.infer(&input, &mut cache));
-        }
-        let t0 = Instant::now();
-        let logits = pool.install(|| model.infer(&input, &mut cache));
-        let seconds = t0.elapsed().as_secs_f64();
-        let prefix = format!("event{:09}", event.event_id);
-        let path = |what: &str| out.join(format!("{prefix}.{what}.npy"));
-        write_npy(&path("x"), &[g.num_nodes(), g.num_node_features()], &g.node_features)?;
-        let ei: Vec<i64> = g.src.iter().chain(&g.dst).map(|&v| v as i64).collect();
-        write_npy(&path("edge_index"), &[2, g.num_edges()], &ei)?;
-        if g.num_edge_features() > 0 {
-            write_npy(&path("edge_attr"), &[g.num_edges(), g.num_edge_features()], &g.edge_features)?;
-        }
-        write_npy(&path("logits"), &[g.num_edges()], &logits)?;
-        rows.push(json!({
-            "event_id": event.event_id, "prefix": prefix, "nodes": g.num_nodes(), "edges": g.num_edges(),
-            "engine_seconds": seconds,
-        }));
+        let graph = rec.event(&event)?.graph;
+        pool.install(|| reference.add(&rec.model().model, event.event_id, &graph))?;
     }
-    let mean = rows.iter().filter_map(|r| r["engine_seconds"].as_f64()).sum::<f64>() / rows.len().max(1) as f64;
-    let value = json!({
-        "dir": out, "threads": pool.current_num_threads(), "events": rows, "mean_engine_seconds": mean,
-    });
-    let text = serde_json::to_string_pretty(&value)? + "\n";
-    crate::util::write_atomic(&out.join("reference.json"), text.as_bytes())?;
-    Ok(value)
+    Ok(reference.finish()?)
 }

@@ -1,10 +1,12 @@
-//! `trackgnn geometry`: write the detector as detectors.csv and summarise it.
+//! `trackgnn geometry`: write the detector as detectors.csv and summarise it
+//! ([`DetectorSummary`]).
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::json;
 use trackgnn_trackml::csv::write_detectors;
+use trackgnn_trackml::geometry::summary::DetectorSummary;
 
 use crate::util::{load_detector, print_json};
 
@@ -23,49 +25,15 @@ pub struct GeometryArgs {
 pub fn run(a: GeometryArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let bytes = write_detectors(&a.out, &det.modules).with_context(|| format!("writing {}", a.out.display()))?;
-    let layers: Vec<_> = det
-        .layers
-        .iter()
-        .map(|l| {
-            json!({
-                "volume_id": l.id.volume(), "layer_id": l.id.layer(), "modules": l.modules.len(),
-                "kind": format!("{:?}", l.kind).to_lowercase(), "technology": l.technology.name(),
-                "r_min_mm": l.r_min, "r_max_mm": l.r_max, "z_min_mm": l.z_min, "z_max_mm": l.z_max,
-            })
-        })
-        .collect();
+    let summary = DetectorSummary::of(&det);
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "modules": det.modules.len(), "layers": det.layers.len(),
-            "volumes": det.layers.iter().map(|l| l.id.volume()).collect::<std::collections::BTreeSet<_>>().len(),
-            "bytes": bytes, "per_layer": layers,
-        }));
+        let mut value = serde_json::to_value(&summary)?;
+        (value["out"], value["bytes"]) = (json!(a.out), json!(bytes));
+        print_json(&value);
     } else {
-        println!(
-            "{:>6} {:>5} {:>7}  {:>9} {:>9} {:>9} {:>9}  kind",
-            "volume", "layer", "modules", "r_min", "r_max", "z_min", "z_max"
-        );
-        for l in &det.layers {
-            println!(
-                "{:>6} {:>5} {:>7}  {:>9.1} {:>9.1} {:>9.1} {:>9.1}  {:?} {}",
-                l.id.volume(),
-                l.id.layer(),
-                l.modules.len(),
-                l.r_min,
-                l.r_max,
-                l.z_min,
-                l.z_max,
-                l.kind,
-                l.technology.name()
-            );
-        }
-        println!(
-            "{} modules in {} layers written to {} ({} bytes)",
-            det.modules.len(),
-            det.layers.len(),
-            a.out.display(),
-            bytes
-        );
+        print!("{summary}");
+        let out = a.out.display();
+        println!("{} modules in {} layers written to {out} ({bytes} bytes)", summary.modules, summary.layers);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::features::FeatureConfig;
-use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event};
+use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
+use trackgnn_train::metric_learning::events::prepare_events;
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
 use trackgnn_train::metric_learning::{PreparedEvent, StageRecord};
 
@@ -91,24 +91,7 @@ fn prepare(
     if let Some(n) = a.events.events {
         files.truncate(n);
     }
-    anyhow::ensure!(
-        files.len() >= 2,
-        "{}: needs at least 2 events (training and validation), found {}",
-        a.input.display(),
-        files.len()
-    );
-    let opts =
-        ReadOptions { truth: true, particles: true, cells: features.features.iter().any(|f| f.name.needs_cells()) };
-    let mut events: Vec<PreparedEvent> = files
-        .par_iter()
-        .map(|f| {
-            let event = read_event(f, opts)?;
-            PreparedEvent::new(&event, &det, features, train_pt_min).with_context(|| format!("event {}", f.event_id))
-        })
-        .collect::<Result<_>>()?;
-    let n_val = a.val_events.unwrap_or(events.len() / 5).clamp(1, events.len() - 1);
-    let val = events.split_off(events.len() - n_val);
-    Ok((events, val))
+    Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
 }
 
 fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {

@@ -1,19 +1,19 @@
-//! `trackgnn module-map build`: learn a module map from training events.
+//! `trackgnn module-map build` and `merge`: learn a module map from training events, merge
+//! maps ([`trackgnn_graph::map_learning`] learns and merges; this command parses and prints).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use serde_json::json;
 use trackgnn_graph::ModuleMap;
+use trackgnn_graph::map_learning::{MapEvents, learn, merge_maps};
 use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::TargetConfig;
-use trackgnn_simulate::primaries::Produced;
 use trackgnn_simulate::{Generator, SimConfig};
-use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
-use trackgnn_trackml::{Detector, Event};
+use trackgnn_trackml::Detector;
+use trackgnn_trackml::csv::discover_events;
 
 use crate::cli::DetectorArg;
 use crate::progress;
@@ -77,99 +77,44 @@ pub struct ModuleMapBuildArgs {
     pub detector: DetectorArg,
 }
 
-/// Where the map's training events come from.
-enum Source {
-    /// Event files found in a directory.
-    Files(Vec<EventFiles>),
-    /// Event ids drawn from the generator, only the primaries the map can use
-    /// ([`MapConfig::keeps_primary`]).
-    Generated { generator: Box<Generator>, seed: u64, ids: Vec<u64> },
-}
-
-impl Source {
-    /// The events of `--input DIR` or `--simulate N` (at most `--events`).
-    fn of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<Source> {
-        if let Some(n) = a.events.events {
-            anyhow::ensure!(n > 0, "--events must be at least 1");
-        }
-        Ok(match (&a.input, a.simulate) {
-            (Some(dir), _) => {
-                let mut events = discover_events(dir)?;
-                if let Some(n) = a.events.events {
-                    events.truncate(n);
-                }
-                Source::Files(events)
-            }
-            (None, Some(n)) => {
-                anyhow::ensure!(n > 0, "--simulate must be at least 1");
-                let n = a.events.events.map_or(n, |e| n.min(e as u64));
-                let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
-                cfg.validate()?;
-                let generator = Box::new(Generator::new(det.clone(), cfg));
-                Source::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
-            }
-            (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
-        })
+/// The events of `--input DIR` or `--simulate N` (at most `--events`).
+fn events_of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<MapEvents> {
+    if let Some(n) = a.events.events {
+        anyhow::ensure!(n > 0, "--events must be at least 1");
     }
-
-    fn len(&self) -> usize {
-        match self {
-            Source::Files(f) => f.len(),
-            Source::Generated { ids, .. } => ids.len(),
-        }
-    }
-
-    /// Event `k`, with truth and particles.
-    fn event(&self, k: usize, config: &MapConfig) -> Result<Event> {
-        match self {
-            Source::Files(files) => {
-                let opts = ReadOptions { truth: true, particles: true, cells: false };
-                Ok(read_event(&files[k], opts)?)
+    Ok(match (&a.input, a.simulate) {
+        (Some(dir), _) => {
+            let mut events = discover_events(dir)?;
+            if let Some(n) = a.events.events {
+                events.truncate(n);
             }
-            Source::Generated { generator, seed, ids } => {
-                let keep =
-                    |p: &Produced| config.keeps_primary(p.momentum[0].hypot(p.momentum[1]), p.species.is_charged());
-                Ok(generator.event_of(*seed, ids[k], keep, false).0)
-            }
+            MapEvents::Files(events)
         }
-    }
-}
-
-/// The map learned from every event of `source`, events in parallel.
-fn learn(source: &Source, config: &MapConfig, det: &Detector) -> Result<ModuleMap> {
-    let pb = progress::bar(source.len() as u64, "module map");
-    let map = (0..source.len())
-        .into_par_iter()
-        .try_fold(
-            || ModuleMap::new(config.clone()),
-            |mut map, k| -> Result<ModuleMap> {
-                map.add_training_event(&source.event(k, config)?, det)?;
-                pb.inc(1);
-                Ok(map)
-            },
-        )
-        .try_reduce(
-            || ModuleMap::new(config.clone()),
-            |mut a, b| {
-                a.merge(&b);
-                Ok(a)
-            },
-        )?;
-    pb.finish_and_clear();
-    Ok(map)
+        (None, Some(n)) => {
+            anyhow::ensure!(n > 0, "--simulate must be at least 1");
+            let n = a.events.events.map_or(n, |e| n.min(e as u64));
+            let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
+            cfg.validate()?;
+            let generator = Box::new(Generator::new(det.clone(), cfg));
+            MapEvents::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
+        }
+        (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
+    })
 }
 
 pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     let det = load_detector(a.detector.detector.as_deref())?;
-    let source = Source::of_args(&a, &det)?;
+    let source = events_of_args(&a, &det)?;
     let target = TargetConfig { pt_min: a.pt_min, min_hits: a.min_hits };
     let config = MapConfig { target, max_vertex_r: if a.all_particles { None } else { Some(a.max_vertex_r) } };
     let pool = thread_pool(a.threads.threads)?;
     let t = Instant::now();
-    let map = pool.install(|| learn(&source, &config, &det))?;
+    let pb = progress::bar(source.len() as u64, "module map");
+    let map = pool.install(|| learn(&source, &config, &det, &|| pb.inc(1)))?;
+    pb.finish_and_clear();
     let seconds = t.elapsed().as_secs_f64();
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
-    report_build(&a, &map, matches!(source, Source::Generated { .. }), bytes, seconds);
+    report_build(&a, &map, matches!(source, MapEvents::Generated { .. }), bytes, seconds);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -200,30 +145,8 @@ fn report_build(a: &ModuleMapBuildArgs, map: &ModuleMap, drawn: bool, bytes: u64
 }
 
 pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
-    let mut merged: Option<ModuleMap> = None;
-    for p in &a.maps {
-        let map = ModuleMap::load(p)?;
-        match &mut merged {
-            None => merged = Some(map),
-            Some(m) => {
-                anyhow::ensure!(
-                    m.config.target == map.config.target,
-                    "{}: target {:?} differs from {}'s {:?}; maps of different targets cannot be merged",
-                    p.display(),
-                    map.config.target,
-                    a.maps[0].display(),
-                    m.config.target
-                );
-                m.merge(&map);
-                // The merged map holds the secondaries of any map that recorded them.
-                m.config.max_vertex_r = match (m.config.max_vertex_r, map.config.max_vertex_r) {
-                    (Some(x), Some(y)) => Some(x.max(y)),
-                    _ => None,
-                };
-            }
-        }
-    }
-    let map = merged.expect("clap requires two maps or more");
+    let maps = a.maps.iter().map(|p| Ok((p.clone(), ModuleMap::load(p)?))).collect::<Result<Vec<_>>>()?;
+    let map = merge_maps(maps)?.expect("clap requires two maps or more");
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
     if a.json.json {
         print_json(&json!({

@@ -5,13 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
-use trackgnn_reco::inference::TrainedModel;
-use trackgnn_train::data::{GraphSet, load_sample};
-use trackgnn_train::dist::{Comm, SingleProcess};
-use trackgnn_train::eval::evaluate;
+use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
+use trackgnn_train::config::TrainOverrides;
+use trackgnn_train::dist::Comm;
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
@@ -173,52 +172,34 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
 /// The configuration: the TOML file if given (or the run's own on resume), then the flags.
 fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
     let file = a.config.clone().or_else(|| resume.then(|| RunDir::new(&a.out).config_path()));
-    let mut c = match &file {
+    let config = match &file {
         Some(p) => TrainConfig::read(p)?,
         None => TrainConfig::default(),
     };
-    macro_rules! set {
-        ($flag:expr, $field:expr) => {
-            if let Some(v) = $flag {
-                $field = v;
-            }
-        };
-    }
-    set!(a.epochs, c.epochs);
-    set!(a.seed, c.seed);
-    set!(a.lr, c.optimizer.lr);
-    set!(a.hidden, c.model.hidden);
-    set!(a.iterations, c.model.iterations);
-    set!(a.pos_weight, c.pos_weight);
-    set!(a.graphs_per_step, c.graphs_per_step);
-    set!(a.clip_grad_norm, c.clip_grad_norm);
-    set!(a.early_stopping, c.early_stopping_patience);
-    set!(a.checkpoint_every, c.checkpoint_every_steps);
-    set!(a.max_graphs, c.max_graphs);
-    set!(a.warmup_epochs, c.schedule.warmup_epochs);
-    if let Some(p) = &a.init_weights {
-        let file = if p.is_dir() { RunDir::new(p).best_path() } else { p.clone() };
-        let file = std::fs::canonicalize(&file).with_context(|| format!("--init-weights {}", file.display()))?;
-        c.init_weights = Some(file);
-    }
-    if let Some(s) = a.lr_scaling {
-        c.lr_scaling = s.into();
-    }
-    set!(a.checkpointing, c.checkpointing);
-    set!(a.precision, c.precision);
-    set!(a.max_memory, c.max_memory_bytes);
-    if let Some(o) = a.oversize {
-        c.oversize = o.into();
-    }
-    if let Some(s) = a.sampler {
-        c.sampler = s.into();
-    }
-    if let Some(n) = a.non_finite {
-        c.non_finite = n.into();
-    }
-    set!(a.replica_check_every, c.replica_check_every_steps);
-    c.validate()?;
-    Ok(c)
+    let flags = TrainOverrides {
+        epochs: a.epochs,
+        seed: a.seed,
+        lr: a.lr,
+        hidden: a.hidden,
+        iterations: a.iterations,
+        pos_weight: a.pos_weight,
+        graphs_per_step: a.graphs_per_step,
+        clip_grad_norm: a.clip_grad_norm,
+        early_stopping_patience: a.early_stopping,
+        checkpoint_every_steps: a.checkpoint_every,
+        max_graphs: a.max_graphs,
+        warmup_epochs: a.warmup_epochs,
+        init_weights: a.init_weights.clone(),
+        lr_scaling: a.lr_scaling.map(Into::into),
+        checkpointing: a.checkpointing,
+        precision: a.precision,
+        max_memory_bytes: a.max_memory,
+        oversize: a.oversize.map(Into::into),
+        sampler: a.sampler.map(Into::into),
+        non_finite: a.non_finite.map(Into::into),
+        replica_check_every_steps: a.replica_check_every,
+    };
+    Ok(flags.apply(config)?)
 }
 
 /// A progress bar per epoch on rank 0.
@@ -273,7 +254,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         None => false,
         Some(ResumeArg::Always) => true,
         // Rank 0 decides, so every rank does the same even on a file system that lags.
-        Some(ResumeArg::Auto) => comm.any(comm.is_root() && has_checkpoint(&a.out))?,
+        Some(ResumeArg::Auto) => comm.any(comm.is_root() && RunDir::new(&a.out).has_checkpoint())?,
     };
     let cfg = resolve_config(&a, resume)?;
     let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
@@ -281,14 +262,6 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());
     }
     train(cfg, &a.graphs, &a.out, resume, a.threads.threads, a.json.json, opts, comm)
-}
-
-/// True if the run directory `out` holds a checkpoint (or the aside copy a crash in mid-save
-/// leaves), the condition for `--resume auto` to resume.
-fn has_checkpoint(out: &Path) -> bool {
-    let dir = RunDir::new(out).checkpoint_dir();
-    let model = trackgnn_train::checkpoint::MODEL_FILE;
-    dir.join(model).is_file() || trackgnn_train::checkpoint::aside_path(&dir).join(model).is_file()
 }
 
 /// Options of `train` beyond the configuration.
@@ -408,7 +381,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     #[cfg(not(feature = "mpi"))]
     {
         crate::dist_launch::refuse_if_launched_as_many_ranks()?;
-        run_with(a, &mut SingleProcess)
+        run_with(a, &mut trackgnn_train::dist::SingleProcess)
     }
 }
 
@@ -417,19 +390,18 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads.threads)?;
-    let split = (!a.all).then_some(a.split);
+    let split = (!a.all).then_some(a.split.into());
     pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Evaluates `run`'s `weights` on the graphs of `graphs` and prints the Table-1 row (one JSON
-/// object with `as_json`): on the run's `split` events when `graphs` is the run's own graph
-/// directory, else (or without `split`) on every graph; at the run's edge threshold unless
-/// `threshold` is given.
+/// Evaluates `run`'s `weights` on the graphs of `graphs` ([`evaluate_run`]) at the run's edge
+/// threshold unless `threshold` is given, and prints the Table-1 row (one JSON object with
+/// `as_json`).
 pub fn eval_run(
     run: &RunDir,
     graphs: &Path,
-    split: Option<SplitArg>,
+    split: Option<SplitPart>,
     weights: &Weights,
     threshold: Option<f64>,
     precision: Option<trackgnn_engine::Precision>,
@@ -440,64 +412,11 @@ pub fn eval_run(
         cfg.threshold = t;
         cfg.validate().with_context(|| format!("--threshold {t}"))?;
     }
-    let set = GraphSet::open(graphs, 0)?;
-    // The run's test (or --split) events when evaluating on its own graph directory, else every graph.
-    let events = run.read_events()?;
-    let idx: Vec<usize> = match split {
-        Some(split) if same_path(&events.graphs_dir, graphs) => {
-            let ids = match split {
-                SplitArg::Train => &events.train,
-                SplitArg::Val => &events.val,
-                SplitArg::Test => &events.test,
-            };
-            (0..set.len()).filter(|&i| ids.contains(&set.files[i].0)).collect()
-        }
-        _ => (0..set.len()).collect(),
-    };
-    if idx.is_empty() {
-        bail!("no graphs to evaluate in {}", graphs.display());
-    }
-    let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
-    let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
-    if let Some(p) = precision {
-        trained.model.set_precision(p);
-    }
-    let (model, weights) = (&trained.model, &trained.weights);
-    let r = evaluate(model, &set, &idx, &cfg, &mut SingleProcess, false)?;
-    let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
-    let (epoch_s, batch_s) = last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
-    let m = &r.mean;
+    let r = evaluate_run(run, &cfg, graphs, split, weights, precision)?;
     if as_json {
-        print_json(&json!({
-            "run": run.root(), "graphs": graphs, "weights": weights, "events": r.events,
-            "threshold": cfg.threshold, "efficiency": m.efficiency, "target_purity": m.target_purity, "total_purity": m.total_purity,
-            "purity": m.purity, "auc": m.auc, "loss": m.loss,
-            "epoch_seconds": epoch_s, "seconds_per_batch": batch_s, "eval_seconds": r.seconds,
-        }));
+        print_json(&serde_json::to_value(&r)?);
     } else {
-        println!("{} events of {} with {}, threshold {}", r.events, graphs.display(), weights.display(), cfg.threshold);
-        println!(
-            "| Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
-        );
-        println!("|---|---|---|---|---|---|---|---|");
-        println!(
-            "| {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.5} | {:.2} | {:.3} |",
-            100.0 * m.efficiency,
-            100.0 * m.target_purity,
-            100.0 * m.total_purity,
-            100.0 * m.purity,
-            100.0 * m.auc,
-            m.loss,
-            epoch_s,
-            batch_s
-        );
+        print!("{r}");
     }
     Ok(())
-}
-
-fn same_path(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
 }

@@ -8,8 +8,9 @@ use super::module::{Module, Technology};
 use crate::error::{Error, Result};
 use crate::ids::{LayerId, ModuleId};
 
-/// Whether a layer is a cylinder around the beam or a disk across it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Whether a layer is a cylinder around the beam or a disk across it (`barrel`, `endcap` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LayerKind {
     /// Modules parallel to the beam (normal roughly radial).
     Barrel,

@@ -4,6 +4,7 @@
 mod detector;
 mod lookup;
 mod module;
+pub mod summary;
 mod trackml_layout;
 
 pub use detector::{Detector, Layer, LayerKind};

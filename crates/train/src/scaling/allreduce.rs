@@ -7,9 +7,11 @@
 //! `T(N, B) = 2(N − 1)·α + 2(N − 1)/N · B / β`
 //!
 //! with α the per-message latency \[s\] and β the link bandwidth [bytes/s]. One rank needs no
-//! communication: `T(1, B) = 0`.
+//! communication: `T(1, B) = 0`. [`mod@bench`] measures the times on a communicator and fits them.
 
 use serde::{Deserialize, Serialize};
+
+pub mod bench;
 
 /// Latency and bandwidth of the interconnect in the ring all-reduce model.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

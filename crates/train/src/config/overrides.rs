@@ -1,0 +1,127 @@
+//! Settings given on top of a training configuration (a command line's flags): one place
+//! where each flag meets the configuration key it replaces.
+
+use std::path::PathBuf;
+
+use trackgnn_engine::{Checkpointing, Precision};
+
+use super::{LrScaling, NonFinite, Oversize, Sampler, TrainConfig};
+use crate::error::{Error, Result};
+use crate::run_dir::RunDir;
+
+/// Settings that replace a [`TrainConfig`]'s: each `Some` wins over the configuration's value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TrainOverrides {
+    /// [`TrainConfig::epochs`].
+    pub epochs: Option<usize>,
+    /// [`TrainConfig::seed`].
+    pub seed: Option<u64>,
+    /// The optimiser's learning rate.
+    pub lr: Option<f64>,
+    /// The model's hidden width.
+    pub hidden: Option<usize>,
+    /// The model's message-passing iterations.
+    pub iterations: Option<usize>,
+    /// [`TrainConfig::pos_weight`].
+    pub pos_weight: Option<f64>,
+    /// [`TrainConfig::graphs_per_step`].
+    pub graphs_per_step: Option<usize>,
+    /// [`TrainConfig::clip_grad_norm`].
+    pub clip_grad_norm: Option<f64>,
+    /// [`TrainConfig::early_stopping_patience`].
+    pub early_stopping_patience: Option<usize>,
+    /// [`TrainConfig::checkpoint_every_steps`].
+    pub checkpoint_every_steps: Option<usize>,
+    /// [`TrainConfig::max_graphs`].
+    pub max_graphs: Option<usize>,
+    /// The schedule's warm-up epochs.
+    pub warmup_epochs: Option<f64>,
+    /// Starting weights: a run directory (its best weights) or a weights file.
+    pub init_weights: Option<PathBuf>,
+    /// [`TrainConfig::lr_scaling`].
+    pub lr_scaling: Option<LrScaling>,
+    /// [`TrainConfig::checkpointing`].
+    pub checkpointing: Option<Checkpointing>,
+    /// [`TrainConfig::precision`].
+    pub precision: Option<Precision>,
+    /// [`TrainConfig::max_memory_bytes`].
+    pub max_memory_bytes: Option<u64>,
+    /// [`TrainConfig::oversize`].
+    pub oversize: Option<Oversize>,
+    /// [`TrainConfig::sampler`].
+    pub sampler: Option<Sampler>,
+    /// [`TrainConfig::non_finite`].
+    pub non_finite: Option<NonFinite>,
+    /// [`TrainConfig::replica_check_every_steps`].
+    pub replica_check_every_steps: Option<usize>,
+}
+
+impl TrainOverrides {
+    /// `config` with every given setting replaced, validated. `init_weights` becomes the
+    /// absolute path of the weights file (a run directory's best weights).
+    ///
+    /// # Errors
+    /// Starting weights that do not exist, a setting out of range.
+    pub fn apply(&self, mut c: TrainConfig) -> Result<TrainConfig> {
+        fn set<T: Clone>(value: &Option<T>, field: &mut T) {
+            if let Some(v) = value {
+                *field = v.clone();
+            }
+        }
+        set(&self.epochs, &mut c.epochs);
+        set(&self.seed, &mut c.seed);
+        set(&self.lr, &mut c.optimizer.lr);
+        set(&self.hidden, &mut c.model.hidden);
+        set(&self.iterations, &mut c.model.iterations);
+        set(&self.pos_weight, &mut c.pos_weight);
+        set(&self.graphs_per_step, &mut c.graphs_per_step);
+        set(&self.clip_grad_norm, &mut c.clip_grad_norm);
+        set(&self.early_stopping_patience, &mut c.early_stopping_patience);
+        set(&self.checkpoint_every_steps, &mut c.checkpoint_every_steps);
+        set(&self.max_graphs, &mut c.max_graphs);
+        set(&self.warmup_epochs, &mut c.schedule.warmup_epochs);
+        if let Some(p) = &self.init_weights {
+            let file = if p.is_dir() { RunDir::new(p).best_path() } else { p.clone() };
+            let file = std::fs::canonicalize(&file).map_err(|e| Error::io(&file, e))?;
+            c.init_weights = Some(file);
+        }
+        set(&self.lr_scaling, &mut c.lr_scaling);
+        set(&self.checkpointing, &mut c.checkpointing);
+        set(&self.precision, &mut c.precision);
+        set(&self.max_memory_bytes, &mut c.max_memory_bytes);
+        set(&self.oversize, &mut c.oversize);
+        set(&self.sampler, &mut c.sampler);
+        set(&self.non_finite, &mut c.non_finite);
+        set(&self.replica_check_every_steps, &mut c.replica_check_every_steps);
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn given_settings_win_and_the_rest_stay() {
+        let base = TrainConfig { epochs: 7, ..TrainConfig::default() };
+        let flags =
+            TrainOverrides { lr: Some(0.01), hidden: Some(16), sampler: Some(Sampler::Random), ..Default::default() };
+        let c = flags.apply(base.clone()).unwrap();
+        assert_eq!((c.epochs, c.optimizer.lr, c.model.hidden, c.sampler), (7, 0.01, 16, Sampler::Random));
+        assert_eq!(TrainOverrides::default().apply(base.clone()).unwrap(), base);
+        assert!(TrainOverrides { epochs: Some(0), ..Default::default() }.apply(base.clone()).is_err());
+    }
+
+    #[test]
+    fn starting_weights_of_a_run_are_its_best_weights_by_absolute_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        std::fs::write(run.best_path(), b"w").unwrap();
+        let flags = TrainOverrides { init_weights: Some(dir.path().to_path_buf()), ..Default::default() };
+        let c = flags.apply(TrainConfig::default()).unwrap();
+        assert_eq!(c.init_weights, Some(std::fs::canonicalize(run.best_path()).unwrap()));
+        let missing = TrainOverrides { init_weights: Some(dir.path().join("nowhere")), ..Default::default() };
+        assert!(missing.apply(TrainConfig::default()).unwrap_err().to_string().contains("nowhere"));
+    }
+}
