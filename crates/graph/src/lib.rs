@@ -2,7 +2,8 @@
 //! module-wise truth and targets ([`truth`]), the geometric builder ([`geometric`], with the
 //! layer pairs derived from the geometry in [`layer_pairs`]), the module-map builder
 //! ([`module_map`]), metric-learning graphs ([`metric`]), the recipe that records how a graph directory was built and
-//! [`build_graph`] that applies it ([`recipe`]), and the graph file format ([`mod@file`]).
+//! [`build_graph`] that applies it ([`recipe`]), the direction edges are stored in
+//! ([`direction`]), and the graph file format ([`mod@file`]).
 //!
 //! ```
 //! use trackgnn_graph::{GraphRecipe, Method, build_graph};
@@ -22,6 +23,7 @@
 //! building (`trackgnn-reco`).
 #![deny(missing_docs)]
 
+pub mod direction;
 pub mod error;
 pub mod features;
 pub mod file;
