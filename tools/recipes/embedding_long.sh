@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# A long training of the whole-event recipe's hit embedding (whole_event/embedding.toml) on
+# idle CPU only (nice -n 19, one thread): 20 mu=200 events (seed 31, ids 1-20, the first
+# training events of whole_event.sh; the last 4 validate). Each pass of the loop resumes the
+# run, trains one epoch (16 events x 4 steps), checkpoints and exits; the loop does not start
+# an epoch it expects to end after STOP_AT, so the run always stops checkpointed.
+# Usage: tools/recipes/embedding_long.sh [WORKDIR] [STOP_AT]
+#   WORKDIR default ./embedding_long; STOP_AT anything `date -d` reads (default: no limit, the
+#   config's 40 epochs). Resume: run it again with the same WORKDIR. TRACKGNN=path/to/trackgnn
+#   uses that binary instead of building the release one.
+# Progress: WORKDIR/runs/embedding/metrics.csv (efficiency_at_budget per epoch; the best epoch's
+# weights are best.safetensors).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ -n "${TRACKGNN:-}" ]; then
+  tg="$(cd "$(dirname "$TRACKGNN")" && pwd)/$(basename "$TRACKGNN")"
+else
+  cargo build --release --manifest-path "$here/../../Cargo.toml" -p trackgnn
+  tg="$here/../../target/release/trackgnn"
+fi
+[ -x "$tg" ] || { echo "embedding_long.sh: no trackgnn binary at $tg" >&2; exit 2; }
+work="${1:-embedding_long}"
+stop_at=$([ -n "${2:-}" ] && date -d "$2" +%s || echo 0)
+mkdir -p "$work" && cd "$work"
+cfg="$here/whole_event/embedding.toml"
+max_epochs=$(sed -n 's/^epochs = //p' "$cfg")
+run() { nice -n 19 "$tg" "$@" --threads 1; }
+
+[ -d events ] || run simulate --events 20 --pileup 200 --seed 31 --out events
+last=60  # seconds of the previous pass (a guess before the first)
+while :; do
+  done_epochs=$(if [ -f runs/embedding/metrics.jsonl ]; then wc -l < runs/embedding/metrics.jsonl; else echo 0; fi)
+  [ "$done_epochs" -lt "$max_epochs" ] || { echo "all $max_epochs epochs done"; break; }
+  if [ "$stop_at" -gt 0 ] && [ $(( $(date +%s) + last )) -gt "$stop_at" ]; then
+    echo "stopping before epoch $done_epochs: the last pass took $last s and STOP_AT is near"
+    break
+  fi
+  t=$(date +%s)
+  resume=(); [ -f runs/embedding/checkpoint/state.json ] && resume=(--resume)
+  run train-embedding --input events --out runs/embedding --config "$cfg" --val-events 4 \
+    --epochs $(( done_epochs + 1 )) "${resume[@]}"
+  last=$(( $(date +%s) - t ))
+done
