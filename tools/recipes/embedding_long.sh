@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A long training of the whole-event recipe's hit embedding (whole_event/embedding.toml) on
-# idle CPU only (nice -n 19, one thread): 20 mu=200 events (seed 31, ids 1-20, the first
-# training events of whole_event.sh; the last 4 validate). Each pass of the loop resumes the
-# run, trains one epoch (16 events x 4 steps), checkpoints and exits; the loop does not start
-# an epoch it expects to end after STOP_AT, so the run always stops checkpointed.
+# idle CPU only (nice -n 19, one thread): EVENTS mu=200 events (default 20; seed 31, ids from
+# 1, the first training events of whole_event.sh; the last fifth validate). Each pass of the
+# loop resumes the run, trains one epoch (4 steps per training event), checkpoints and exits;
+# the loop does not start an epoch it expects to end after STOP_AT, so the run always stops
+# checkpointed. A pass re-reads and prepares its events before training. Keep
+# EVENTS the same for a run: it decides the split.
 # Usage: tools/recipes/embedding_long.sh [WORKDIR] [STOP_AT]
 #   WORKDIR default ./embedding_long; STOP_AT anything `date -d` reads (default: no limit, the
 #   config's 40 epochs). Resume: run it again with the same WORKDIR. TRACKGNN=path/to/trackgnn
@@ -26,7 +28,9 @@ cfg="$here/whole_event/embedding.toml"
 max_epochs=$(sed -n 's/^epochs = //p' "$cfg")
 run() { nice -n 19 "$tg" "$@" --threads 1; }
 
-[ -d events ] || run simulate --events 20 --pileup 200 --seed 31 --out events
+events=${EVENTS:-20}
+val=$(( events / 5 > 0 ? events / 5 : 1 ))
+[ -d events ] || run simulate --events "$events" --pileup 200 --seed 31 --out events
 last=60  # seconds of the previous pass (a guess before the first)
 while :; do
   done_epochs=$(if [ -f runs/embedding/metrics.jsonl ]; then wc -l < runs/embedding/metrics.jsonl; else echo 0; fi)
@@ -37,7 +41,7 @@ while :; do
   fi
   t=$(date +%s)
   resume=(); [ -f runs/embedding/checkpoint/state.json ] && resume=(--resume)
-  run train-embedding --input events --out runs/embedding --config "$cfg" --val-events 4 \
+  run train-embedding --input events --events "$events" --out runs/embedding --config "$cfg" --val-events "$val" \
     --epochs $(( done_epochs + 1 )) "${resume[@]}"
   last=$(( $(date +%s) - t ))
 done
