@@ -10,6 +10,12 @@
 #   WORKDIR default ./embedding_long; STOP_AT anything `date -d` reads (default: no limit, the
 #   config's 40 epochs). Resume: run it again with the same WORKDIR. TRACKGNN=path/to/trackgnn
 #   uses that binary instead of building the release one.
+# First run here (EVENTS=8: 7 training + 1 validation event, debug binary, STOP_AT 20:58 UTC on
+# a machine busy with other builds; indicative): 19 epochs = 532 steps in 40 min of epochs
+# (67-250 s per 28-step epoch with validation: 2.4-8.9 s per step); the best epoch (15) reaches
+# 0.7943 of the target edges (prompt 0.8097, secondary 0.4846) at the 16-neighbour budget,
+# ~1.02M edges per event (every hit at the k cap); the lowest validation loss (epoch 10) had
+# 0.7778. Far from the graph: the embedding needs many more steps and events.
 # Progress: WORKDIR/runs/embedding/metrics.csv (efficiency_at_budget per epoch; the best epoch's
 # weights are best.safetensors).
 set -euo pipefail
