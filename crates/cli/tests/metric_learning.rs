@@ -55,6 +55,13 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     )));
     let epochs: Vec<u64> = resumed["epochs"].as_array().unwrap().iter().map(|r| r["epoch"].as_u64().unwrap()).collect();
     assert_eq!(epochs, [0, 1, 2]);
+    // The best epoch is the one of the highest efficiency at the k_max-neighbour budget.
+    let records = resumed["epochs"].as_array().unwrap();
+    let at_budget = |r: &serde_json::Value| r["efficiency_at_budget"].as_f64().unwrap();
+    let top = records.iter().map(at_budget).fold(f64::MIN, f64::max);
+    assert!(top > 0.2 && top <= 1.0, "{resumed}");
+    assert_eq!(at_budget(&resumed["best"]), top, "{resumed}");
+    assert!(resumed["best"]["edges_per_event_at_budget"].as_f64().unwrap() > 0.0);
 
     std::fs::write(
         d.join("filt.toml"),

@@ -85,7 +85,11 @@ fn accept_same(t: &HitTable, cfg: &GeometricConfig, kind: LayerKind, a: usize, b
     }
 }
 
-/// Orders a same-layer pair: the hit nearer the origin first.
+/// Orders a same-layer pair: the hit nearer the origin first. On a barrel overlap this is
+/// backwards when the particle came from far along the beam line (|z0| ≫ 0: the outer hit is
+/// nearer the origin); recipes with `edge_direction = "outward"` turn every edge the
+/// particle's way afterwards ([`crate::direction`]), and this order is kept for the graphs of
+/// older (`as-built`) recipes.
 #[inline]
 fn ordered(t: &HitTable, a: usize, b: usize) -> (u32, u32) {
     let d = |i: usize| t.r[i] * t.r[i] + t.z[i] * t.z[i];

@@ -1,9 +1,11 @@
 //! From events to graphs: the hits that become nodes and their features ([`features`]),
 //! module-wise truth and targets ([`truth`]), the geometric builder ([`geometric`], with the
 //! layer pairs derived from the geometry in [`layer_pairs`]), the module-map builder
-//! ([`module_map`], learned from events by [`map_learning`]), metric-learning graphs ([`metric`]), the recipe that records how a graph directory was built and
-//! [`build_graph`] that applies it ([`recipe`]), a whole directory of events built into
-//! graphs ([`dataset`]), and the graph file format ([`mod@file`]).
+//! ([`module_map`], learned from events by [`map_learning`]), metric-learning graphs
+//! ([`metric`]), the recipe that records how a graph directory was built and [`build_graph`]
+//! that applies it ([`recipe`]), the direction edges are stored in ([`direction`]), a whole
+//! directory of events built into graphs ([`dataset`]), and the graph file format
+//! ([`mod@file`]).
 //!
 //! ```
 //! use trackgnn_graph::{GraphRecipe, Method, build_graph};
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod dataset;
+pub mod direction;
 pub mod error;
 pub mod features;
 pub mod file;

@@ -168,7 +168,9 @@ mod tests {
     #[test]
     fn the_kd_tree_radius_graph_equals_brute_force() {
         let mut rng = Rng::new(11);
-        for (dim, n, radius, k_max) in [(3, 400, 0.3, 1000), (8, 500, 1.2, 1000), (8, 500, 1.2, 4), (1, 50, 0.05, 2)] {
+        for (dim, n, radius, k_max) in
+            [(3, 400, 0.3, 1000), (8, 500, 1.2, 1000), (8, 500, 1.2, 4), (1, 50, 0.05, 2), (6, 300, f64::INFINITY, 5)]
+        {
             let emb: Vec<f32> = (0..n * dim).map(|_| rng.normal() as f32 * 0.7).collect();
             let fast = radius_pairs(&emb, dim, radius, k_max).unwrap();
             let slow = radius_pairs_brute(&emb, dim, radius, k_max);

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::Event;
 use trackgnn_trackml::geometry::Detector;
 
+use crate::direction::{EdgeDirection, orient_outward};
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, HitTable, NodeCuts};
 use crate::geometric::{self, GeometricConfig, dphi};
@@ -76,6 +77,10 @@ pub struct GraphRecipe {
     /// The embedding and filter runs and their cuts (metric-learning and hybrid methods).
     #[serde(default)]
     pub metric_learning: Option<MetricLearningConfig>,
+    /// How edges are stored: `outward` along the particle's path (new recipes), or `as-built`
+    /// (recipes written before the key existed, so their runs rebuild the same graphs).
+    #[serde(default)]
+    pub edge_direction: EdgeDirection,
 }
 
 fn default_true() -> bool {
@@ -98,6 +103,7 @@ impl GraphRecipe {
             truth_cuts_applied: false,
             sectors: None,
             metric_learning: None,
+            edge_direction: EdgeDirection::Outward,
         }
     }
 
@@ -233,6 +239,10 @@ pub fn build_graph_with(
             (src, dst)
         }
     };
+    let (mut src, mut dst) = (src, dst);
+    if recipe.edge_direction == EdgeDirection::Outward {
+        orient_outward(&table, det, &mut src, &mut dst);
+    }
     let (src, dst) = dedup_undirected(src, dst);
     let node_features = table.features(&recipe.features)?;
     let mut edge_features = Vec::new();
@@ -313,7 +323,9 @@ pub fn build_graph_with(
 }
 
 /// Keeps one edge per unordered node pair (the first built), in a deterministic order: sorted by
-/// (src, dst). Sorting rather than hashing: a full event has over a million edges.
+/// (src, dst). Sorting rather than hashing: a full event has over a million edges. Which of two
+/// opposite edges is first depends on the builders' order unless the edges were turned
+/// outward before ([`EdgeDirection::Outward`]).
 fn dedup_undirected(src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
     let mut edges: Vec<(u32, u32)> = src.into_iter().zip(dst).collect();
     // Stable: among duplicates the first built comes first and is kept.

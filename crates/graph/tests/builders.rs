@@ -1,6 +1,7 @@
 //! Graph builders on small generated events: the windowed geometric builder equals the
 //! all-pairs one, module maps survive a save/load round trip, graphs are labelled consistently.
 
+use trackgnn_graph::direction::EdgeDirection;
 use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::file::{read_graph, write_graph};
 use trackgnn_graph::geometric::{self, GeometricConfig};
@@ -240,4 +241,53 @@ fn which_primaries_a_map_is_drawn_from() {
     // The hits it learns from: the target pT as a truth cut, without noise.
     let cuts = prompt.node_cuts();
     assert_eq!((cuts.pt_min, cuts.remove_noise, cuts.eta_range), (Some(2.0), true, None));
+}
+
+/// Target edges of `g` stored against their particle's path (the truth order: distance from
+/// the production vertex), and all target edges.
+fn backward_targets(ev: &Event, det: &Detector, recipe: &GraphRecipe) -> (usize, usize) {
+    let (g, _) = build_graph(ev, det, recipe, None).unwrap();
+    let t = HitTable::build(ev, det, &recipe.node_cuts).unwrap();
+    let dist = &t.truth.as_ref().unwrap().dist_from_vertex;
+    let truth = g.truth.as_ref().unwrap();
+    let targets: Vec<usize> = (0..g.src.len()).filter(|&i| truth.target[i] == 1).collect();
+    let back = targets.iter().filter(|&&i| dist[g.src[i] as usize] > dist[g.dst[i] as usize]).count();
+    (back, targets.len())
+}
+
+#[test]
+fn outward_recipes_store_target_edges_along_the_particle_and_old_recipes_rebuild_as_before() {
+    let (det, evs) = events(10.0, 2);
+    // The dense graph of issue 22: layer pairs admitted in both orders in the end caps.
+    let dense = GeometricConfig { z0_max: 1000.0, ..GeometricConfig::default() };
+    let mut outward = GraphRecipe::new(Method::Geometric);
+    outward.geometric = dense;
+    let as_built = GraphRecipe { edge_direction: EdgeDirection::AsBuilt, ..outward.clone() };
+    let (mut before, mut after, mut total) = (0, 0, 0);
+    for ev in &evs {
+        let (b, n) = backward_targets(ev, &det, &as_built);
+        let (a, n2) = backward_targets(ev, &det, &outward);
+        assert_eq!(n, n2, "the direction changes no edge set");
+        (before, after, total) = (before + b, after + a, total + n);
+        // Same edges, same order of the unordered pairs' set; only directions differ.
+        let (g0, _) = build_graph(ev, &det, &as_built, None).unwrap();
+        let (g1, _) = build_graph(ev, &det, &outward, None).unwrap();
+        let key = |g: &trackgnn_graph::Graph| {
+            let mut k: Vec<u64> =
+                g.src.iter().zip(&g.dst).map(|(&a, &b)| trackgnn_graph::truth::pair_key(a, b)).collect();
+            k.sort_unstable();
+            k
+        };
+        assert_eq!(key(&g0), key(&g1));
+    }
+    eprintln!("target edges stored backwards: as-built {before}, outward {after} of {total}");
+    assert!(before > 20, "the old order stores dense-graph targets inward: {before} of {total}");
+    assert!(after * 50 < before, "outward: {after} backwards of {total} (as-built {before})");
+    // A recipe written before the key existed reads as as-built, and a new one says outward.
+    let text = toml::to_string(&outward).unwrap();
+    assert!(text.contains("edge_direction = \"outward\""), "{text}");
+    let old: GraphRecipe =
+        toml::from_str(&text.lines().filter(|l| !l.starts_with("edge_direction")).collect::<Vec<_>>().join("\n"))
+            .unwrap();
+    assert_eq!(old.edge_direction, EdgeDirection::AsBuilt);
 }

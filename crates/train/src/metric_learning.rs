@@ -8,7 +8,8 @@
 //!   config.toml         the resolved EmbeddingConfig or FilterConfig
 //!   metrics.jsonl       one StageRecord per epoch
 //!   metrics.csv         the same as CSV
-//!   best.safetensors    weights of the epoch with the lowest validation loss
+//!   best.safetensors    weights of the best epoch ([`BestBy`]: the embedding's highest
+//!                       efficiency at its edge budget, the filter's lowest validation loss)
 //!   checkpoint/         the last epoch's weights, optimiser and state (resume)
 //!   plots/              loss.png and graph.png (efficiency, purity per epoch)
 //! ```
@@ -170,27 +171,45 @@ impl GraphFigures {
     }
 }
 
-/// One epoch of a learned stage, a line of `metrics.jsonl`.
+/// One epoch of a learned stage, a line of `metrics.jsonl` (a figure without a denominator,
+/// e.g. the secondary efficiency of events without secondaries, is NaN: `null` in the JSON).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StageRecord {
     /// Epoch, from 0.
     pub epoch: u64,
     /// Mean training loss.
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub train_loss: f64,
-    /// Validation loss (the best epoch has the lowest).
+    /// Validation loss (the filter's best epoch has the lowest).
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub val_loss: f64,
     /// Validation graph efficiency over target edges (pT ≥ 1 GeV, ≥ 3 hits).
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub efficiency: f64,
     /// The same over target edges of prompt particles.
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub efficiency_prompt: f64,
     /// The same over target edges of secondaries.
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub efficiency_secondary: f64,
     /// Validation graph purity: true edges / edges.
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub purity: f64,
     /// Validation edges per event.
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub edges_per_event: f64,
     /// Seconds of the epoch (training and validation).
+    #[serde(deserialize_with = "crate::logs::nan_if_null")]
     pub seconds: f64,
+    /// Embedding: validation efficiency over target edges of the graph of each hit's `k_max`
+    /// nearest neighbours, whatever their distance: a fixed edge budget, so it measures how
+    /// well the embedding ranks true pairs first even where the radius graph hits the k cap.
+    /// The best epoch has the highest. `None` for the filter (and older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_at_budget: Option<f64>,
+    /// Edges per validation event of that budget graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edges_per_event_at_budget: Option<f64>,
 }
 
 impl StageRecord {
@@ -206,8 +225,55 @@ impl StageRecord {
             purity: GraphFigures::ratio(g.true_edges, g.edges),
             edges_per_event: if g.events > 0 { g.edges as f64 / g.events as f64 } else { f64::NAN },
             seconds,
+            efficiency_at_budget: None,
+            edges_per_event_at_budget: None,
         }
     }
+
+    /// The record with the figures of the fixed-budget graph (see
+    /// [`StageRecord::efficiency_at_budget`]).
+    pub fn with_budget(self, g: &GraphFigures) -> StageRecord {
+        StageRecord {
+            efficiency_at_budget: Some(GraphFigures::ratio(g.targets_found, g.targets)),
+            edges_per_event_at_budget: Some(if g.events > 0 { g.edges as f64 / g.events as f64 } else { f64::NAN }),
+            ..self
+        }
+    }
+}
+
+/// How a stage's best epoch (its `best.safetensors`) is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BestBy {
+    /// The lowest validation loss (the filter, whose loss is what its cut acts on).
+    ValLoss,
+    /// The highest validation efficiency at the fixed edge budget (the embedding: its hinge
+    /// loss did not follow the graph's efficiency). Epochs without the figure (runs older than
+    /// it) count below every epoch with it.
+    EfficiencyAtBudget,
+}
+
+impl BestBy {
+    /// True if `r` is better than `best` (strictly: ties keep the earlier epoch).
+    pub fn is_better(self, r: &StageRecord, best: Option<&StageRecord>) -> bool {
+        let Some(b) = best else { return true };
+        match self {
+            BestBy::ValLoss => r.val_loss < b.val_loss || !b.val_loss.is_finite(),
+            BestBy::EfficiencyAtBudget => {
+                let eff = |r: &StageRecord| r.efficiency_at_budget.filter(|e| e.is_finite());
+                match (eff(r), eff(b)) {
+                    (Some(x), Some(y)) => x > y,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                }
+            }
+        }
+    }
+}
+
+/// The best record of a run's `records` by `by` (the first of equals), as its
+/// `best.safetensors` was chosen.
+pub fn best_record(records: &[StageRecord], by: BestBy) -> Option<&StageRecord> {
+    records.iter().fold(None, |best, r| if by.is_better(r, best) { Some(r) } else { best })
 }
 
 /// Optimisation settings shared by the two stages.
@@ -247,18 +313,20 @@ pub(crate) struct StageRun<'a> {
     pub(crate) records: Vec<StageRecord>,
     pub(crate) start_epoch: u64,
     best_val_loss: f64,
+    best_by: BestBy,
 }
 
 impl<'a> StageRun<'a> {
     /// Opens the run directory `root`: with `resume`, restores the last checkpoint into `net`;
     /// otherwise starts afresh (writing `config_toml`), refusing a directory that already has
-    /// a run.
+    /// a run. Best weights are chosen `best_by`.
     pub(crate) fn open(
         root: &'a Path,
         config_toml: &str,
         net: &mut DenseNet<f32>,
         lr: f64,
         resume: bool,
+        best_by: BestBy,
     ) -> Result<StageRun<'a>> {
         std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let cfg_path = root.join(CONFIG_FILE);
@@ -289,6 +357,7 @@ impl<'a> StageRun<'a> {
                 records,
                 start_epoch: state.epoch + 1,
                 best_val_loss: state.best_val_loss,
+                best_by,
             });
         }
         if cfg_path.exists() {
@@ -304,16 +373,18 @@ impl<'a> StageRun<'a> {
             records: Vec::new(),
             start_epoch: 0,
             best_val_loss: f64::INFINITY,
+            best_by,
         })
     }
 
     /// Records an epoch: metrics files, best weights, checkpoint, plots.
     pub(crate) fn finish_epoch(&mut self, net: &DenseNet<f32>, record: StageRecord) -> Result<()> {
         let epoch = record.epoch;
-        if record.val_loss < self.best_val_loss || !self.best_val_loss.is_finite() {
-            self.best_val_loss = record.val_loss;
+        if self.best_by.is_better(&record, best_record(&self.records, self.best_by)) {
             save_weights(&self.root.join(BEST_FILE), &net.params)?;
         }
+        // Kept in the checkpoint's state for runs of older versions, which read it.
+        self.best_val_loss = self.best_val_loss.min(record.val_loss);
         self.records.push(record);
         self.write_metrics()?;
         let state = serde_json::to_value(StageState { epoch, best_val_loss: self.best_val_loss })
@@ -324,13 +395,14 @@ impl<'a> StageRun<'a> {
 
     fn write_metrics(&self) -> Result<()> {
         let mut jsonl = Vec::new();
-        let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds\n".to_vec();
+        let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds,efficiency_at_budget,edges_per_event_at_budget\n".to_vec();
+        let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
         for r in &self.records {
             serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::Config(e.to_string()))?;
             jsonl.push(b'\n');
             writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 r.epoch,
                 r.train_loss,
                 r.val_loss,
@@ -339,7 +411,9 @@ impl<'a> StageRun<'a> {
                 r.efficiency_secondary,
                 r.purity,
                 r.edges_per_event,
-                r.seconds
+                r.seconds,
+                opt(r.efficiency_at_budget),
+                opt(r.edges_per_event_at_budget)
             )
             .expect("writing to a Vec");
         }
@@ -373,7 +447,15 @@ impl<'a> StageRun<'a> {
                 ("efficiency prompt", series(|r| r.efficiency_prompt)),
                 ("efficiency secondary", series(|r| r.efficiency_secondary)),
                 ("purity", series(|r| r.purity)),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                self.records
+                    .iter()
+                    .any(|r| r.efficiency_at_budget.is_some())
+                    .then(|| ("efficiency at edge budget", series(|r| r.efficiency_at_budget.unwrap_or(f64::NAN)))),
+            )
+            .collect::<Vec<_>>(),
             false,
         )
     }
@@ -486,5 +568,68 @@ impl LearnedStages {
         let e = self.embedding.as_ref().map(|e| &e.config.features);
         let f = self.filter.as_ref().map(|f| &f.config.features);
         e.into_iter().chain(f).any(|c| c.features.iter().any(|s| s.name.needs_cells()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_engine::DenseNetConfig;
+    use trackgnn_trackml::rng::Rng;
+
+    fn record(epoch: u64, val_loss: f64, at_budget: Option<f64>) -> StageRecord {
+        let r = StageRecord::new(epoch, 1.0, val_loss, &GraphFigures::default(), 0.1);
+        StageRecord { efficiency_at_budget: at_budget, ..r }
+    }
+
+    /// Trains nothing: each epoch sets every weight to its epoch number, so the best file
+    /// tells which epoch it holds.
+    fn run_epochs(dir: &Path, by: BestBy, resume: bool, epochs: &[(u64, f64, Option<f64>)]) -> f32 {
+        let cfg = DenseNetConfig { hidden: 4, hidden_layers: 1, out: 2 };
+        let mut net = DenseNet::<f32>::new(&cfg, 3, &mut Rng::new(1));
+        let mut run = StageRun::open(dir, "seed = 1\n", &mut net, 1e-3, resume, by).unwrap();
+        for &(epoch, loss, eff) in epochs {
+            assert_eq!(run.start_epoch.max(epoch), epoch);
+            net.params.data.fill(epoch as f32);
+            run.finish_epoch(&net, record(epoch, loss, eff)).unwrap();
+        }
+        let mut best = DenseNet::<f32>::new(&cfg, 3, &mut Rng::new(2));
+        load_net(dir, &mut best).unwrap();
+        assert!(best.params.data.iter().all(|&w| w == best.params.data[0]));
+        best.params.data[0]
+    }
+
+    #[test]
+    fn the_embeddings_best_epoch_follows_the_efficiency_at_budget_not_the_loss() {
+        // The loss falls every epoch while the efficiency peaks at epoch 1.
+        let epochs = [(0, 3.0, Some(0.5)), (1, 2.0, Some(0.9)), (2, 1.0, Some(0.7))];
+        let tmp = tempfile::tempdir().unwrap();
+        let (by_eff, by_loss) = (tmp.path().join("eff"), tmp.path().join("loss"));
+        assert_eq!(run_epochs(&by_eff, BestBy::EfficiencyAtBudget, false, &epochs), 1.0);
+        assert_eq!(run_epochs(&by_loss, BestBy::ValLoss, false, &epochs), 2.0);
+        // Resumed, the choice goes on from the recorded epochs: a worse one keeps epoch 1, a
+        // better one takes over.
+        assert_eq!(run_epochs(&by_eff, BestBy::EfficiencyAtBudget, true, &[(3, 0.5, Some(0.8))]), 1.0);
+        assert_eq!(run_epochs(&by_eff, BestBy::EfficiencyAtBudget, true, &[(4, 0.5, Some(0.95))]), 4.0);
+        let records = read_records(&by_eff.join(METRICS_JSONL_FILE)).unwrap();
+        assert_eq!(records.len(), 5);
+        assert_eq!(best_record(&records, BestBy::EfficiencyAtBudget).unwrap().epoch, 4);
+        assert_eq!(best_record(&records, BestBy::ValLoss).unwrap().epoch, 3, "ties keep the first");
+        let csv = std::fs::read_to_string(by_eff.join(METRICS_CSV_FILE)).unwrap();
+        assert!(csv.lines().next().unwrap().ends_with("efficiency_at_budget,edges_per_event_at_budget"), "{csv}");
+    }
+
+    #[test]
+    fn epochs_without_the_budget_figure_rank_below_those_with_it() {
+        // An older run's records (no figure), then new ones.
+        let records = [record(0, 1.0, None), record(1, 2.0, Some(0.3)), record(2, 0.5, Some(f64::NAN))];
+        assert_eq!(best_record(&records, BestBy::EfficiencyAtBudget).unwrap().epoch, 1);
+        assert_eq!(best_record(&records[..1], BestBy::EfficiencyAtBudget).unwrap().epoch, 0);
+        assert!(best_record(&[], BestBy::ValLoss).is_none());
+        // A record without the figure keeps it out of the JSON (older readers see the old keys).
+        let json = serde_json::to_string(&records[0]).unwrap();
+        assert!(!json.contains("at_budget"), "{json}");
+        let back: StageRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.efficiency_at_budget, None);
     }
 }

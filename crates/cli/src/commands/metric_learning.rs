@@ -13,7 +13,7 @@ use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
 use trackgnn_train::metric_learning::events::prepare_events;
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
-use trackgnn_train::metric_learning::{PreparedEvent, StageRecord};
+use trackgnn_train::metric_learning::{BestBy, PreparedEvent, StageRecord, best_record};
 
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -94,11 +94,19 @@ fn prepare(
     Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
 }
 
+/// The fixed-budget figures of a record, when it has them.
+fn budget_text(r: &StageRecord) -> String {
+    match (r.efficiency_at_budget, r.edges_per_event_at_budget) {
+        (Some(e), Some(n)) => format!("; at the k_max-neighbour budget ({n:.0} edges/event) efficiency {e:.4}"),
+        _ => String::new(),
+    }
+}
+
 fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
     move |r| {
         if !json {
             println!(
-                "epoch {:>3}: loss {:.5} (val {:.5}); graph efficiency {:.4} (prompt {:.4}, secondary {:.4}), purity {:.4}, {:.0} edges/event; {:.1} s",
+                "epoch {:>3}: loss {:.5} (val {:.5}); graph efficiency {:.4} (prompt {:.4}, secondary {:.4}), purity {:.4}, {:.0} edges/event{}; {:.1} s",
                 r.epoch,
                 r.train_loss,
                 r.val_loss,
@@ -107,14 +115,15 @@ fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
                 r.efficiency_secondary,
                 r.purity,
                 r.edges_per_event,
+                budget_text(r),
                 r.seconds
             );
         }
     }
 }
 
-fn report(a: &StageArgs, what: &str, records: &[StageRecord], n_train: usize, n_val: usize, wall: f64) {
-    let best = records.iter().min_by(|x, y| x.val_loss.total_cmp(&y.val_loss));
+fn report(a: &StageArgs, what: &str, by: BestBy, records: &[StageRecord], n_train: usize, n_val: usize, wall: f64) {
+    let best = best_record(records, by);
     if a.json.json {
         print_json(&json!({
             "out": a.out, "stage": what, "train_events": n_train, "val_events": n_val,
@@ -122,13 +131,18 @@ fn report(a: &StageArgs, what: &str, records: &[StageRecord], n_train: usize, n_
         }));
     } else if let Some(b) = best {
         println!(
-            "{what} run {}: best epoch {} (val loss {:.5}): graph efficiency {:.4}, purity {:.4}, {:.0} edges/event; {} training and {} validation events, {:.1} s",
+            "{what} run {}: best epoch {} ({}: val loss {:.5}): graph efficiency {:.4}, purity {:.4}, {:.0} edges/event{}; {} training and {} validation events, {:.1} s",
             a.out.display(),
             b.epoch,
+            match by {
+                BestBy::ValLoss => "lowest validation loss",
+                BestBy::EfficiencyAtBudget => "highest efficiency at the edge budget",
+            },
             b.val_loss,
             b.efficiency,
             b.purity,
             b.edges_per_event,
+            budget_text(b),
             n_train,
             n_val,
             wall
@@ -146,7 +160,7 @@ pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
     let wall = Instant::now();
     let (train, val) = pool.install(|| prepare(&a, &cfg.features, cfg.train_pt_min))?;
     let records = pool.install(|| train_embedding(&a.out, &cfg, &train, &val, a.resume, print_epoch(a.json.json)))?;
-    report(&a, "embedding", &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    report(&a, "embedding", BestBy::EfficiencyAtBudget, &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -163,6 +177,6 @@ pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
     let records = pool.install(|| {
         train_filter(&a_stage.out, &cfg, &embedding, &train, &val, a_stage.resume, print_epoch(a_stage.json.json))
     })?;
-    report(&a_stage, "filter", &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    report(&a_stage, "filter", BestBy::ValLoss, &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }

@@ -17,7 +17,7 @@ use trackgnn_graph::metric::{HitEmbedder, radius_pairs};
 use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
-use super::{GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, gather_rows, step};
+use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, gather_rows, step};
 use crate::error::Result;
 
 /// Everything that decides an embedding run (its `config.toml`).
@@ -108,6 +108,12 @@ pub fn graph_figures(emb: &[f32], dim: usize, ev: &PreparedEvent, radius: f64, k
     Ok(GraphFigures::of_event(ev, &keys))
 }
 
+/// The figures of the fixed-budget graph of an embedding on one event: each hit joined to its
+/// `k` nearest neighbours whatever their distance ([`StageRecord::efficiency_at_budget`]).
+pub fn budget_figures(emb: &[f32], dim: usize, ev: &PreparedEvent, k: usize) -> Result<GraphFigures> {
+    graph_figures(emb, dim, ev, f64::INFINITY, k)
+}
+
 /// Pairs of one step: true pairs, random pairs and hard negatives.
 struct Pairs {
     a: Vec<u32>,
@@ -194,7 +200,7 @@ pub fn train_embedding(
     let toml = toml::to_string(cfg).map_err(|e| crate::Error::Config(e.to_string()))?;
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, cfg.features.features.len(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume)?;
+    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume, BestBy::EfficiencyAtBudget)?;
     for epoch in run.start_epoch..t.epochs {
         let t0 = Instant::now();
         let mut order: Vec<usize> = (0..train.len()).collect();
@@ -217,15 +223,17 @@ pub fn train_embedding(
                 step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr);
             }
         }
-        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
+        let (mut val_loss, mut figures, mut budget) = (0.0, GraphFigures::default(), GraphFigures::default());
         for (k, ev) in val.iter().enumerate() {
             let pairs = sample_pairs(cfg, ev, &[], &mut Rng::for_stream(&[t.seed, u64::MAX, k as u64]));
             val_loss += pairs_loss(&mut net, cfg, ev, &pairs, false) / val.len() as f64;
             let emb = net.infer(&ev.x);
             figures.add(&graph_figures(&emb, net.out(), ev, cfg.margin, cfg.k_max)?);
+            budget.add(&budget_figures(&emb, net.out(), ev, cfg.k_max)?);
         }
         let record =
-            StageRecord::new(epoch, loss_sum / steps.max(1) as f64, val_loss, &figures, t0.elapsed().as_secs_f64());
+            StageRecord::new(epoch, loss_sum / steps.max(1) as f64, val_loss, &figures, t0.elapsed().as_secs_f64())
+                .with_budget(&budget);
         on_epoch(&record);
         run.finish_epoch(&net, record)?;
     }

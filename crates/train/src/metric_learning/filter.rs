@@ -16,7 +16,7 @@ use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
 use super::embedding::{EmbeddingConfig, EmbeddingModel};
-use super::{GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, step};
+use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, step};
 use crate::error::Result;
 
 /// Everything that decides a filter run (its `config.toml`).
@@ -179,7 +179,7 @@ pub fn train_filter(
     let toml = toml::to_string(cfg).map_err(|e| crate::Error::Config(e.to_string()))?;
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, 2 * cfg.features.features.len(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume)?;
+    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume, BestBy::ValLoss)?;
     for epoch in run.start_epoch..t.epochs {
         let t0 = Instant::now();
         let mut order: Vec<usize> = (0..train.len()).collect();
