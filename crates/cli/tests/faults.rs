@@ -43,6 +43,21 @@ pub fn checkpoint_state(d: &Path, run: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(d.join(run).join("checkpoint/state.json")).unwrap()).unwrap()
 }
 
+/// A file-size limit (`ulimit -f` blocks of 512 bytes) at ¾ of the run's optimiser state of
+/// `optimizer_len` bytes (twice the weights): its next write fails (EFBIG, as on a full disk)
+/// while the weights and every smaller file of `d/run` are written.
+pub fn optimizer_write_limit(d: &Path, optimizer_len: usize) -> usize {
+    let limit_blocks = optimizer_len * 3 / 4 / 512;
+    let largest_other = walk(&d.join("run"))
+        .into_iter()
+        .filter(|p| !p.ends_with("optimizer.safetensors"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .max()
+        .unwrap();
+    assert!(largest_other < limit_blocks as u64 * 512, "{largest_other} vs {limit_blocks} blocks");
+    limit_blocks
+}
+
 fn with(base: &[&str], extra: &[&str]) -> Vec<String> {
     base.iter().chain(extra).map(|s| s.to_string()).collect()
 }
@@ -86,16 +101,7 @@ fn a_failed_checkpoint_write_keeps_the_previous_checkpoint_and_says_so() {
     ok(run(d, &with(TRAIN, &big)));
     let before = std::fs::read(d.join("run/checkpoint/optimizer.safetensors")).unwrap();
     let step0 = checkpoint_step(d, "run");
-    // Files may grow to ¾ of the optimiser state (twice the weights): its next write fails
-    // (EFBIG, as on a full disk) while the weights and every smaller file are written.
-    let limit_blocks = before.len() * 3 / 4 / 512;
-    let largest_other = walk(&d.join("run"))
-        .into_iter()
-        .filter(|p| !p.ends_with("optimizer.safetensors"))
-        .map(|p| std::fs::metadata(p).unwrap().len())
-        .max()
-        .unwrap();
-    assert!(largest_other < limit_blocks as u64 * 512, "{largest_other} vs {limit_blocks} blocks");
+    let limit_blocks = optimizer_write_limit(d, before.len());
     let args = with(TRAIN, &["--hidden", "48", "--resume", "--epochs", "2"]);
     let script = format!("trap '' XFSZ; ulimit -f {limit_blocks}; exec \"$0\" \"$@\"");
     let out = Command::new("sh")

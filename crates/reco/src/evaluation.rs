@@ -8,7 +8,7 @@ use serde::Serialize;
 use trackgnn_train::data::{GraphSet, load_sample};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::eval::evaluate;
-use trackgnn_train::{RunDir, TrainConfig, Weights};
+use trackgnn_train::{EdgeMetrics, RunDir, TrainConfig, Weights};
 
 use crate::error::{Error, Result};
 use crate::inference::TrainedModel;
@@ -38,18 +38,9 @@ pub struct RunEvaluation {
     pub events: usize,
     /// The score threshold of the metrics.
     pub threshold: f64,
-    /// Edge efficiency (mean over events).
-    pub efficiency: f64,
-    /// Purity over target edges.
-    pub target_purity: f64,
-    /// Purity over all true edges.
-    pub total_purity: f64,
-    /// Purity (the reference's definition).
-    pub purity: f64,
-    /// Area under the ROC curve.
-    pub auc: f64,
-    /// Loss.
-    pub loss: f64,
+    /// The edge metrics, means over the events (their keys are this JSON's own).
+    #[serde(flatten)]
+    pub metrics: EdgeMetrics,
     /// The run's last epoch time (NaN if it has no metrics).
     pub epoch_seconds: f64,
     /// The run's last seconds per batch (NaN if it has no metrics).
@@ -95,19 +86,13 @@ pub fn evaluate_run(
     let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
     let (epoch_seconds, seconds_per_batch) =
         last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));
-    let m = &r.mean;
     Ok(RunEvaluation {
         run: run.root().to_path_buf(),
         graphs: graphs.to_path_buf(),
         weights: trained.weights,
         events: r.events,
         threshold: cfg.threshold,
-        efficiency: m.efficiency,
-        target_purity: m.target_purity,
-        total_purity: m.total_purity,
-        purity: m.purity,
-        auc: m.auc,
-        loss: m.loss,
+        metrics: r.mean,
         epoch_seconds,
         seconds_per_batch,
         eval_seconds: r.seconds,
@@ -126,12 +111,12 @@ impl fmt::Display for RunEvaluation {
         writeln!(
             f,
             "| {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.5} | {:.2} | {:.3} |",
-            100.0 * self.efficiency,
-            100.0 * self.target_purity,
-            100.0 * self.total_purity,
-            100.0 * self.purity,
-            100.0 * self.auc,
-            self.loss,
+            100.0 * self.metrics.efficiency,
+            100.0 * self.metrics.target_purity,
+            100.0 * self.metrics.total_purity,
+            100.0 * self.metrics.purity,
+            100.0 * self.metrics.auc,
+            self.metrics.loss,
             self.epoch_seconds,
             self.seconds_per_batch
         )
