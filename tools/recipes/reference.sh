@@ -9,15 +9,24 @@
 #   (c) model (b) fine-tuned on full graphs of the 100 mu=200 events of (a) (runs/c: the model
 #       tracks are reconstructed with, issue 7);
 # and the 20 held-out mu=200 events reconstruction is measured on.
-# Usage: tools/recipes/reference.sh [WORKDIR]   (default ./reference). Times on 2 cores:
+# Usage: tools/recipes/reference.sh [WORKDIR] [a]   (default ./reference; `a` stops after model
+#   (a) and its evaluation: the check of a generator change). TRACKGNN=path/to/trackgnn uses that
+#   binary instead of building the release one. Times on 2 cores:
 #   maps ~30 min, (a) 50 + 11 min, (b) 26 + 14 min, (c) ~4.5 h (30 epochs of 5-7 s per step).
 # Interrupt at any time: re-running resumes training (--resume) and skips finished steps.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+only="${2:-}"
+case "$only" in ""|a) ;; *) echo "reference.sh: the second argument is \`a\` or nothing, not \`$only\`" >&2; exit 2;; esac
+if [ -n "${TRACKGNN:-}" ]; then
+  tg="$(cd "$(dirname "$TRACKGNN")" && pwd)/$(basename "$TRACKGNN")"
+else
+  cargo build --release --manifest-path "$here/../../Cargo.toml" -p trackgnn
+  tg="$here/../../target/release/trackgnn"
+fi
+[ -x "$tg" ] || { echo "reference.sh: no trackgnn binary at $tg" >&2; exit 2; }
 work="${1:-reference}"
 mkdir -p "$work" && cd "$work"
-cargo build --release --manifest-path "$here/../../Cargo.toml" -p trackgnn
-tg="$here/../../target/release/trackgnn"
 
 # train_and_eval RUN GRAPHS CONFIG [INIT_RUN]: trains runs/RUN (resuming it if it exists; a
 # fresh run starts from INIT_RUN's best weights when given), then evaluates it.
@@ -33,8 +42,8 @@ train_and_eval() {
 # Events: the training set (seed 11, ids 1-100), held-out evaluation events (seed 12, ids
 # 1001-1020), and low pile-up events for (b) (seed 21).
 [ -d gnn_a_events ] || "$tg" simulate --events 100 --pileup 200 --seed 11 --out gnn_a_events
-[ -d mu200_eval ] || "$tg" simulate --events 20 --first-event 1001 --pileup 200 --seed 12 --out mu200_eval
-[ -d mu40 ] || "$tg" simulate --events 100 --pileup 40 --seed 21 --out mu40
+[ "$only" = a ] || [ -d mu200_eval ] || "$tg" simulate --events 20 --first-event 1001 --pileup 200 --seed 12 --out mu200_eval
+[ "$only" = a ] || [ -d mu40 ] || "$tg" simulate --events 100 --pileup 40 --seed 21 --out mu40
 
 # Module maps, drawn from the generator in memory (seed 11, ids from 1001: disjoint from the
 # training events): the prompt map of 10,000 events (~10 min of one core) for full events, and
@@ -50,6 +59,7 @@ train_and_eval() {
 train_and_eval a graphs_a reference_a.toml
 # ... then fine-tuned from its best weights with a positive-class weight of 1.5.
 train_and_eval a_tune graphs_a reference_a_tune.toml a
+[ "$only" = a ] && exit 0
 
 # (b) full mu=40 graphs (no truth cut; the prompt map's ranges with a 30% margin) and training
 # (~30 min of 2 cores) ...
