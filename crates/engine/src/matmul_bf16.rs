@@ -290,7 +290,7 @@ struct PairLayout {
 fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) -> PairLayout {
     let (rows, k) = (x.nrows(), x.ncols());
     let kp = k.div_ceil(2);
-    out.clear();
+    // Every branch below writes every element: no need to clear what the last call left.
     out.resize(rows * kp, 0);
     let (data, off, rs, cs) = x.raw();
     let by_rows = PairLayout { row: kp, pair: 1 };
@@ -341,8 +341,12 @@ crate::dispatch! {
 fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Vec<u32>) {
     let (k, n) = (b.nrows(), b.ncols());
     let kp = k.div_ceil(2);
-    out.clear();
+    // The branches below write columns 0..n of every pair row; only the padding is cleared
+    // here, not the whole buffer the last call left.
     out.resize(kp * np, 0);
+    if np > n {
+        out.chunks_exact_mut(np).for_each(|o| o[n..].fill(0));
+    }
     let (data, off, rs, cs) = b.raw();
     if n == 0 || k == 0 {
         return;

@@ -186,6 +186,23 @@ impl<T: Real> TileScratch<T> {
     }
 }
 
+/// The node-sized buffers of [`Mlp::split_backward_nodes`] (dA, dB), owned by the backward's
+/// workspace so that no call allocates them.
+#[derive(Clone, Debug, Default)]
+pub struct SplitScratch<T> {
+    /// dz_1 summed over each node's outgoing edges (N × d1).
+    pub da: Vec<T>,
+    /// dz_1 summed over each node's incoming edges (N × d1).
+    pub db: Vec<T>,
+}
+
+impl<T> SplitScratch<T> {
+    /// Bytes held (capacities).
+    pub fn bytes(&self) -> usize {
+        (self.da.capacity() + self.db.capacity()) * std::mem::size_of::<T>()
+    }
+}
+
 /// Tile-sized buffers of one backward worker; see [`Mlp::backward_scratch`].
 pub struct BackwardScratch<T> {
     acts: Vec<Vec<T>>,
@@ -741,8 +758,16 @@ impl Mlp {
         }
     }
 
+    /// Scalars in each of the two node-sized buffers of [`Mlp::split_backward_nodes`] for `n`
+    /// nodes (dA and dB, N × the first layer's width).
+    pub fn split_scratch_len(&self, n: usize) -> usize {
+        n * self.layers[0].dout
+    }
+
     /// The node-side half of a split first layer's backward: dA = Σ over each node's outgoing
     /// edges of dz_1, dB over its incoming edges; dW_a += dAᵀ·h, dW_b += dBᵀ·h; dh += dA·W_a + dB·W_b.
+    /// dA and dB live in `scratch`, sized here by [`Mlp::split_scratch_len`] and reused from call
+    /// to call (every row is overwritten, so they are never cleared).
     #[allow(clippy::too_many_arguments)]
     pub fn split_backward_nodes<T: Real>(
         &self,
@@ -754,14 +779,18 @@ impl Mlp {
         in_edges: &Csr,
         grad: &mut [T],
         dh: &mut [T],
+        scratch: &mut SplitScratch<T>,
     ) {
         let l0 = &self.layers[0];
         let d1 = l0.dout;
         let n = h.len() / h_dim;
-        let mut da = vec![T::ZERO; n * d1];
-        let mut db = vec![T::ZERO; n * d1];
-        pull(dz1, d1, out_edges, &mut da);
-        pull(dz1, d1, in_edges, &mut db);
+        let len = self.split_scratch_len(n);
+        scratch.da.resize(len, T::ZERO);
+        scratch.db.resize(len, T::ZERO);
+        let (da, db) = (&mut scratch.da[..], &mut scratch.db[..]);
+        pull(dz1, d1, out_edges, da);
+        pull(dz1, d1, in_edges, db);
+        let (da, db) = (&*da, &*db);
         let wr = ps.specs[l0.w].range();
         let din = l0.din;
         let chunk = chunk_rows(n);

@@ -7,7 +7,7 @@ use crate::bf16;
 use crate::checkpointing::Checkpointing;
 use crate::config::{ModelConfig, Norm, Precision, UpdateOrder};
 use crate::graph_input::GraphInput;
-use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache};
+use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache, SplitScratch};
 use crate::ops::Activation;
 use crate::ops::aggregate::{self, AggCache};
 use crate::params::ParamStore;
@@ -83,6 +83,8 @@ pub struct Workspace<T> {
     pub de: Vec<T>,
     /// dL/d(node-network input) (N × (1 + 2K)·H).
     pub dnode_in: Vec<T>,
+    /// dA, dB of the split first layers' node-side backward.
+    pub split: SplitScratch<T>,
 }
 
 impl<T> Workspace<T> {
@@ -90,6 +92,7 @@ impl<T> Workspace<T> {
     pub fn bytes(&self) -> usize {
         (self.dz1.len() + self.dh.len() + self.dh_prev.len() + self.de.len() + self.dnode_in.len())
             * std::mem::size_of::<T>()
+            + self.split.bytes()
     }
 }
 
@@ -454,7 +457,7 @@ impl<T: Real> InteractionGnn<T> {
         self.classifier.backward(ps, input, Acts::Cached(&cache.classifier), DOut::Given(dlogits), &mut grad, din);
         let (o, i) = (&g.out_edges, &g.in_edges);
         let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
-        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         for it in (0..iters).rev() {
             let (edge_net, node_net) = self.nets(it);
@@ -466,16 +469,16 @@ impl<T: Real> InteractionGnn<T> {
             if node_first {
                 // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
                 let input = split(Some((e_it, h)));
-                let Workspace { dz1, de, dh, .. } = &mut ws;
-                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh);
+                let Workspace { dz1, de, dh, split, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh, split);
                 self.node_update_backward(g, node_net, node_in, nodes, e_it, (agg_in, agg_out), &mut grad, &mut ws);
             } else {
                 // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
                 let e_next = &cache.e[it + 1];
                 self.node_update_backward(g, node_net, node_in, nodes, e_next, (agg_in, agg_out), &mut grad, &mut ws);
                 let input = split(Some((e_it, h)));
-                let Workspace { dz1, de, dh_prev, .. } = &mut ws;
-                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it], &mut grad, dz1, de, dh_prev);
+                let Workspace { dz1, de, dh_prev, split, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it], &mut grad, dz1, de, dh_prev, split);
             }
             std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
         }
@@ -484,7 +487,7 @@ impl<T: Real> InteractionGnn<T> {
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Cached(&cache.edge_encoder), DOut::Given(&ws.de), &mut grad, din);
         let h0 = &cache.h[0];
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,
@@ -503,7 +506,7 @@ impl<T: Real> InteractionGnn<T> {
     /// Backward of an edge update e_next = \[e_prev +\] edge_net(h_in\[src\], h_in\[dst\], e_prev), with
     /// `input` the network's split input on h_in and e_prev: `de` goes from dL/de_next to
     /// dL/de_prev in place (see [`DOut::SharedWithRest`]) and `dh` (dL/dh_in) gains the edge
-    /// network's part; `dz1` is scratch.
+    /// network's part; `dz1` and `split` are scratch.
     #[allow(clippy::too_many_arguments)]
     fn edge_update_backward(
         &self,
@@ -516,12 +519,14 @@ impl<T: Real> InteractionGnn<T> {
         dz1: &mut [T],
         de: &mut [T],
         dh: &mut [T],
+        split: &mut SplitScratch<T>,
     ) {
         let ps = &self.params;
         let din = DInput::Split { dz1: &mut *dz1, drest: None };
         let dout = DOut::SharedWithRest { buf: de, keep: self.cfg.residual };
         edge_net.backward(ps, input, acts, dout, grad, din);
-        edge_net.split_backward_nodes(ps, dz1, h_in, self.cfg.hidden, &g.out_edges, &g.in_edges, grad, dh);
+        let (o, i) = (&g.out_edges, &g.in_edges);
+        edge_net.split_backward_nodes(ps, dz1, h_in, self.cfg.hidden, o, i, grad, dh, split);
     }
 
     /// Backward of a node update h_next = \[h_in +\] node_net(`node_in`), where `node_in` =
@@ -775,7 +780,7 @@ impl<T: Real> InteractionGnn<T> {
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
         self.classifier.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(dlogits), &mut grad, din);
         let dz1 = &ws.dz1[..e * d1];
-        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         let mut end = iters;
@@ -806,8 +811,8 @@ impl<T: Real> InteractionGnn<T> {
                     let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                     edge_net.split_precompute(ps, h_next, h, &mut sc.a, &mut sc.b);
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                    let Workspace { dz1, de, dh, .. } = &mut ws;
-                    self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh);
+                    let Workspace { dz1, de, dh, split, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh, split);
                     let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                     self.node_input(g, h_it, e_it, &mut sc);
                     let aggs = (&sc.agg_in, &sc.agg_out);
@@ -821,8 +826,8 @@ impl<T: Real> InteractionGnn<T> {
                     let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                     edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                    let Workspace { dz1, de, dh_prev, .. } = &mut ws;
-                    self.edge_update_backward(g, edge_net, input, edges, h_it, &mut grad, dz1, de, dh_prev);
+                    let Workspace { dz1, de, dh_prev, split, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_it, &mut grad, dz1, de, dh_prev, split);
                 }
                 std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
             }
@@ -842,7 +847,7 @@ impl<T: Real> InteractionGnn<T> {
         let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,
