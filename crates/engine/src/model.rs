@@ -224,12 +224,35 @@ impl<T: Real> InteractionGnn<T> {
         }
     }
 
-    /// Sets the arithmetic of every matrix product (f32 by default; see [`Precision`]).
+    /// Sets the arithmetic of every matrix product (f32 by default; see [`Precision`]) and the
+    /// precision of the MLPs' saved activations with it: in bf16 they are saved rounded to bf16
+    /// (see [`InteractionGnn::set_saved_activations`]).
     pub fn set_precision(&mut self, precision: Precision) {
-        let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
-        for mlp in [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets) {
+        for mlp in self.mlps_mut() {
             mlp.precision = precision;
+            mlp.saved = precision;
         }
+    }
+
+    /// Sets how the MLPs save each layer's x̂ (or z) for the backward: f32, or rounded to bf16,
+    /// which halves the largest part of a step's memory. The forward's results are the same
+    /// either way; the backward works from the rounded values, within the tolerance stated in
+    /// README.md ("Mixed precision"). [`InteractionGnn::set_precision`] sets it to the
+    /// precision of the products.
+    pub fn set_saved_activations(&mut self, saved: Precision) {
+        for mlp in self.mlps_mut() {
+            mlp.saved = saved;
+        }
+    }
+
+    /// How the MLPs save their activations.
+    pub fn saved_activations(&self) -> Precision {
+        self.node_encoder.saved
+    }
+
+    fn mlps_mut(&mut self) -> impl Iterator<Item = &mut Mlp> {
+        let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
+        [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets)
     }
 
     /// The arithmetic of the matrix products.
@@ -949,9 +972,17 @@ impl<T: Real> InteractionGnn<T> {
             }
         };
         let packed = if packed_states { stored * h * 2 * (e + n) } else { 0 };
-        (per_edge * e + per_node * n) * std::mem::size_of::<T>()
+        // The MLPs' saved x̂ (or z), counted above at the width of T: half as many bytes when
+        // saved in bf16 (the encoders only with checkpointing: its networks recompute theirs).
+        let (pre_edge, pre_node) = match seg {
+            0 => (l * d * h + d * h + cls_width, l * d * h + d * h),
+            _ => (0, d * h),
+        };
+        let t = std::mem::size_of::<T>();
+        let saved_less = if self.saved_activations() == Precision::Bf16 { t.saturating_sub(2) } else { 0 };
+        (per_edge * e + per_node * n) * t - (pre_edge * e + pre_node * n) * saved_less
             + packed
-            + 2 * self.params.len() * std::mem::size_of::<T>()
+            + 2 * self.params.len() * t
     }
 
     /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,
