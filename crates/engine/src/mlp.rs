@@ -20,7 +20,9 @@ use rayon::prelude::*;
 
 use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
-use crate::matmul_bf16::{PackedB, matmul_bf16, matmul_bf16_packed};
+use crate::matmul_bf16::{
+    Bf16Rows, PackedB, matmul_bf16, matmul_bf16_packed, matmul_bf16_rows_packed, matmul_bf16_rows_t,
+};
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
@@ -214,6 +216,8 @@ pub struct BackwardScratch<T> {
     ys: Vec<Vec<T>>,
     g: Vec<T>,
     g_prev: Vec<T>,
+    /// The tile's dz rounded to bf16 once for its two products (bf16 only).
+    gz16: Bf16Rows,
     forward: Option<TileScratch<T>>,
 }
 
@@ -568,6 +572,7 @@ impl Mlp {
             ys: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
             g: vec![T::ZERO; TILE * width],
             g_prev: vec![T::ZERO; TILE * width],
+            gz16: Bf16Rows::default(),
             forward: recompute.then(|| TileScratch::new(&self.layers, width)),
         }
     }
@@ -683,7 +688,7 @@ impl Mlp {
         tr: usize,
     ) {
         let TileStep { ps, input, source, packs, given, keep } = *step;
-        let BackwardScratch { unpacked, acts, ys, g, g_prev, forward } = scratch;
+        let BackwardScratch { unpacked, acts, ys, g, g_prev, gz16, forward } = scratch;
         let n_layers = self.layers.len();
         let base = self.range.start;
         // Activations saved in bf16: this tile's rows unpacked once, for all uses below.
@@ -775,18 +780,16 @@ impl Mlp {
             let packed = packs.bwd.get(l).and_then(Option::as_ref);
             if l > 0 {
                 let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                self.matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                self.matmul_w(&mut g_prev[..tr * layer.din], layer.din, gz, w, packed, Accum::Replace);
+                let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
+                self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
                 std::mem::swap(g, g_prev);
                 continue;
             }
             match input {
                 Input::Dense { x, dim } => {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
-                    self.matmul(dw, dim, gz.t(), xv, Accum::Add);
-                    if let Some(dx) = out.dx.as_deref_mut() {
-                        self.matmul_w(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, packed, Accum::Add);
-                    }
+                    let dx = out.dx.as_deref_mut().map(|dx| (&mut dx[lr * dim..(lr + tr) * dim], w, Accum::Add));
+                    self.grad_products(gz, gz16, (dw, dim), xv, dx, packed);
                 }
                 Input::Split { h_dim, rest, .. } => {
                     if let Some(dz1) = out.dz1.as_deref_mut() {
@@ -794,12 +797,41 @@ impl Mlp {
                     }
                     if let Some((rx, rd)) = rest {
                         let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                        self.matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
-                        if let Some(dr) = out.drest.as_deref_mut().or(out.io.as_deref_mut()) {
-                            let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                            self.matmul_w(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, packed, Accum::Add);
-                        }
+                        let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
+                        let dr = out.drest.as_deref_mut().or(out.io.as_deref_mut());
+                        let dr = dr.map(|dr| (&mut dr[lr * rd..(lr + tr) * rd], wc, Accum::Add));
+                        self.grad_products(gz, gz16, (&mut dw[2 * h_dim..], layer.din), rv, dr, packed);
                     }
+                }
+            }
+        }
+    }
+
+    /// The two products of a layer's dz (`gz`, tr × d) in the backward: dW (rows of stride
+    /// `ld`) += gzᵀ·a_in, and, when `dx` is given, dx = / += gz·W. In bf16 with both, gz is
+    /// rounded and packed once into `gz16` for the two (the same bits as packing it in each).
+    #[allow(clippy::type_complexity)]
+    fn grad_products<T: Real>(
+        &self,
+        gz: MatRef<'_, T>,
+        gz16: &mut Bf16Rows,
+        (dw, ld): (&mut [T], usize),
+        a_in: MatRef<'_, T>,
+        dx: Option<(&mut [T], MatRef<'_, T>, Accum)>,
+        packed: Option<&PackedB>,
+    ) {
+        match (dx, packed) {
+            (Some((dx, w, accum)), Some(p)) if self.precision == Precision::Bf16 => {
+                let (data, off, _, _) = gz.raw();
+                gz16.pack(&data[off..off + gz.nrows() * gz.ncols()], gz.nrows(), gz.ncols());
+                matmul_bf16_rows_t(dw, ld, gz16, a_in, Accum::Add);
+                debug_assert_eq!((p.nrows(), p.ncols()), (w.nrows(), w.ncols()), "packed weight shape");
+                matmul_bf16_rows_packed(dx, w.ncols(), gz16, p, accum);
+            }
+            (dx, packed) => {
+                self.matmul(dw, ld, gz.t(), a_in, Accum::Add);
+                if let Some((dx, w, accum)) = dx {
+                    self.matmul_w(dx, w.ncols(), gz, w, packed, accum);
                 }
             }
         }
