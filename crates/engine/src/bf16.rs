@@ -20,6 +20,34 @@ pub fn unpack<T: Real>(packed: &[u16], out: &mut Vec<T>) {
 }
 
 crate::dispatch! {
+    /// `out[i]` = the bf16 bits of `x[i]` (nearest, ties to even); `x` is left as it is.
+    pub fn pack_slice<T: Real>(x: &[T], out: &mut [u16]) {
+        for (p, v) in out.iter_mut().zip(x) {
+            *p = v.to_bf16_bits();
+        }
+    }
+}
+
+crate::dispatch! {
+    /// `out[i]` = the value of the bf16 bits `packed[i]`.
+    pub fn unpack_slice<T: Real>(packed: &[u16], out: &mut [T]) {
+        for (o, &p) in out.iter_mut().zip(packed) {
+            *o = T::from_bf16_bits(p);
+        }
+    }
+}
+
+crate::dispatch! {
+    /// Rounds `x` to bf16 in place (nearest, ties to even): the values [`unpack_slice`] gives
+    /// back from [`pack_slice`]'s bits.
+    pub fn round_slice<T: Real>(x: &mut [T]) {
+        for v in x.iter_mut() {
+            *v = T::from_bf16_bits(v.to_bf16_bits());
+        }
+    }
+}
+
+crate::dispatch! {
     fn round_and_pack_chunk<T: Real>(xs: &mut [T], ps: &mut [u16]) {
         for (v, p) in xs.iter_mut().zip(ps) {
             let b = v.to_bf16_bits();

@@ -18,7 +18,9 @@
 //!
 //! A weight is the right operand of many tile-sized products in one pass over an MLP's rows:
 //! [`PackedB`] rounds and packs it once for all of them ([`matmul_bf16_packed`]), with the
-//! same bits as packing it in every call.
+//! same bits as packing it in every call. Likewise a backward tile's dz, the left operand of
+//! both its weight-gradient and its input-gradient product: [`Bf16Rows`] rounds it once for
+//! the two ([`matmul_bf16_rows_t`], [`matmul_bf16_rows_packed`]).
 //!
 //! An AMX-BF16 tile path is not written: the development machine has no AMX to test it on.
 
@@ -225,10 +227,26 @@ fn product<T: Real>(
     out: &mut Vec<f32>,
     accum: Accum,
 ) {
-    let (m, k) = (a.nrows(), a.ncols());
     // A as m × kp pairs (in whichever layout its view packs fastest); B as kp rows of np pairs
     // (columns past n zero), so that a kernel reads consecutive columns of a k-pair.
     let a_layout = pack_rows(a, pa);
+    product_packed(path, pa, a_layout, (a.nrows(), a.ncols()), pb, (n, np), dst, ld, out, accum);
+}
+
+/// [`product`] with `a` (m × k) already packed in `pa` with layout `a_layout`.
+#[allow(clippy::too_many_arguments)]
+fn product_packed<T: Real>(
+    path: Bf16Path,
+    pa: &[u32],
+    a_layout: PairLayout,
+    (m, k): (usize, usize),
+    pb: &[u32],
+    (n, np): (usize, usize),
+    dst: &mut [T],
+    ld: usize,
+    out: &mut Vec<f32>,
+    accum: Accum,
+) {
     // Every kernel writes all of out (m × np): no need to clear it.
     out.resize(m * np, 0.0);
     let kp = k.div_ceil(2);
@@ -245,6 +263,143 @@ fn product<T: Real>(
         Bf16Path::Portable => portable_gemm(pa, a_layout, pb, out, m, kp, np),
     }
     store(dst, ld, out, np, m, n, accum);
+}
+
+/// A left operand rounded to bf16 and packed once for two products: a backward tile's output
+/// gradient gz feeds both dW += gzᵀ·a ([`matmul_bf16_rows_t`]) and dx = gz·W
+/// ([`matmul_bf16_rows_packed`]). Held as its pairs along rows (the layout a row-major left
+/// operand packs to); the transposed product regroups these bits without rounding again.
+/// Both give the same bits as [`matmul_bf16`] on the f32 matrix.
+#[derive(Clone, Debug, Default)]
+pub struct Bf16Rows {
+    pairs: Vec<u32>,
+    rows: usize,
+    cols: usize,
+}
+
+impl Bf16Rows {
+    /// `x` (rows × cols, row-major) rounded and packed, reusing this buffer.
+    pub fn pack<T: Real>(&mut self, x: &[T], rows: usize, cols: usize) {
+        let layout = pack_rows(&MatRef::row_major(x, rows, cols), &mut self.pairs);
+        debug_assert_eq!((layout.row, layout.pair), (cols.div_ceil(2), 1), "row-major packs by rows");
+        (self.rows, self.cols) = (rows, cols);
+    }
+
+    /// The pairs of the transpose (cols × rows), pair column after pair column, as
+    /// [`pack_rows`] packs a transposed view: `out[q·cols + c]` = (x(2q, c), x(2q + 1, c)).
+    fn pack_transposed(&self, out: &mut Vec<u32>) -> PairLayout {
+        let (rows, cols) = (self.rows, self.cols);
+        let kp = cols.div_ceil(2);
+        out.resize(rows.div_ceil(2) * cols, 0);
+        if cols > 0 {
+            for (q, o) in out.chunks_exact_mut(cols).enumerate() {
+                let p0 = &self.pairs[2 * q * kp..(2 * q + 1) * kp];
+                transpose_pair_rows(p0, self.pairs.get((2 * q + 1) * kp..(2 * q + 2) * kp), o);
+            }
+        }
+        PairLayout { row: 1, pair: cols }
+    }
+}
+
+crate::dispatch! {
+    /// Two rows of bf16 pairs (`p1`: none past the last row, read as zeros) regrouped into
+    /// column pairs: `o[c]` = (row 0's element c, row 1's element c).
+    fn transpose_pair_rows(p0: &[u32], p1: Option<&[u32]>, o: &mut [u32]) {
+        let full = o.len() / 2;
+        match p1 {
+            Some(p1) => {
+                for ((o, &a), &b) in o.chunks_exact_mut(2).zip(p0).zip(p1) {
+                    o[0] = (a & 0xffff) | (b << 16);
+                    o[1] = (a >> 16) | (b & 0xffff_0000);
+                }
+                if o.len() % 2 == 1 {
+                    o[2 * full] = (p0[full] & 0xffff) | (p1[full] << 16);
+                }
+            }
+            None => {
+                for (o, &a) in o.chunks_exact_mut(2).zip(p0) {
+                    o[0] = a & 0xffff;
+                    o[1] = a >> 16;
+                }
+                if o.len() % 2 == 1 {
+                    o[2 * full] = p0[full] & 0xffff;
+                }
+            }
+        }
+    }
+}
+
+/// `dst (m × n) = / += a · b` with `a` ([`Bf16Rows`], m × k) and `b` packed beforehand: the
+/// same bits as [`matmul_bf16_packed`] on the f32 `a`.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul_bf16_rows_packed<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows, b: &PackedB, accum: Accum) {
+    let (m, k, n) = (a.rows, a.cols, b.n);
+    assert_eq!(b.k, k, "matmul_bf16_rows_packed: inner dimensions {} and {}", k, b.k);
+    assert!(ld >= n, "matmul_bf16_rows_packed: ld {ld} < n {n}");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_rows_packed: dst too short");
+    stats::log(|| stats::Product {
+        path: b.path.into(),
+        m,
+        k,
+        n,
+        a_row_major: true,
+        b_row_major: true,
+        b_packed: true,
+        add: accum == Accum::Add,
+    });
+    let t0 = stats::enabled().then(std::time::Instant::now);
+    let layout = PairLayout { row: k.div_ceil(2), pair: 1 };
+    PACK.with_borrow_mut(|p| {
+        product_packed(b.path, &a.pairs, layout, (m, k), &b.pairs, (n, b.np), dst, ld, &mut p.out, accum)
+    });
+    if let Some(t0) = t0 {
+        stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+    }
+}
+
+/// `dst (m × n) = / += aᵀ · b` with `a` ([`Bf16Rows`], k × m), on the fastest path: the same
+/// bits as [`matmul_bf16`] on the f32 `a` transposed.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul_bf16_rows_t<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows, b: MatRef<'_, T>, accum: Accum) {
+    let path = best_path();
+    let (m, k, n) = (a.cols, a.rows, b.ncols());
+    assert_eq!(b.nrows(), k, "matmul_bf16_rows_t: inner dimensions {} and {}", k, b.nrows());
+    assert!(ld >= n, "matmul_bf16_rows_t: ld {ld} < n {n}");
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_rows_t: dst too short");
+    stats::log(|| stats::Product {
+        path: path.into(),
+        m,
+        k,
+        n,
+        a_row_major: false,
+        b_row_major: b.is_row_major(),
+        b_packed: false,
+        add: accum == Accum::Add,
+    });
+    let t0 = stats::enabled().then(std::time::Instant::now);
+    b.check();
+    PACK.with_borrow_mut(|p| {
+        let np = path.padded_columns(n);
+        pack_cols(&b, np, &mut p.b);
+        let layout = a.pack_transposed(&mut p.a);
+        let Pack { a: pa, b: pb, out } = p;
+        product_packed(path, pa, layout, (m, k), pb, (n, np), dst, ld, out, accum);
+    });
+    if let Some(t0) = t0 {
+        stats::add_path(stats::GemmPath::from(path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+    }
 }
 
 #[inline(always)]
@@ -290,7 +445,7 @@ struct PairLayout {
 fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) -> PairLayout {
     let (rows, k) = (x.nrows(), x.ncols());
     let kp = k.div_ceil(2);
-    out.clear();
+    // Every branch below writes every element: no need to clear what the last call left.
     out.resize(rows * kp, 0);
     let (data, off, rs, cs) = x.raw();
     let by_rows = PairLayout { row: kp, pair: 1 };
@@ -341,8 +496,12 @@ crate::dispatch! {
 fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Vec<u32>) {
     let (k, n) = (b.nrows(), b.ncols());
     let kp = k.div_ceil(2);
-    out.clear();
+    // The branches below write columns 0..n of every pair row; only the padding is cleared
+    // here, not the whole buffer the last call left.
     out.resize(kp * np, 0);
+    if np > n {
+        out.chunks_exact_mut(np).for_each(|o| o[n..].fill(0));
+    }
     let (data, off, rs, cs) = b.raw();
     if n == 0 || k == 0 {
         return;
@@ -608,6 +767,31 @@ mod tests {
                 }
             }
         });
+    }
+
+    #[test]
+    fn an_operand_packed_once_gives_the_bits_of_packing_it_in_each_product() {
+        // gz (rows × cols) feeds dW += gzᵀ·a and dx = gz·W: odd and even rows and columns.
+        let mut rng = Rng::new(21);
+        let mut gz16 = Bf16Rows::default();
+        for (rows, cols, n) in [(512, 64, 192), (7, 5, 3), (6, 1, 33), (1, 8, 16), (33, 17, 2)] {
+            let gz: Vec<f32> = (0..rows * cols).map(|_| rng.normal() as f32).collect();
+            let a: Vec<f32> = (0..rows * n).map(|_| rng.normal() as f32).collect();
+            let w: Vec<f32> = (0..cols * n).map(|_| rng.normal() as f32).collect();
+            let (gzv, av, wv) =
+                (MatRef::row_major(&gz, rows, cols), MatRef::row_major(&a, rows, n), MatRef::row_major(&w, cols, n));
+            gz16.pack(&gz, rows, cols);
+            let init: Vec<f32> = (0..cols * n).map(|_| rng.normal() as f32).collect();
+            let (mut once, mut each) = (init.clone(), init);
+            matmul_bf16_rows_t(&mut once, n, &gz16, av, Accum::Add);
+            matmul_bf16(&mut each, n, gzv.t(), av, Accum::Add);
+            assert!(once.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "gzᵀ·a {rows}×{cols}×{n}");
+            let packed = PackedB::new(wv);
+            let (mut once, mut each) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
+            matmul_bf16_rows_packed(&mut once, n, &gz16, &packed, Accum::Replace);
+            matmul_bf16_packed(&mut each, n, gzv, &packed, Accum::Replace);
+            assert!(once.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "gz·W {rows}×{cols}×{n}");
+        }
     }
 
     #[test]

@@ -20,7 +20,9 @@ use rayon::prelude::*;
 
 use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
-use crate::matmul_bf16::{PackedB, matmul_bf16, matmul_bf16_packed};
+use crate::matmul_bf16::{
+    Bf16Rows, PackedB, matmul_bf16, matmul_bf16_packed, matmul_bf16_rows_packed, matmul_bf16_rows_t,
+};
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
@@ -59,6 +61,9 @@ pub struct Mlp {
     pub range: Range<usize>,
     /// The arithmetic of its matrix products.
     pub precision: Precision,
+    /// How the forward saves each layer's x̂ (or z) for the backward: f32, or rounded to bf16
+    /// (half the memory; the backward then works from the rounded values).
+    pub saved: Precision,
 }
 
 /// How each layer of an MLP ends.
@@ -186,12 +191,33 @@ impl<T: Real> TileScratch<T> {
     }
 }
 
+/// The node-sized buffers of [`Mlp::split_backward_nodes`] (dA, dB), owned by the backward's
+/// workspace so that no call allocates them.
+#[derive(Clone, Debug, Default)]
+pub struct SplitScratch<T> {
+    /// dz_1 summed over each node's outgoing edges (N × d1).
+    pub da: Vec<T>,
+    /// dz_1 summed over each node's incoming edges (N × d1).
+    pub db: Vec<T>,
+}
+
+impl<T> SplitScratch<T> {
+    /// Bytes held (capacities).
+    pub fn bytes(&self) -> usize {
+        (self.da.capacity() + self.db.capacity()) * std::mem::size_of::<T>()
+    }
+}
+
 /// Tile-sized buffers of one backward worker; see [`Mlp::backward_scratch`].
 pub struct BackwardScratch<T> {
+    /// Per layer, the tile's saved x̂ (or z) unpacked from bf16 (empty when saved in f32).
+    unpacked: Vec<Vec<T>>,
     acts: Vec<Vec<T>>,
     ys: Vec<Vec<T>>,
     g: Vec<T>,
     g_prev: Vec<T>,
+    /// The tile's dz rounded to bf16 once for its two products (bf16 only).
+    gz16: Bf16Rows,
     forward: Option<TileScratch<T>>,
 }
 
@@ -261,8 +287,11 @@ impl<T: Real> TileForward<T> for Mlp {
 /// What the forward keeps for the backward.
 #[derive(Clone, Debug, Default)]
 pub struct MlpCache<T> {
-    /// Per layer (rows × dout): x̂ after a norm, else the pre-activation z.
+    /// Per layer (rows × dout): x̂ after a norm, else the pre-activation z (empty when saved in
+    /// bf16).
     pub pre: Vec<Vec<T>>,
+    /// `pre` rounded to bf16, when the MLP saves its activations in bf16 (else empty).
+    pub pre_bf16: Vec<Vec<u16>>,
     /// Per normalised layer: 1/σ per row.
     pub rstd: Vec<Vec<T>>,
     /// Rows the cache holds.
@@ -274,6 +303,12 @@ impl<T> MlpCache<T> {
     pub fn bytes(&self) -> usize {
         (self.pre.iter().map(Vec::len).sum::<usize>() + self.rstd.iter().map(Vec::len).sum::<usize>())
             * std::mem::size_of::<T>()
+            + self.pre_bf16.iter().map(Vec::len).sum::<usize>() * 2
+    }
+
+    /// Whether the activations are saved in bf16.
+    fn is_bf16(&self) -> bool {
+        self.pre_bf16.iter().any(|p| !p.is_empty())
     }
 }
 
@@ -322,7 +357,7 @@ impl Mlp {
             });
             layers.push(Layer { w, b, norm, act: s.act, din, dout });
         }
-        Mlp { layers, range: start..ps.len(), precision: Precision::F32 }
+        Mlp { layers, range: start..ps.len(), precision: Precision::F32, saved: Precision::F32 }
     }
 
     /// A matrix product in this MLP's precision.
@@ -424,18 +459,39 @@ impl Mlp {
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
         cache.rows = rows;
+        let bf16 = self.saved == Precision::Bf16;
         cache.pre.resize_with(n_layers, Vec::new);
+        cache.pre_bf16.resize_with(n_layers, Vec::new);
         cache.rstd.resize_with(n_layers, Vec::new);
         for (l, layer) in self.layers.iter().enumerate() {
-            cache.pre[l].resize(rows * layer.dout, T::ZERO);
+            // Only one of the two forms is held; the other is freed (a switch of mode).
+            let (keep, drop) = if bf16 { (rows * layer.dout, 0) } else { (0, rows * layer.dout) };
+            resize_or_free(&mut cache.pre[l], drop, T::ZERO);
+            resize_or_free(&mut cache.pre_bf16[l], keep, 0);
             cache.rstd[l].resize(if layer.norm.is_some() { rows } else { 0 }, T::ZERO);
         }
         let width = self.width();
+        let packs = &self.weight_packs(ps, input, true, false);
+        if bf16 {
+            // Each tile runs in tile-sized buffers, then its x̂ (or z) is rounded into the cache.
+            let tiles = TileViews::split(&mut cache.pre_bf16, &mut cache.rstd, &self.layers, out, dout, rows);
+            let scratch = || TileScratch::new(&self.layers, width);
+            tiles.into_par_iter().for_each_init(scratch, |s, t| {
+                let TileView { r0, rows, pre, mut rstd, out } = t;
+                let TileScratch { pre: tile_pre, a, y, .. } = s;
+                let mut pv: Vec<&mut [T]> =
+                    tile_pre.iter_mut().zip(&self.layers).map(|(p, l)| &mut p[..rows * l.dout]).collect();
+                self.forward_tile(ps, input, packs, r0, rows, &mut pv, &mut rstd, out, a, y);
+                for (p, saved) in pv.iter().zip(pre) {
+                    crate::bf16::pack_slice(p, saved);
+                }
+            });
+            return;
+        }
         let tiles = TileViews::split(&mut cache.pre, &mut cache.rstd, &self.layers, out, dout, rows);
         // Scratch per rayon job, not per tile: tile-sized buffers are large enough that the
         // allocator would map and unmap them every time.
         let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
-        let packs = &self.weight_packs(ps, input, true, false);
         tiles.into_par_iter().for_each_init(scratch, |(a, y), t| {
             let TileView { r0, rows, mut pre, mut rstd, out } = t;
             self.forward_tile(ps, input, packs, r0, rows, &mut pre, &mut rstd, out, a, y);
@@ -505,14 +561,18 @@ impl Mlp {
 
     /// The tile-sized buffers of one backward worker (one per rayon job, reused over its
     /// tiles): per layer the recomputed norm outputs y_l and activations a_l, two gradient
-    /// buffers, and with `recompute` (activation checkpointing) the tile forward's buffers.
-    pub fn backward_scratch<T: Real>(&self, recompute: bool) -> BackwardScratch<T> {
+    /// buffers, with `recompute` (activation checkpointing) the tile forward's buffers, and
+    /// with `unpack` (activations saved in bf16) the tile's unpacked x̂ of every layer.
+    pub fn backward_scratch<T: Real>(&self, recompute: bool, unpack: bool) -> BackwardScratch<T> {
         let width = self.width();
+        let tile_layers = || self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect();
         BackwardScratch {
+            unpacked: if unpack { tile_layers() } else { Vec::new() },
             acts: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
             ys: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
             g: vec![T::ZERO; TILE * width],
             g_prev: vec![T::ZERO; TILE * width],
+            gz16: Bf16Rows::default(),
             forward: recompute.then(|| TileScratch::new(&self.layers, width)),
         }
     }
@@ -591,13 +651,14 @@ impl Mlp {
             })
             .collect();
         let recompute = matches!(source, Acts::Recompute { .. });
+        let unpack = matches!(source, Acts::Cached(c) if c.is_bf16());
         let plen = self.range.len();
         let packs = &self.weight_packs(ps, input, recompute, true);
         let step = TileStep { ps, input, source, packs, given, keep };
         let partials: Vec<Vec<T>> = work
             .into_par_iter()
             .map_init(
-                || self.backward_scratch(recompute),
+                || self.backward_scratch(recompute, unpack),
                 |scratch, mut out| {
                     let mut g_local = vec![T::ZERO; plen];
                     let mut r0 = out.rows.start;
@@ -627,18 +688,36 @@ impl Mlp {
         tr: usize,
     ) {
         let TileStep { ps, input, source, packs, given, keep } = *step;
-        let BackwardScratch { acts, ys, g, g_prev, forward } = scratch;
+        let BackwardScratch { unpacked, acts, ys, g, g_prev, gz16, forward } = scratch;
         let n_layers = self.layers.len();
         let base = self.range.start;
+        // Activations saved in bf16: this tile's rows unpacked once, for all uses below.
+        if let Acts::Cached(c) = source
+            && !unpacked.is_empty()
+        {
+            for ((u, p), layer) in unpacked.iter_mut().zip(&c.pre_bf16).zip(&self.layers) {
+                let d = layer.dout;
+                crate::bf16::unpack_slice(&p[r0 * d..(r0 + tr) * d], &mut u[..tr * d]);
+            }
+        }
+        let unpacked = &*unpacked;
         // With checkpointing, the tile's forward runs again here, while it is hot.
         if let Some(f) = forward.as_mut() {
             f.forward(self, ps, input, packs, r0, tr, self.dout());
+            // As the forward would have saved them: the same gradients with or without
+            // checkpointing.
+            if self.saved == Precision::Bf16 {
+                for (p, layer) in f.pre.iter_mut().zip(&self.layers) {
+                    crate::bf16::round_slice(&mut p[..tr * layer.dout]);
+                }
+            }
         }
         let forward = forward.as_ref();
         // x̂ (or z) and rstd of layer l for this tile.
         let pre_of = |l: usize| -> &[T] {
             let d = self.layers[l].dout;
             match (source, forward) {
+                (Acts::Cached(_), _) if !unpacked.is_empty() => &unpacked[l][..tr * d],
                 (Acts::Cached(c), _) => &c.pre[l][r0 * d..(r0 + tr) * d],
                 (_, Some(f)) => &f.pre[l][..tr * d],
                 _ => unreachable!("recompute has scratch"),
@@ -701,18 +780,16 @@ impl Mlp {
             let packed = packs.bwd.get(l).and_then(Option::as_ref);
             if l > 0 {
                 let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                self.matmul(dw, layer.din, gz.t(), a_in, Accum::Add);
-                self.matmul_w(&mut g_prev[..tr * layer.din], layer.din, gz, w, packed, Accum::Replace);
+                let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
+                self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
                 std::mem::swap(g, g_prev);
                 continue;
             }
             match input {
                 Input::Dense { x, dim } => {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
-                    self.matmul(dw, dim, gz.t(), xv, Accum::Add);
-                    if let Some(dx) = out.dx.as_deref_mut() {
-                        self.matmul_w(&mut dx[lr * dim..(lr + tr) * dim], dim, gz, w, packed, Accum::Add);
-                    }
+                    let dx = out.dx.as_deref_mut().map(|dx| (&mut dx[lr * dim..(lr + tr) * dim], w, Accum::Add));
+                    self.grad_products(gz, gz16, (dw, dim), xv, dx, packed);
                 }
                 Input::Split { h_dim, rest, .. } => {
                     if let Some(dz1) = out.dz1.as_deref_mut() {
@@ -720,12 +797,41 @@ impl Mlp {
                     }
                     if let Some((rx, rd)) = rest {
                         let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
-                        self.matmul(&mut dw[2 * h_dim..], layer.din, gz.t(), rv, Accum::Add);
-                        if let Some(dr) = out.drest.as_deref_mut().or(out.io.as_deref_mut()) {
-                            let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
-                            self.matmul_w(&mut dr[lr * rd..(lr + tr) * rd], rd, gz, wc, packed, Accum::Add);
-                        }
+                        let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
+                        let dr = out.drest.as_deref_mut().or(out.io.as_deref_mut());
+                        let dr = dr.map(|dr| (&mut dr[lr * rd..(lr + tr) * rd], wc, Accum::Add));
+                        self.grad_products(gz, gz16, (&mut dw[2 * h_dim..], layer.din), rv, dr, packed);
                     }
+                }
+            }
+        }
+    }
+
+    /// The two products of a layer's dz (`gz`, tr × d) in the backward: dW (rows of stride
+    /// `ld`) += gzᵀ·a_in, and, when `dx` is given, dx = / += gz·W. In bf16 with both, gz is
+    /// rounded and packed once into `gz16` for the two (the same bits as packing it in each).
+    #[allow(clippy::type_complexity)]
+    fn grad_products<T: Real>(
+        &self,
+        gz: MatRef<'_, T>,
+        gz16: &mut Bf16Rows,
+        (dw, ld): (&mut [T], usize),
+        a_in: MatRef<'_, T>,
+        dx: Option<(&mut [T], MatRef<'_, T>, Accum)>,
+        packed: Option<&PackedB>,
+    ) {
+        match (dx, packed) {
+            (Some((dx, w, accum)), Some(p)) if self.precision == Precision::Bf16 => {
+                let (data, off, _, _) = gz.raw();
+                gz16.pack(&data[off..off + gz.nrows() * gz.ncols()], gz.nrows(), gz.ncols());
+                matmul_bf16_rows_t(dw, ld, gz16, a_in, Accum::Add);
+                debug_assert_eq!((p.nrows(), p.ncols()), (w.nrows(), w.ncols()), "packed weight shape");
+                matmul_bf16_rows_packed(dx, w.ncols(), gz16, p, accum);
+            }
+            (dx, packed) => {
+                self.matmul(dw, ld, gz.t(), a_in, Accum::Add);
+                if let Some((dx, w, accum)) = dx {
+                    self.matmul_w(dx, w.ncols(), gz, w, packed, accum);
                 }
             }
         }
@@ -741,8 +847,16 @@ impl Mlp {
         }
     }
 
+    /// Scalars in each of the two node-sized buffers of [`Mlp::split_backward_nodes`] for `n`
+    /// nodes (dA and dB, N × the first layer's width).
+    pub fn split_scratch_len(&self, n: usize) -> usize {
+        n * self.layers[0].dout
+    }
+
     /// The node-side half of a split first layer's backward: dA = Σ over each node's outgoing
     /// edges of dz_1, dB over its incoming edges; dW_a += dAᵀ·h, dW_b += dBᵀ·h; dh += dA·W_a + dB·W_b.
+    /// dA and dB live in `scratch`, sized here by [`Mlp::split_scratch_len`] and reused from call
+    /// to call (every row is overwritten, so they are never cleared).
     #[allow(clippy::too_many_arguments)]
     pub fn split_backward_nodes<T: Real>(
         &self,
@@ -754,14 +868,18 @@ impl Mlp {
         in_edges: &Csr,
         grad: &mut [T],
         dh: &mut [T],
+        scratch: &mut SplitScratch<T>,
     ) {
         let l0 = &self.layers[0];
         let d1 = l0.dout;
         let n = h.len() / h_dim;
-        let mut da = vec![T::ZERO; n * d1];
-        let mut db = vec![T::ZERO; n * d1];
-        pull(dz1, d1, out_edges, &mut da);
-        pull(dz1, d1, in_edges, &mut db);
+        let len = self.split_scratch_len(n);
+        scratch.da.resize(len, T::ZERO);
+        scratch.db.resize(len, T::ZERO);
+        let (da, db) = (&mut scratch.da[..], &mut scratch.db[..]);
+        pull(dz1, d1, out_edges, da);
+        pull(dz1, d1, in_edges, db);
+        let (da, db) = (&*da, &*db);
         let wr = ps.specs[l0.w].range();
         let din = l0.din;
         let chunk = chunk_rows(n);
@@ -876,6 +994,15 @@ fn first_layer<T: Real>(
     }
 }
 
+/// `v` resized to `len`; to 0 its memory is released too.
+fn resize_or_free<V: Clone>(v: &mut Vec<V>, len: usize, fill: V) {
+    if len == 0 {
+        *v = Vec::new();
+    } else {
+        v.resize(len, fill);
+    }
+}
+
 /// Two disjoint sub-slices of one slice.
 fn two_slices<T>(s: &mut [T], a: Range<usize>, b: Range<usize>) -> (&mut [T], &mut [T]) {
     assert!(a.end <= b.start || b.end <= a.start, "overlapping ranges");
@@ -888,11 +1015,11 @@ fn two_slices<T>(s: &mut [T], a: Range<usize>, b: Range<usize>) -> (&mut [T], &m
     }
 }
 
-/// Mutable views of one tile: each layer's cache rows and the output rows.
-struct TileView<'a, T> {
+/// Mutable views of one tile: each layer's cache rows (saved as `P`) and the output rows.
+struct TileView<'a, P, T> {
     r0: usize,
     rows: usize,
-    pre: Vec<&'a mut [T]>,
+    pre: Vec<&'a mut [P]>,
     rstd: Vec<&'a mut [T]>,
     out: &'a mut [T],
 }
@@ -900,16 +1027,16 @@ struct TileView<'a, T> {
 struct TileViews;
 
 impl TileViews {
-    fn split<'a, T>(
-        pre: &'a mut [Vec<T>],
+    fn split<'a, P, T>(
+        pre: &'a mut [Vec<P>],
         rstd: &'a mut [Vec<T>],
         layers: &[Layer],
         out: &'a mut [T],
         dout: usize,
         rows: usize,
-    ) -> Vec<TileView<'a, T>> {
+    ) -> Vec<TileView<'a, P, T>> {
         let n_tiles = rows.div_ceil(TILE);
-        let mut pre_it: Vec<std::slice::ChunksMut<'a, T>> =
+        let mut pre_it: Vec<std::slice::ChunksMut<'a, P>> =
             pre.iter_mut().zip(layers).map(|(p, l)| p.chunks_mut(TILE * l.dout)).collect();
         let mut rstd_it: Vec<std::slice::ChunksMut<'a, T>> = rstd.iter_mut().map(|r| r.chunks_mut(TILE)).collect();
         let mut out_it = out.chunks_mut(TILE * dout);

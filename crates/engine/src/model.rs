@@ -7,7 +7,7 @@ use crate::bf16;
 use crate::checkpointing::Checkpointing;
 use crate::config::{ModelConfig, Norm, Precision, UpdateOrder};
 use crate::graph_input::GraphInput;
-use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache};
+use crate::mlp::{Acts, DInput, DOut, Input, LayerStyle, Mlp, MlpCache, SplitScratch};
 use crate::ops::Activation;
 use crate::ops::aggregate::{self, AggCache};
 use crate::params::ParamStore;
@@ -83,6 +83,8 @@ pub struct Workspace<T> {
     pub de: Vec<T>,
     /// dL/d(node-network input) (N × (1 + 2K)·H).
     pub dnode_in: Vec<T>,
+    /// dA, dB of the split first layers' node-side backward.
+    pub split: SplitScratch<T>,
 }
 
 impl<T> Workspace<T> {
@@ -90,6 +92,7 @@ impl<T> Workspace<T> {
     pub fn bytes(&self) -> usize {
         (self.dz1.len() + self.dh.len() + self.dh_prev.len() + self.de.len() + self.dnode_in.len())
             * std::mem::size_of::<T>()
+            + self.split.bytes()
     }
 }
 
@@ -221,12 +224,35 @@ impl<T: Real> InteractionGnn<T> {
         }
     }
 
-    /// Sets the arithmetic of every matrix product (f32 by default; see [`Precision`]).
+    /// Sets the arithmetic of every matrix product (f32 by default; see [`Precision`]) and the
+    /// precision of the MLPs' saved activations with it: in bf16 they are saved rounded to bf16
+    /// (see [`InteractionGnn::set_saved_activations`]).
     pub fn set_precision(&mut self, precision: Precision) {
-        let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
-        for mlp in [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets) {
+        for mlp in self.mlps_mut() {
             mlp.precision = precision;
+            mlp.saved = precision;
         }
+    }
+
+    /// Sets how the MLPs save each layer's x̂ (or z) for the backward: f32, or rounded to bf16,
+    /// which halves the largest part of a step's memory. The forward's results are the same
+    /// either way; the backward works from the rounded values, within the tolerance stated in
+    /// README.md ("Mixed precision"). [`InteractionGnn::set_precision`] sets it to the
+    /// precision of the products.
+    pub fn set_saved_activations(&mut self, saved: Precision) {
+        for mlp in self.mlps_mut() {
+            mlp.saved = saved;
+        }
+    }
+
+    /// How the MLPs save their activations.
+    pub fn saved_activations(&self) -> Precision {
+        self.node_encoder.saved
+    }
+
+    fn mlps_mut(&mut self) -> impl Iterator<Item = &mut Mlp> {
+        let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
+        [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets)
     }
 
     /// The arithmetic of the matrix products.
@@ -454,7 +480,7 @@ impl<T: Real> InteractionGnn<T> {
         self.classifier.backward(ps, input, Acts::Cached(&cache.classifier), DOut::Given(dlogits), &mut grad, din);
         let (o, i) = (&g.out_edges, &g.in_edges);
         let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
-        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         for it in (0..iters).rev() {
             let (edge_net, node_net) = self.nets(it);
@@ -466,16 +492,16 @@ impl<T: Real> InteractionGnn<T> {
             if node_first {
                 // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
                 let input = split(Some((e_it, h)));
-                let Workspace { dz1, de, dh, .. } = &mut ws;
-                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh);
+                let Workspace { dz1, de, dh, split, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh, split);
                 self.node_update_backward(g, node_net, node_in, nodes, e_it, (agg_in, agg_out), &mut grad, &mut ws);
             } else {
                 // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
                 let e_next = &cache.e[it + 1];
                 self.node_update_backward(g, node_net, node_in, nodes, e_next, (agg_in, agg_out), &mut grad, &mut ws);
                 let input = split(Some((e_it, h)));
-                let Workspace { dz1, de, dh_prev, .. } = &mut ws;
-                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it], &mut grad, dz1, de, dh_prev);
+                let Workspace { dz1, de, dh_prev, split, .. } = &mut ws;
+                self.edge_update_backward(g, edge_net, input, edges, &cache.h[it], &mut grad, dz1, de, dh_prev, split);
             }
             std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
         }
@@ -484,7 +510,7 @@ impl<T: Real> InteractionGnn<T> {
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Cached(&cache.edge_encoder), DOut::Given(&ws.de), &mut grad, din);
         let h0 = &cache.h[0];
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,
@@ -503,7 +529,7 @@ impl<T: Real> InteractionGnn<T> {
     /// Backward of an edge update e_next = \[e_prev +\] edge_net(h_in\[src\], h_in\[dst\], e_prev), with
     /// `input` the network's split input on h_in and e_prev: `de` goes from dL/de_next to
     /// dL/de_prev in place (see [`DOut::SharedWithRest`]) and `dh` (dL/dh_in) gains the edge
-    /// network's part; `dz1` is scratch.
+    /// network's part; `dz1` and `split` are scratch.
     #[allow(clippy::too_many_arguments)]
     fn edge_update_backward(
         &self,
@@ -516,12 +542,14 @@ impl<T: Real> InteractionGnn<T> {
         dz1: &mut [T],
         de: &mut [T],
         dh: &mut [T],
+        split: &mut SplitScratch<T>,
     ) {
         let ps = &self.params;
         let din = DInput::Split { dz1: &mut *dz1, drest: None };
         let dout = DOut::SharedWithRest { buf: de, keep: self.cfg.residual };
         edge_net.backward(ps, input, acts, dout, grad, din);
-        edge_net.split_backward_nodes(ps, dz1, h_in, self.cfg.hidden, &g.out_edges, &g.in_edges, grad, dh);
+        let (o, i) = (&g.out_edges, &g.in_edges);
+        edge_net.split_backward_nodes(ps, dz1, h_in, self.cfg.hidden, o, i, grad, dh, split);
     }
 
     /// Backward of a node update h_next = \[h_in +\] node_net(`node_in`), where `node_in` =
@@ -775,7 +803,7 @@ impl<T: Real> InteractionGnn<T> {
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
         self.classifier.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(dlogits), &mut grad, din);
         let dz1 = &ws.dz1[..e * d1];
-        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh);
+        self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         let mut end = iters;
@@ -806,8 +834,8 @@ impl<T: Real> InteractionGnn<T> {
                     let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                     edge_net.split_precompute(ps, h_next, h, &mut sc.a, &mut sc.b);
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                    let Workspace { dz1, de, dh, .. } = &mut ws;
-                    self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh);
+                    let Workspace { dz1, de, dh, split, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh, split);
                     let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                     self.node_input(g, h_it, e_it, &mut sc);
                     let aggs = (&sc.agg_in, &sc.agg_out);
@@ -821,8 +849,8 @@ impl<T: Real> InteractionGnn<T> {
                     let e_it = if recomputed(it) { &seg_e[it - b - 1][..] } else { saved(ce, pe, it, &mut ebuf) };
                     edge_net.split_precompute(ps, h_it, h, &mut sc.a, &mut sc.b);
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
-                    let Workspace { dz1, de, dh_prev, .. } = &mut ws;
-                    self.edge_update_backward(g, edge_net, input, edges, h_it, &mut grad, dz1, de, dh_prev);
+                    let Workspace { dz1, de, dh_prev, split, .. } = &mut ws;
+                    self.edge_update_backward(g, edge_net, input, edges, h_it, &mut grad, dz1, de, dh_prev, split);
                 }
                 std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
             }
@@ -842,7 +870,7 @@ impl<T: Real> InteractionGnn<T> {
         let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh);
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,
@@ -944,9 +972,17 @@ impl<T: Real> InteractionGnn<T> {
             }
         };
         let packed = if packed_states { stored * h * 2 * (e + n) } else { 0 };
-        (per_edge * e + per_node * n) * std::mem::size_of::<T>()
+        // The MLPs' saved x̂ (or z), counted above at the width of T: half as many bytes when
+        // saved in bf16 (the encoders only with checkpointing: its networks recompute theirs).
+        let (pre_edge, pre_node) = match seg {
+            0 => (l * d * h + d * h + cls_width, l * d * h + d * h),
+            _ => (0, d * h),
+        };
+        let t = std::mem::size_of::<T>();
+        let saved_less = if self.saved_activations() == Precision::Bf16 { t.saturating_sub(2) } else { 0 };
+        (per_edge * e + per_node * n) * t - (pre_edge * e + pre_node * n) * saved_less
             + packed
-            + 2 * self.params.len() * std::mem::size_of::<T>()
+            + 2 * self.params.len() * t
     }
 
     /// Bytes the engine holds for a step: activations kept by the forward, gradient workspace,
