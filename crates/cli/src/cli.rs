@@ -248,17 +248,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok((v * (1u64 << shift) as f64).round() as u64)
 }
 
-/// `--regime` of `trackgnn scaling`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum RegimeArg {
-    /// A fixed data set: speed-up t1 / tN, efficiency t1 / (N·tN).
-    Strong,
-    /// Every rank keeps the graphs per epoch of one rank (N × the graphs): throughput ratio.
-    Weak,
-    /// Both regimes.
-    Both,
-}
-
 /// One part of a run's train/validation/test split.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum SplitArg {
