@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::config::TrainOverrides;
-use trackgnn_train::dist::Comm;
+use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
@@ -169,14 +169,9 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
     Ok((a.parse().map_err(|_| "bad STEP")?, b.parse().map_err(|_| "bad RANK")?))
 }
 
-/// The configuration: the TOML file if given (or the run's own on resume), then the flags.
-fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
-    let file = a.config.clone().or_else(|| resume.then(|| RunDir::new(&a.out).config_path()));
-    let config = match &file {
-        Some(p) => TrainConfig::read(p)?,
-        None => TrainConfig::default(),
-    };
-    let flags = TrainOverrides {
+/// The flags that replace the configuration's settings.
+fn overrides(a: &TrainArgs) -> TrainOverrides {
+    TrainOverrides {
         epochs: a.epochs,
         seed: a.seed,
         lr: a.lr,
@@ -198,8 +193,7 @@ fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
         sampler: a.sampler.map(Into::into),
         non_finite: a.non_finite.map(Into::into),
         replica_check_every_steps: a.replica_check_every,
-    };
-    Ok(flags.apply(config)?)
+    }
 }
 
 /// A progress bar per epoch on rank 0.
@@ -256,7 +250,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         // Rank 0 decides, so every rank does the same even on a file system that lags.
         Some(ResumeArg::Auto) => comm.any(comm.is_root() && RunDir::new(&a.out).has_checkpoint())?,
     };
-    let cfg = resolve_config(&a, resume)?;
+    let cfg = overrides(&a).resolve(a.config.as_deref(), &RunDir::new(&a.out), resume)?;
     let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
     if resume && a.resume == Some(ResumeArg::Auto) && comm.is_root() && !a.json.json {
         eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());
@@ -313,7 +307,13 @@ pub fn train(
         }
         Ok(trainer.run(&bars, &stop)?)
     })?;
-    let requeued = root && outcome.interrupted && opts.requeue && requeue_slurm_job(as_json);
+    let requeued = root && outcome.interrupted && opts.requeue && {
+        let r = requeue_slurm_job();
+        if !(as_json && r.requeued()) {
+            eprintln!("{r}");
+        }
+        r.requeued()
+    };
     if root {
         if as_json {
             print_json(&json!({ "run": out, "outcome": outcome, "requeued": requeued }));
@@ -334,33 +334,6 @@ pub fn train(
         }
     }
     Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
-}
-
-/// Requeues the Slurm job this process runs in (`scontrol requeue $SLURM_JOB_ID`); true if
-/// it did. A failure is reported, not fatal: the checkpoint is written either way.
-fn requeue_slurm_job(quiet: bool) -> bool {
-    let Ok(job) = std::env::var("SLURM_JOB_ID") else {
-        eprintln!("--requeue: SLURM_JOB_ID is not set (not a Slurm job): not requeued; continue with --resume");
-        return false;
-    };
-    match std::process::Command::new("scontrol").args(["requeue", &job]).status() {
-        Ok(s) if s.success() => {
-            if !quiet {
-                eprintln!(
-                    "requeued Slurm job {job} (`scontrol requeue {job}`); it continues the run with --resume auto"
-                );
-            }
-            true
-        }
-        Ok(s) => {
-            eprintln!("--requeue: `scontrol requeue {job}` failed ({s}): resubmit the job to continue");
-            false
-        }
-        Err(e) => {
-            eprintln!("--requeue: cannot run scontrol ({e}): resubmit the job to continue");
-            false
-        }
-    }
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
