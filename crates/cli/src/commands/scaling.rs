@@ -19,10 +19,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use trackgnn_train::config::Sampler;
 use trackgnn_train::scaling::launch::Launcher;
 use trackgnn_train::scaling::options::{Regimes, StudyMode, StudyOptions};
 
-use crate::cli::SamplerArg;
 use crate::util::print_json;
 
 /// `trackgnn scaling`: measure mode (default), or `--simulate` / `--check`.
@@ -49,7 +49,7 @@ pub struct ScalingArgs {
     pub epochs: usize,
     /// Step sampler (default: balanced to measure, both to simulate).
     #[arg(long, value_enum)]
-    pub sampler: Option<SamplerArg>,
+    pub sampler: Option<Sampler>,
     /// Runs per configuration; speed-ups use the fastest.
     #[arg(long, default_value_t = trackgnn_train::scaling::options::DEFAULT_REPEATS)]
     pub repeats: usize,
@@ -119,7 +119,7 @@ impl From<ScalingArgs> for StudyOptions {
             ranks: a.ranks,
             threads_per_rank: a.threads_per_rank,
             epochs: a.epochs,
-            sampler: a.sampler.map(Into::into),
+            sampler: a.sampler,
             repeats: a.repeats,
             max_graphs: a.max_graphs,
             regimes: a.regime,
@@ -172,7 +172,6 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
-    use trackgnn_train::config::Sampler;
 
     fn options(extra: &[&str]) -> StudyOptions {
         let mut v = vec!["trackgnn", "scaling"];

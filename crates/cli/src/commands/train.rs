@@ -9,11 +9,11 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
-use trackgnn_train::config::TrainOverrides;
+use trackgnn_train::config::{LrScaling, NonFinite, Oversize, Sampler, TrainOverrides};
 use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
+use crate::cli::{ResumeArg, parse_bytes};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -45,7 +45,7 @@ pub struct TrainArgs {
     /// What a step whose loss or gradient is not finite does: stop the run (naming the step and
     /// graphs, keeping the last checkpoint) or skip the step.
     #[arg(long, value_enum)]
-    pub non_finite: Option<NonFiniteArg>,
+    pub non_finite: Option<NonFinite>,
     /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
     #[arg(long, value_name = "K")]
     pub replica_check_every: Option<usize>,
@@ -94,10 +94,10 @@ pub struct TrainArgs {
     pub warmup_epochs: Option<f64>,
     /// Learning-rate scaling with the number of ranks.
     #[arg(long, value_enum)]
-    pub lr_scaling: Option<LrScalingArg>,
+    pub lr_scaling: Option<LrScaling>,
     /// Step sampler.
     #[arg(long, value_enum)]
-    pub sampler: Option<SamplerArg>,
+    pub sampler: Option<Sampler>,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
     /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
@@ -114,7 +114,7 @@ pub struct TrainArgs {
     pub max_memory: Option<u64>,
     /// What to do with a graph over `--max-memory`.
     #[arg(long, value_enum)]
-    pub oversize: Option<OversizeArg>,
+    pub oversize: Option<Oversize>,
     /// Largest element count per MPI call (tests use a small one to exercise chunking).
     #[arg(long, hide = true)]
     pub mpi_chunk: Option<usize>,
@@ -136,7 +136,7 @@ pub struct EvalArgs {
     pub all: bool,
     /// Which of the run's events to evaluate on its own graph directory.
     #[arg(long, value_enum, default_value = "test")]
-    pub split: SplitArg,
+    pub split: SplitPart,
     /// Score threshold of the edge metrics (default: the run's).
     #[arg(long)]
     pub threshold: Option<f64>,
@@ -185,13 +185,13 @@ fn overrides(a: &TrainArgs) -> TrainOverrides {
         max_graphs: a.max_graphs,
         warmup_epochs: a.warmup_epochs,
         init_weights: a.init_weights.clone(),
-        lr_scaling: a.lr_scaling.map(Into::into),
+        lr_scaling: a.lr_scaling,
         checkpointing: a.checkpointing,
         precision: a.precision,
         max_memory_bytes: a.max_memory,
-        oversize: a.oversize.map(Into::into),
-        sampler: a.sampler.map(Into::into),
-        non_finite: a.non_finite.map(Into::into),
+        oversize: a.oversize,
+        sampler: a.sampler,
+        non_finite: a.non_finite,
         replica_check_every_steps: a.replica_check_every,
     }
 }
@@ -363,7 +363,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads.threads)?;
-    let split = (!a.all).then_some(a.split.into());
+    let split = (!a.all).then_some(a.split);
     pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
