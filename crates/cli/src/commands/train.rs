@@ -219,19 +219,7 @@ impl Progress for Bars {
             b.finish_and_clear();
         }
         if !self.quiet {
-            eprintln!(
-                "epoch {:>3}: train loss {:.5}  val loss {:.5}  efficiency {:.4}  target purity {:.4}  total purity {:.4}  purity {:.4}  AUC {:.4}  {:.1} s ({:.3} s/batch)",
-                r.epoch,
-                r.train_loss,
-                r.val_loss,
-                r.efficiency,
-                r.target_purity,
-                r.total_purity,
-                r.purity,
-                r.auc,
-                r.epoch_seconds,
-                r.seconds_per_batch
-            );
+            eprintln!("{r}");
         }
     }
     fn message(&self, msg: &str) {
