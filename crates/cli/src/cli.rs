@@ -109,57 +109,6 @@ pub enum ModuleMapCommand {
     Merge(ModuleMapMergeArgs),
 }
 
-/// The edge builder of `build-graphs`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum GraphMethod {
-    /// Layer pairs with phi-slope and z0 cuts, plus same-layer overlaps.
-    Geometric,
-    /// Module pairs of a module map (needs --map).
-    ModuleMap,
-    /// Radius graph in a learned embedding (needs --embedding; --filter prunes it).
-    MetricLearning,
-    /// Module map edges and metric-learning edges together (needs --map and --embedding).
-    Hybrid,
-}
-
-/// `--lr-scaling`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum LrScalingArg {
-    /// The same learning rate at any number of ranks.
-    None,
-    /// × ranks.
-    Linear,
-    /// × √ranks.
-    Sqrt,
-}
-
-/// `--sampler`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum SamplerArg {
-    /// A random permutation per epoch.
-    Random,
-    /// Steps draw their graphs from one size bin.
-    Balanced,
-}
-
-/// `--oversize`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum OversizeArg {
-    /// Cut the graph into overlapping φ sectors trained in one step.
-    Split,
-    /// Leave the graph out of training.
-    Skip,
-}
-
-/// `--non-finite`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum NonFiniteArg {
-    /// Stop the training naming the step and the graphs; the last checkpoint is kept.
-    Stop,
-    /// Skip the step (no update) and count it.
-    Skip,
-}
-
 /// `--resume [auto]`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
 pub enum ResumeArg {
@@ -167,66 +116,6 @@ pub enum ResumeArg {
     Always,
     /// Continue if the run has a checkpoint, else start it (a requeued Slurm job).
     Auto,
-}
-
-// The one place where the options that mirror library enums become them (as ripgrep's
-// `HiArgs::from_low_args`): the libraries stay free of clap, and a command converts with `.into()`.
-
-impl From<LrScalingArg> for trackgnn_train::config::LrScaling {
-    fn from(a: LrScalingArg) -> Self {
-        match a {
-            LrScalingArg::None => Self::None,
-            LrScalingArg::Linear => Self::Linear,
-            LrScalingArg::Sqrt => Self::Sqrt,
-        }
-    }
-}
-
-impl From<NonFiniteArg> for trackgnn_train::config::NonFinite {
-    fn from(a: NonFiniteArg) -> Self {
-        match a {
-            NonFiniteArg::Stop => Self::Stop,
-            NonFiniteArg::Skip => Self::Skip,
-        }
-    }
-}
-
-impl From<SamplerArg> for trackgnn_train::config::Sampler {
-    fn from(a: SamplerArg) -> Self {
-        match a {
-            SamplerArg::Random => Self::Random,
-            SamplerArg::Balanced => Self::Balanced,
-        }
-    }
-}
-
-impl From<OversizeArg> for trackgnn_train::config::Oversize {
-    fn from(a: OversizeArg) -> Self {
-        match a {
-            OversizeArg::Split => Self::Split,
-            OversizeArg::Skip => Self::Skip,
-        }
-    }
-}
-
-impl From<TrackMethodArg> for trackgnn_reco::tracks::Method {
-    fn from(a: TrackMethodArg) -> Self {
-        match a {
-            TrackMethodArg::Cc => Self::Cc,
-            TrackMethodArg::Walkthrough => Self::Walkthrough,
-            TrackMethodArg::Follow => Self::Follow,
-        }
-    }
-}
-
-impl From<SplitArg> for trackgnn_reco::evaluation::SplitPart {
-    fn from(a: SplitArg) -> Self {
-        match a {
-            SplitArg::Train => Self::Train,
-            SplitArg::Val => Self::Val,
-            SplitArg::Test => Self::Test,
-        }
-    }
 }
 
 /// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
@@ -248,38 +137,10 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok((v * (1u64 << shift) as f64).round() as u64)
 }
 
-/// `--regime` of `trackgnn scaling`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum RegimeArg {
-    /// A fixed data set: speed-up t1 / tN, efficiency t1 / (N·tN).
-    Strong,
-    /// Every rank keeps the graphs per epoch of one rank (N × the graphs): throughput ratio.
-    Weak,
-    /// Both regimes.
-    Both,
-}
-
-/// One part of a run's train/validation/test split.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum SplitArg {
-    /// The training events.
-    Train,
-    /// The validation events.
-    Val,
-    /// The test events.
-    Test,
-}
-
-/// Track building method.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum TrackMethodArg {
-    /// Connected components of the edges above the cut.
-    Cc,
-    /// Walk along the best-scoring edges, resolving branchings.
-    Walkthrough,
-    /// Follow the helix along the edges down to a low score cut (for dense events).
-    Follow,
-}
+// The options that name a library enum take it as it is: the libraries derive
+// `clap::ValueEnum` behind their `clap` feature, so there is no mirror to convert by hand.
+pub use trackgnn_graph::recipe::Method as GraphMethod;
+pub use trackgnn_reco::tracks::Method as TrackMethodArg;
 
 /// `trackgnn bench …`.
 #[derive(Debug, Subcommand)]
@@ -370,7 +231,7 @@ mod tests {
         let Command::Train(a) = cli.command else { panic!() };
         assert_eq!(a.max_memory, Some(6 << 30));
         assert_eq!(a.checkpointing, Some(trackgnn_engine::Checkpointing::every(2)));
-        assert_eq!(a.oversize, Some(OversizeArg::Skip));
+        assert_eq!(a.oversize, Some(trackgnn_train::config::Oversize::Skip));
         let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
             .unwrap_err();
         assert!(e.to_string().contains("every:K"), "{e}");

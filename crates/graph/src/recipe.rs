@@ -20,15 +20,25 @@ use crate::truth::{TargetConfig, pair_key, truth_edges};
 /// The edge builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     /// Layer pairs with phi-slope and z0 cuts, plus same-layer overlaps.
     Geometric,
     /// Module pairs of a module map with the ranges it learned.
+    #[cfg_attr(feature = "clap", value(help = "Module pairs of a module map (needs --map)"))]
     ModuleMap,
     /// Pairs of hits near in a learned embedding space, pruned by an edge filter
     /// ([`crate::metric`]).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Radius graph in a learned embedding (needs --embedding; --filter prunes it)")
+    )]
     MetricLearning,
     /// The union of the module map's and the metric-learning edges, deduplicated.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Module map edges and metric-learning edges together (needs --map and --embedding)")
+    )]
     Hybrid,
 }
 

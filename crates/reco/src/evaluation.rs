@@ -15,6 +15,7 @@ use crate::inference::TrainedModel;
 
 /// One part of a run's train/validation/test split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SplitPart {
     /// The training events.
     Train,

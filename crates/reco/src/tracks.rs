@@ -52,13 +52,20 @@ pub const REVERSE_MIN_DR: f32 = 2.0;
 /// How nodes are grouped into tracks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Method {
     /// Connected components of the kept edges (the reference method).
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "Connected components of the edges above the cut"))]
     Cc,
     /// Walk-through along the best-scoring outgoing edges.
+    #[cfg_attr(feature = "clap", value(help = "Walk along the best-scoring edges, resolving branchings"))]
     Walkthrough,
     /// Track following along the kept edges, guided by helix continuity and the scores.
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Follow the helix along the edges down to a low score cut (for dense events)")
+    )]
     Follow,
 }
 

@@ -11,11 +11,14 @@ use trackgnn_engine::InteractionGnn;
 /// What to do with a graph whose step would exceed the memory budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Oversize {
     /// Cut it into overlapping φ sectors, trained in one step with their gradients summed.
     #[default]
+    #[cfg_attr(feature = "clap", value(help = "Cut the graph into overlapping φ sectors trained in one step"))]
     Split,
     /// Leave it out of training (with a warning naming it).
+    #[cfg_attr(feature = "clap", value(help = "Leave the graph out of training"))]
     Skip,
 }
 

@@ -24,10 +24,13 @@ pub enum BestMetric {
 /// How the learning rate grows with the number of ranks (the global batch grows with them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LrScaling {
     /// The configured learning rate at any number of ranks.
+    #[cfg_attr(feature = "clap", value(help = "The same learning rate at any number of ranks"))]
     None,
     /// × ranks (Goyal et al. 2017), with warm-up.
+    #[cfg_attr(feature = "clap", value(help = "× ranks"))]
     Linear,
     /// × √ranks.
     Sqrt,
@@ -36,10 +39,12 @@ pub enum LrScaling {
 /// How each step's graphs are drawn from the training set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Sampler {
     /// A random permutation per epoch.
     Random,
     /// Graphs binned by edge count; every rank's graph in a step comes from the same bin.
+    #[cfg_attr(feature = "clap", value(help = "Steps draw their graphs from one size bin"))]
     Balanced,
 }
 
@@ -64,12 +69,18 @@ impl Sampler {
 /// What a step whose loss or gradient is not finite does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum NonFinite {
     /// Stop the training with an error naming the step and the graphs, keeping the last
     /// checkpoint (which holds no non-finite step).
+    #[cfg_attr(
+        feature = "clap",
+        value(help = "Stop the training naming the step and the graphs; the last checkpoint is kept")
+    )]
     Stop,
     /// Skip the step (no update), count it (`skipped_steps`, `skipped` in `steps.jsonl`) and go
     /// on.
+    #[cfg_attr(feature = "clap", value(help = "Skip the step (no update) and count it"))]
     Skip,
 }
 

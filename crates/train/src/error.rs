@@ -134,6 +134,16 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A step that failed, said in words (`--graphs DIR`, `creating DIR`, `reading RUN`), with
+    /// why as its source.
+    #[error("{context}")]
+    Context {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A checkpoint could not be written (disk full, …); the previous one is intact.
     #[error("{}: writing the checkpoint of step {step} failed; {kept}", dir.display())]
     CheckpointWrite {
@@ -165,6 +175,14 @@ impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    /// An [`Error::Context`]: `source`, while doing `context`.
+    pub fn context(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        Error::Context { context: context.into(), source: source.into() }
     }
 }
 

@@ -109,6 +109,26 @@ impl Default for EpochRecord {
     }
 }
 
+/// The epoch's line of a training's progress: losses, edge metrics and time.
+impl std::fmt::Display for EpochRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "epoch {:>3}: train loss {:.5}  val loss {:.5}  efficiency {:.4}  target purity {:.4}  total purity {:.4}  purity {:.4}  AUC {:.4}  {:.1} s ({:.3} s/batch)",
+            self.epoch,
+            self.train_loss,
+            self.val_loss,
+            self.efficiency,
+            self.target_purity,
+            self.total_purity,
+            self.purity,
+            self.auc,
+            self.epoch_seconds,
+            self.seconds_per_batch
+        )
+    }
+}
+
 impl EpochRecord {
     /// The CSV columns, in field order.
     pub const COLUMNS: &[&str] = &[
@@ -412,6 +432,14 @@ mod tests {
         assert_eq!(obj.len(), EpochRecord::COLUMNS.len());
         let pos: Vec<usize> = EpochRecord::COLUMNS.iter().map(|c| json.find(&format!("\"{c}\":")).unwrap()).collect();
         assert!(pos.windows(2).all(|w| w[0] < w[1]), "COLUMNS out of field order");
+    }
+
+    #[test]
+    fn an_epoch_prints_as_one_progress_line() {
+        let r = EpochRecord { epoch: 3, train_loss: 0.5, auc: 0.9, epoch_seconds: 12.34, ..EpochRecord::default() };
+        let line = r.to_string();
+        assert!(line.starts_with("epoch   3: train loss 0.50000  val loss NaN  efficiency NaN"), "{line}");
+        assert!(line.ends_with("AUC 0.9000  12.3 s (NaN s/batch)"), "{line}");
     }
 
     #[test]

@@ -100,12 +100,7 @@ pub struct BuildGraphsArgs {
 
 /// The recipe: the TOML file if given, then the flags.
 fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
-    let method = match a.method {
-        GraphMethod::Geometric => Method::Geometric,
-        GraphMethod::ModuleMap => Method::ModuleMap,
-        GraphMethod::MetricLearning => Method::MetricLearning,
-        GraphMethod::Hybrid => Method::Hybrid,
-    };
+    let method = a.method;
     let mut r = match &a.config {
         Some(p) => {
             let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;

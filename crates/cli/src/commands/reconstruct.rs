@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde_json::json;
 use trackgnn_reco::inference::{DirReco, EventSummary, Reconstructor};
-use trackgnn_reco::tracks::Method as TrackMethod;
 use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -74,7 +73,7 @@ pub struct ReconstructArgs {
 
 /// The track building settings of the flags: the method's defaults, then the flags.
 fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
-    let mut c = TrackBuilderConfig::for_method(TrackMethod::from(a.method), a.score_cut);
+    let mut c = TrackBuilderConfig::for_method(a.method, a.score_cut);
     if let Some(b) = a.branch_cut {
         c.branch_cut = Some(b);
     }

@@ -9,11 +9,11 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
-use trackgnn_train::config::TrainOverrides;
-use trackgnn_train::dist::Comm;
+use trackgnn_train::config::{LrScaling, NonFinite, Oversize, Sampler, TrainOverrides};
+use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{LrScalingArg, NonFiniteArg, OversizeArg, ResumeArg, SamplerArg, SplitArg, parse_bytes};
+use crate::cli::{ResumeArg, parse_bytes};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -45,7 +45,7 @@ pub struct TrainArgs {
     /// What a step whose loss or gradient is not finite does: stop the run (naming the step and
     /// graphs, keeping the last checkpoint) or skip the step.
     #[arg(long, value_enum)]
-    pub non_finite: Option<NonFiniteArg>,
+    pub non_finite: Option<NonFinite>,
     /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
     #[arg(long, value_name = "K")]
     pub replica_check_every: Option<usize>,
@@ -94,10 +94,10 @@ pub struct TrainArgs {
     pub warmup_epochs: Option<f64>,
     /// Learning-rate scaling with the number of ranks.
     #[arg(long, value_enum)]
-    pub lr_scaling: Option<LrScalingArg>,
+    pub lr_scaling: Option<LrScaling>,
     /// Step sampler.
     #[arg(long, value_enum)]
-    pub sampler: Option<SamplerArg>,
+    pub sampler: Option<Sampler>,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
     /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
@@ -114,7 +114,7 @@ pub struct TrainArgs {
     pub max_memory: Option<u64>,
     /// What to do with a graph over `--max-memory`.
     #[arg(long, value_enum)]
-    pub oversize: Option<OversizeArg>,
+    pub oversize: Option<Oversize>,
     /// Largest element count per MPI call (tests use a small one to exercise chunking).
     #[arg(long, hide = true)]
     pub mpi_chunk: Option<usize>,
@@ -136,7 +136,7 @@ pub struct EvalArgs {
     pub all: bool,
     /// Which of the run's events to evaluate on its own graph directory.
     #[arg(long, value_enum, default_value = "test")]
-    pub split: SplitArg,
+    pub split: SplitPart,
     /// Score threshold of the edge metrics (default: the run's).
     #[arg(long)]
     pub threshold: Option<f64>,
@@ -169,14 +169,9 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
     Ok((a.parse().map_err(|_| "bad STEP")?, b.parse().map_err(|_| "bad RANK")?))
 }
 
-/// The configuration: the TOML file if given (or the run's own on resume), then the flags.
-fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
-    let file = a.config.clone().or_else(|| resume.then(|| RunDir::new(&a.out).config_path()));
-    let config = match &file {
-        Some(p) => TrainConfig::read(p)?,
-        None => TrainConfig::default(),
-    };
-    let flags = TrainOverrides {
+/// The flags that replace the configuration's settings.
+fn overrides(a: &TrainArgs) -> TrainOverrides {
+    TrainOverrides {
         epochs: a.epochs,
         seed: a.seed,
         lr: a.lr,
@@ -190,16 +185,15 @@ fn resolve_config(a: &TrainArgs, resume: bool) -> Result<TrainConfig> {
         max_graphs: a.max_graphs,
         warmup_epochs: a.warmup_epochs,
         init_weights: a.init_weights.clone(),
-        lr_scaling: a.lr_scaling.map(Into::into),
+        lr_scaling: a.lr_scaling,
         checkpointing: a.checkpointing,
         precision: a.precision,
         max_memory_bytes: a.max_memory,
-        oversize: a.oversize.map(Into::into),
-        sampler: a.sampler.map(Into::into),
-        non_finite: a.non_finite.map(Into::into),
+        oversize: a.oversize,
+        sampler: a.sampler,
+        non_finite: a.non_finite,
         replica_check_every_steps: a.replica_check_every,
-    };
-    Ok(flags.apply(config)?)
+    }
 }
 
 /// A progress bar per epoch on rank 0.
@@ -225,19 +219,7 @@ impl Progress for Bars {
             b.finish_and_clear();
         }
         if !self.quiet {
-            eprintln!(
-                "epoch {:>3}: train loss {:.5}  val loss {:.5}  efficiency {:.4}  target purity {:.4}  total purity {:.4}  purity {:.4}  AUC {:.4}  {:.1} s ({:.3} s/batch)",
-                r.epoch,
-                r.train_loss,
-                r.val_loss,
-                r.efficiency,
-                r.target_purity,
-                r.total_purity,
-                r.purity,
-                r.auc,
-                r.epoch_seconds,
-                r.seconds_per_batch
-            );
+            eprintln!("{r}");
         }
     }
     fn message(&self, msg: &str) {
@@ -256,7 +238,7 @@ pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
         // Rank 0 decides, so every rank does the same even on a file system that lags.
         Some(ResumeArg::Auto) => comm.any(comm.is_root() && RunDir::new(&a.out).has_checkpoint())?,
     };
-    let cfg = resolve_config(&a, resume)?;
+    let cfg = overrides(&a).resolve(a.config.as_deref(), &RunDir::new(&a.out), resume)?;
     let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
     if resume && a.resume == Some(ResumeArg::Auto) && comm.is_root() && !a.json.json {
         eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());
@@ -313,7 +295,13 @@ pub fn train(
         }
         Ok(trainer.run(&bars, &stop)?)
     })?;
-    let requeued = root && outcome.interrupted && opts.requeue && requeue_slurm_job(as_json);
+    let requeued = root && outcome.interrupted && opts.requeue && {
+        let r = requeue_slurm_job();
+        if !(as_json && r.requeued()) {
+            eprintln!("{r}");
+        }
+        r.requeued()
+    };
     if root {
         if as_json {
             print_json(&json!({ "run": out, "outcome": outcome, "requeued": requeued }));
@@ -334,33 +322,6 @@ pub fn train(
         }
     }
     Ok(if outcome.interrupted { ExitCode::from(3) } else { ExitCode::SUCCESS })
-}
-
-/// Requeues the Slurm job this process runs in (`scontrol requeue $SLURM_JOB_ID`); true if
-/// it did. A failure is reported, not fatal: the checkpoint is written either way.
-fn requeue_slurm_job(quiet: bool) -> bool {
-    let Ok(job) = std::env::var("SLURM_JOB_ID") else {
-        eprintln!("--requeue: SLURM_JOB_ID is not set (not a Slurm job): not requeued; continue with --resume");
-        return false;
-    };
-    match std::process::Command::new("scontrol").args(["requeue", &job]).status() {
-        Ok(s) if s.success() => {
-            if !quiet {
-                eprintln!(
-                    "requeued Slurm job {job} (`scontrol requeue {job}`); it continues the run with --resume auto"
-                );
-            }
-            true
-        }
-        Ok(s) => {
-            eprintln!("--requeue: `scontrol requeue {job}` failed ({s}): resubmit the job to continue");
-            false
-        }
-        Err(e) => {
-            eprintln!("--requeue: cannot run scontrol ({e}): resubmit the job to continue");
-            false
-        }
-    }
 }
 
 pub fn run(a: TrainArgs) -> Result<ExitCode> {
@@ -390,7 +351,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let run = RunDir::open(&a.run)?;
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads.threads)?;
-    let split = (!a.all).then_some(a.split.into());
+    let split = (!a.all).then_some(a.split);
     pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }

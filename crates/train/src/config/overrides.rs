@@ -1,7 +1,7 @@
 //! Settings given on top of a training configuration (a command line's flags): one place
 //! where each flag meets the configuration key it replaces.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use trackgnn_engine::{Checkpointing, Precision};
 
@@ -57,6 +57,20 @@ pub struct TrainOverrides {
 }
 
 impl TrainOverrides {
+    /// The configuration of a training into `run`: the TOML file `file` if given (else, with
+    /// `resume`, the run's own `config.toml`; else the defaults), then these settings
+    /// ([`apply`](Self::apply)).
+    ///
+    /// # Errors
+    /// A configuration file that does not read, and the errors of [`apply`](Self::apply).
+    pub fn resolve(&self, file: Option<&Path>, run: &RunDir, resume: bool) -> Result<TrainConfig> {
+        let config = match file.map(Path::to_path_buf).or_else(|| resume.then(|| run.config_path())) {
+            Some(p) => TrainConfig::read(&p)?,
+            None => TrainConfig::default(),
+        };
+        self.apply(config)
+    }
+
     /// `config` with every given setting replaced, validated. `init_weights` becomes the
     /// absolute path of the weights file (a run directory's best weights).
     ///
@@ -111,6 +125,23 @@ mod tests {
         assert_eq!((c.epochs, c.optimizer.lr, c.model.hidden, c.sampler), (7, 0.01, 16, Sampler::Random));
         assert_eq!(TrainOverrides::default().apply(base.clone()).unwrap(), base);
         assert!(TrainOverrides { epochs: Some(0), ..Default::default() }.apply(base.clone()).is_err());
+    }
+
+    #[test]
+    fn the_configuration_is_the_file_or_on_resume_the_runs_own_then_the_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        std::fs::write(run.config_path(), "epochs = 5\n").unwrap();
+        let file = dir.path().join("other.toml");
+        std::fs::write(&file, "epochs = 6\nseed = 2\n").unwrap();
+        let none = TrainOverrides::default();
+        assert_eq!(none.resolve(None, &run, false).unwrap(), TrainConfig::default());
+        assert_eq!(none.resolve(None, &run, true).unwrap().epochs, 5, "a resumed run keeps its configuration");
+        assert_eq!(none.resolve(Some(&file), &run, true).unwrap().epochs, 6, "a given file wins");
+        let flags = TrainOverrides { epochs: Some(9), ..Default::default() };
+        assert_eq!(flags.resolve(Some(&file), &run, false).unwrap().seed, 2);
+        assert_eq!(flags.resolve(Some(&file), &run, false).unwrap().epochs, 9, "flags win over the file");
+        assert!(none.resolve(Some(&dir.path().join("missing.toml")), &run, false).is_err());
     }
 
     #[test]

@@ -3,18 +3,21 @@
 //! [`Comm`] is what training needs: rank and size, an in-place mean all-reduce of the flat
 //! gradient buffer, broadcast, barrier and a gather of small statistics. [`SingleProcess`] is the
 //! default build's implementation (size 1, every operation a no-op); the MPI implementation
-//! lives behind the `mpi` cargo feature.
+//! lives behind the `mpi` cargo feature. [`requeue_slurm_job`] restarts a Slurm job that
+//! checkpointed on a signal.
 
 #[cfg(not(feature = "mpi"))]
 mod disabled;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod requeue;
 mod single;
 
 #[cfg(feature = "mpi")]
 pub use self::mpi::{MAX_CHUNK, MpiComm};
 #[cfg(not(feature = "mpi"))]
 pub use disabled::{MAX_CHUNK, MpiComm};
+pub use requeue::{Requeue, requeue_slurm_job};
 pub use single::SingleProcess;
 
 /// How long a rank waits in a collective for the others before it aborts the job naming the

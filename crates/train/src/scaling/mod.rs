@@ -3,7 +3,9 @@
 //! trainer's sampler to predict an epoch at any number of ranks ([`predict`]), and what a
 //! finished run measured, read back with one rule for which epochs count ([`measured`]); and
 //! the typed reports of `trackgnn scaling`: the measured study ([`study`]) and the simulated one
-//! ([`simulation`]), whose JSON is the command's and whose `Display` its text.
+//! ([`simulation`]), whose JSON is the command's and whose `Display` its text; the study's
+//! options, checked and resolved ([`options`]), and the launcher that trains the measured runs
+//! ([`launch`]).
 //!
 //! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
 //! t₁ / t_N, efficiency t₁ / (N·t_N)); **weak** scaling gives each rank the graphs of one rank
@@ -28,7 +30,9 @@
 //! ```
 
 pub mod allreduce;
+pub mod launch;
 pub mod measured;
+pub mod options;
 pub mod predict;
 pub mod simulation;
 pub mod study;

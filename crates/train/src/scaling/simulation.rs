@@ -433,6 +433,21 @@ pub(crate) fn finite_or_nan(x: f64) -> f64 {
     if x.is_finite() { x } else { f64::NAN }
 }
 
+/// The header of a Markdown table, its columns separated by ` | `, and the separator line.
+pub(crate) fn table_head(out: &mut fmt::Formatter<'_>, columns: &str) -> fmt::Result {
+    writeln!(out, "| {columns} |")?;
+    writeln!(out, "|{}", "---|".repeat(columns.split(" | ").count()))
+}
+
+/// A row of a Markdown table.
+pub(crate) fn table_row(out: &mut fmt::Formatter<'_>, cells: &[&dyn fmt::Display]) -> fmt::Result {
+    write!(out, "|")?;
+    for c in cells {
+        write!(out, " {c} |")?;
+    }
+    writeln!(out)
+}
+
 /// A JSON-like rendering of an optional count: the number or `null`.
 fn or_null(x: Option<usize>) -> String {
     x.map_or("null".into(), |c| c.to_string())
@@ -465,26 +480,26 @@ impl fmt::Display for Simulation {
         )?;
         for t in &self.predictions {
             writeln!(out, "\n{} scaling, {} sampler (predicted training time per epoch)", t.regime.name(), t.sampler)?;
-            writeln!(
+            table_head(
                 out,
-                "| Ranks | Graphs | Steps | Epoch s | Compute s | All-reduce s | Imbalance | Speed-up | Efficiency % |"
+                "Ranks | Graphs | Steps | Epoch s | Compute s | All-reduce s | Imbalance | Speed-up | Efficiency %",
             )?;
-            writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
             for r in &t.rows {
                 match r {
-                    PredictedRow::NoStep { ranks, note } => writeln!(out, "| {ranks} | {note} |")?,
-                    PredictedRow::Predicted { prediction: p, speedup, scaling_efficiency } => writeln!(
+                    PredictedRow::NoStep { ranks, note } => table_row(out, &[ranks, note])?,
+                    PredictedRow::Predicted { prediction: p, speedup, scaling_efficiency } => table_row(
                         out,
-                        "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
-                        p.ranks,
-                        p.graphs,
-                        fixed(p.steps_per_epoch, 0),
-                        fixed(p.epoch_seconds, 2),
-                        fixed(p.compute_seconds, 2),
-                        fixed(p.allreduce_seconds, 3),
-                        fixed(p.load_imbalance, 3),
-                        fixed(*speedup, 2),
-                        100.0 * finite_or_nan(*scaling_efficiency)
+                        &[
+                            &p.ranks,
+                            &p.graphs,
+                            &fixed(p.steps_per_epoch, 0),
+                            &fixed(p.epoch_seconds, 2),
+                            &fixed(p.compute_seconds, 2),
+                            &fixed(p.allreduce_seconds, 3),
+                            &fixed(p.load_imbalance, 3),
+                            &fixed(*speedup, 2),
+                            &format!("{:.1}", 100.0 * finite_or_nan(*scaling_efficiency)),
+                        ],
                     )?,
                 }
             }
@@ -503,24 +518,24 @@ impl fmt::Display for Simulation {
                 check.sampler,
                 or_null(self.check_cores)
             )?;
-            writeln!(
+            table_head(
                 out,
-                "| Regime | Ranks | Contention | Measured s | Predicted s | Error % | Measured speed-up | Predicted | Error % |"
+                "Regime | Ranks | Contention | Measured s | Predicted s | Error % | Measured speed-up | Predicted | Error %",
             )?;
-            writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
             for r in &check.rows {
-                writeln!(
+                table_row(
                     out,
-                    "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {:.1} |",
-                    r.regime.name(),
-                    r.ranks,
-                    fixed(r.contention, 2),
-                    fixed(r.measured_train_seconds, 2),
-                    fixed(r.predicted_train_seconds, 2),
-                    100.0 * finite_or_nan(r.time_error),
-                    fixed(r.measured_speedup, 2),
-                    fixed(r.predicted_speedup, 2),
-                    100.0 * finite_or_nan(r.speedup_error)
+                    &[
+                        &r.regime.name(),
+                        &r.ranks,
+                        &fixed(r.contention, 2),
+                        &fixed(r.measured_train_seconds, 2),
+                        &fixed(r.predicted_train_seconds, 2),
+                        &format!("{:.1}", 100.0 * finite_or_nan(r.time_error)),
+                        &fixed(r.measured_speedup, 2),
+                        &fixed(r.predicted_speedup, 2),
+                        &format!("{:.1}", 100.0 * finite_or_nan(r.speedup_error)),
+                    ],
                 )?;
             }
         }

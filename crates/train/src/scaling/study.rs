@@ -1,7 +1,7 @@
 //! The measured scaling study: which configurations to train, what each finished run measured
 //! ([`RunSummary`]), and the report that compares them ([`StudyReport`], `scaling.json`, whose
-//! [`Display`](fmt::Display) prints the analogues of the reference Tables 1 and 2). Launching
-//! the runs is the caller's (the `trackgnn scaling` command starts `mpirun`).
+//! [`Display`](fmt::Display) prints the analogues of the reference Tables 1 and 2). The runs are
+//! launched by [`super::launch`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::Regime;
 use super::measured::StepFigures;
-use super::simulation::{finite_or_nan, fixed};
+use super::simulation::{finite_or_nan, fixed, table_head, table_row};
 use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::logs::RankReport;
@@ -356,6 +356,12 @@ fn pct(x: f64, digits: usize) -> String {
     if x.is_finite() { format!("{:.digits$}", 100.0 * x) } else { "-".into() }
 }
 
+/// The columns of Table 1: what the model learned, and the epoch time.
+const FIT_COLUMNS: &str = "Ranks | Train graphs | Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s";
+
+/// The columns of Table 2: resources and speed-up.
+const SPEED_COLUMNS: &str = "Ranks | CPU util % | Peak RSS MB/rank | Wall s | CPU s | Graphs/s | Speed-up | Scaling eff. % | Imbalance | All-reduce s | Wait s | Load avg start → end | Epoch s of repeats";
+
 /// Tables 1 and 2 of the reference, per regime.
 impl fmt::Display for StudyReport {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -373,53 +379,46 @@ impl fmt::Display for StudyReport {
                     Regime::Weak => format!(", {} graphs per rank", self.graphs_per_rank),
                 }
             )?;
-            writeln!(
-                out,
-                "| Ranks | Train graphs | Efficiency % | Target purity % | Total purity % | Purity % | AUC % | Val loss | Epoch s | Batch s |"
-            )?;
-            writeln!(out, "|---|---|---|---|---|---|---|---|---|---|")?;
+            table_head(out, FIT_COLUMNS)?;
             for v in rows.iter().map(|v| &v.summary) {
-                writeln!(
+                table_row(
                     out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                    v.ranks,
-                    v.train_graphs,
-                    pct(v.efficiency, 3),
-                    pct(v.target_purity, 3),
-                    pct(v.total_purity, 3),
-                    pct(v.purity, 3),
-                    pct(v.auc, 3),
-                    fixed(v.val_loss, 5),
-                    fixed(v.train_epoch_seconds, 2),
-                    fixed(v.seconds_per_batch, 3)
+                    &[
+                        &v.ranks,
+                        &v.train_graphs,
+                        &pct(v.efficiency, 3),
+                        &pct(v.target_purity, 3),
+                        &pct(v.total_purity, 3),
+                        &pct(v.purity, 3),
+                        &pct(v.auc, 3),
+                        &fixed(v.val_loss, 5),
+                        &fixed(v.train_epoch_seconds, 2),
+                        &fixed(v.seconds_per_batch, 3),
+                    ],
                 )?;
             }
             writeln!(out)?;
-            writeln!(
-                out,
-                "| Ranks | CPU util % | Peak RSS MB/rank | Wall s | CPU s | Graphs/s | Speed-up | Scaling eff. % | Imbalance | All-reduce s | Wait s | Load avg start → end | Epoch s of repeats |"
-            )?;
-            writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+            table_head(out, SPEED_COLUMNS)?;
             for row in rows {
                 let v = &row.summary;
                 let reps: Vec<String> = row.train_epoch_seconds_repeats.iter().map(|&x| fixed(x, 2)).collect();
-                writeln!(
+                table_row(
                     out,
-                    "| {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} → {} | {} |",
-                    v.ranks,
-                    pct(v.cpu_utilisation, 1),
-                    finite_or_nan(v.peak_rss_bytes as f64) / 1e6,
-                    fixed(v.wall_seconds, 1),
-                    fixed(v.cpu_seconds, 1),
-                    fixed(v.graphs_per_second, 2),
-                    fixed(row.speedup, 3),
-                    pct(row.scaling_efficiency, 1),
-                    fixed(v.load_imbalance, 3),
-                    fixed(v.allreduce_seconds, 3),
-                    fixed(v.imbalance_wait_seconds, 3),
-                    format_load(v.load_average_start),
-                    format_load(v.load_average_end),
-                    reps.join(" ")
+                    &[
+                        &v.ranks,
+                        &pct(v.cpu_utilisation, 1),
+                        &format!("{:.1}", finite_or_nan(v.peak_rss_bytes as f64) / 1e6),
+                        &fixed(v.wall_seconds, 1),
+                        &fixed(v.cpu_seconds, 1),
+                        &fixed(v.graphs_per_second, 2),
+                        &fixed(row.speedup, 3),
+                        &pct(row.scaling_efficiency, 1),
+                        &fixed(v.load_imbalance, 3),
+                        &fixed(v.allreduce_seconds, 3),
+                        &fixed(v.imbalance_wait_seconds, 3),
+                        &format!("{} → {}", format_load(v.load_average_start), format_load(v.load_average_end)),
+                        &reps.join(" "),
+                    ],
                 )?;
             }
         }
