@@ -113,8 +113,10 @@ pub fn digitize(
         sv += cv * w;
         sq += w;
     }
-    // The mean Lorentz shift (tan θ_L · t/2) is known and corrected, as reconstruction does.
-    Cluster { cells, u: su / sq - tan_l * 0.5 * t, v: sv / sq }
+    // The Lorentz shift reconstruction subtracts: the mean drift (tan θ_L · t/2) unless the
+    // configuration says otherwise (TrackML's barrels: `DigiConfig::lorentz_correction`).
+    let correction = cfg.lorentz_correction.map_or(0.5 * t, |k| k * m.thickness);
+    Cluster { cells, u: su / sq - tan_l * correction, v: sv / sq }
 }
 
 #[cfg(test)]
@@ -146,6 +148,7 @@ mod tests {
             fluctuation: 0.1,
             binary: false,
             depth_over_thickness: 1.0,
+            lorentz_correction: None,
         };
         let mut rng = Rng::new(4);
         let mut scratch = Vec::new();
@@ -221,6 +224,7 @@ mod tests {
             fluctuation: 0.1,
             binary: false,
             depth_over_thickness: 1.0,
+            lorentz_correction: None,
         };
         let mut rng = Rng::new(5);
         let mut scratch = Vec::new();
