@@ -395,7 +395,15 @@ mod tests {
         assert_eq!(d.depth_over_thickness, 1.0);
         let cfg = SimConfig::default();
         assert!(cfg.digi_endcap.iter().all(|d| d.depth_over_thickness == 2.0 && d.threshold == 0.0));
-        assert!(cfg.digi_barrel.iter().all(|d| d.depth_over_thickness == 1.0));
+        assert!(cfg.digi_barrel.iter().all(|d| d.depth_over_thickness == 1.0 && d.lorentz_correction == Some(1.0)));
+        assert!(cfg.digi_endcap.iter().all(|d| d.lorentz_correction.is_none()));
+        assert_eq!(d.lorentz_correction, None);
+        // A configuration written before the grazing-incidence cut reproduces its events.
+        let old_sim: SimConfig = toml::from_str("pileup = 3.0\nhit_inefficiency = 0.01").unwrap();
+        assert_eq!(old_sim.min_cos_incidence, 0.0);
+        assert_eq!(SimConfig::default().min_cos_incidence, 0.1);
+        let text = toml::to_string(&SimConfig::default()).unwrap();
+        assert_eq!(toml::from_str::<SimConfig>(&text).unwrap(), SimConfig::default());
         let mut bad = cfg;
         bad.digi_endcap[1].depth_over_thickness = 0.0;
         assert!(bad.validate().unwrap_err().to_string().contains("depth_over_thickness"));

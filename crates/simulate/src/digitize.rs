@@ -240,4 +240,25 @@ mod tests {
             / n as f64;
         assert!(mean.abs() < 0.003, "bias {mean}");
     }
+
+    #[test]
+    fn a_correction_over_the_full_thickness_leaves_half_the_drift() {
+        // TrackML's barrels: the charge drifts tan θ_L · t/2 on average, the reconstruction
+        // subtracts tan θ_L · t, so hits sit tan θ_L · t/2 off on the other side.
+        let m = pixel();
+        let cfg = DigiConfig { tan_lorentz: 0.12, ..DigiConfig::ACTS_2018_BARREL };
+        let mut rng = Rng::new(8);
+        let mut scratch = Vec::new();
+        let n = 2000;
+        let mean: f64 = (0..n)
+            .map(|_| {
+                let u0 = rng.range(-2.0, 2.0);
+                let at = LocalCrossing { u: u0, v: 0.0, dir: [0.0, 0.0, 1.0] };
+                digitize(&mut rng, &m, &cfg, true, at, &mut scratch).u - u0
+            })
+            .sum::<f64>()
+            / n as f64;
+        let want = -0.12 * 0.5 * m.thickness;
+        assert!((mean - want).abs() < 0.002, "bias {mean}, want {want}");
+    }
 }
