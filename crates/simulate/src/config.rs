@@ -74,10 +74,10 @@ pub struct SimConfig {
     /// (grazing incidence). TrackML's digitisation dropped them: `cosThetaLocMin = 0.1` in
     /// `FW::DigitizationAlgorithm::Config` of the acts-framework branch the data set was made
     /// with (`FatrasAndNewDD4hepDetectors`, commit 1e11cf34, 2018-03-29, "dataset
-    /// restructuring"; `Algorithms/Digitization`). In the pixel barrel that is 3.9% of the
-    /// crossings, the steep ones near |η| = 3 with the longest clusters: without the cut the
-    /// barrel's cells per hit come out 8.8 instead of 7.5 (real 7.0). Older configurations
-    /// without the key read 0 (no cut).
+    /// restructuring"; `Algorithms/Digitization`). In the pixel barrel that is 3.4% of the
+    /// hits, the steep crossings near |η| = 3 with the longest clusters: without the cut the
+    /// barrel's cells per hit come out 8.61 instead of 7.23 (real 7.0; 3 events, μ = 200,
+    /// seed 77). Older configurations without the key read 0 (no cut).
     #[serde(default = "zero")]
     pub min_cos_incidence: f64,
     /// Fraction of all hits that are noise (real TrackML: 15%). Noise hits are spread uniformly
@@ -133,8 +133,9 @@ pub struct SimConfig {
     ///   (`lorentzShift = thickness · tan θ_L`, see [`DigiConfig::lorentz_correction`]).
     ///
     /// The charge is collected over the sensor's thickness (`depth_over_thickness` 1): with
-    /// it the barrels give 7.5 / 2.6 / 3.3 cells per hit in the pixel / short-strip /
-    /// long-strip barrel (real 7.0 / ≤ 2.6 / 2.7–3.0), with twice it 14 / 4.2 / 5.7. The
+    /// it the barrels give 7.23 / 2.44 / 3.19 cells per hit in the pixel / short-strip /
+    /// long-strip barrel (real 7.0 / ≤ 2.6 / 2.7–3.0), with twice it 13.5 / 3.90 / 5.39
+    /// and a pixel r-φ residual of 0.0038 mm (3 events, μ = 200, seed 77). The
     /// sources pass the same thickness as half-thickness in barrels and disks
     /// (`GenericLayerBuilder`), so they do not say why the barrels' clusters are those of the
     /// single thickness while the disks' are those of twice it (see `digi_endcap`).
@@ -143,8 +144,9 @@ pub struct SimConfig {
     /// lands tan θ_L · t/2 from the crossing along u: 9, 15 and 14 µm in the pixel, short-strip
     /// and long-strip barrels. That offset, added in quadrature to the cluster's own error, is
     /// why the real strip barrels' r-φ residuals lie near the binary pitch/√12 although most
-    /// clusters have two strips (3 events, μ = 200, seed 77; real in brackets): r-φ 0.0108
-    /// (0.0104), 0.0216 (0.0202), 0.0273 (0.0275) mm. The earlier setting (pixel drift against
+    /// clusters have two strips (3 events, μ = 200, seed 77; real in brackets): r-φ 0.0105
+    /// (0.0104), 0.0208 (0.0202), 0.0270 (0.0275) mm; corrected by the mean drift instead
+    /// (`lorentz_correction` unset) 0.0060, 0.0151, 0.0234. The earlier setting (pixel drift against
     /// the tilt, thresholds and diffusion tuned, correction by the mean drift) left the short
     /// strips at 0.0150: no digitisation without the offset reaches 0.0172 at these crossing
     /// angles (path-length-weighted 0.009, binary 0.015–0.016, with either drift sign and
