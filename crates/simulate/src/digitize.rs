@@ -113,8 +113,10 @@ pub fn digitize(
         sv += cv * w;
         sq += w;
     }
-    // The mean Lorentz shift (tan θ_L · t/2) is known and corrected, as reconstruction does.
-    Cluster { cells, u: su / sq - tan_l * 0.5 * t, v: sv / sq }
+    // The Lorentz shift reconstruction subtracts: the mean drift (tan θ_L · t/2) unless the
+    // configuration says otherwise (TrackML's barrels: `DigiConfig::lorentz_correction`).
+    let correction = cfg.lorentz_correction.map_or(0.5 * t, |k| k * m.thickness);
+    Cluster { cells, u: su / sq - tan_l * correction, v: sv / sq }
 }
 
 #[cfg(test)]
@@ -146,6 +148,7 @@ mod tests {
             fluctuation: 0.1,
             binary: false,
             depth_over_thickness: 1.0,
+            lorentz_correction: None,
         };
         let mut rng = Rng::new(4);
         let mut scratch = Vec::new();
@@ -221,6 +224,7 @@ mod tests {
             fluctuation: 0.1,
             binary: false,
             depth_over_thickness: 1.0,
+            lorentz_correction: None,
         };
         let mut rng = Rng::new(5);
         let mut scratch = Vec::new();
@@ -235,5 +239,26 @@ mod tests {
             .sum::<f64>()
             / n as f64;
         assert!(mean.abs() < 0.003, "bias {mean}");
+    }
+
+    #[test]
+    fn a_correction_over_the_full_thickness_leaves_half_the_drift() {
+        // TrackML's barrels: the charge drifts tan θ_L · t/2 on average, the reconstruction
+        // subtracts tan θ_L · t, so hits sit tan θ_L · t/2 off on the other side.
+        let m = pixel();
+        let cfg = DigiConfig { tan_lorentz: 0.12, ..DigiConfig::ACTS_2018_BARREL };
+        let mut rng = Rng::new(8);
+        let mut scratch = Vec::new();
+        let n = 2000;
+        let mean: f64 = (0..n)
+            .map(|_| {
+                let u0 = rng.range(-2.0, 2.0);
+                let at = LocalCrossing { u: u0, v: 0.0, dir: [0.0, 0.0, 1.0] };
+                digitize(&mut rng, &m, &cfg, true, at, &mut scratch).u - u0
+            })
+            .sum::<f64>()
+            / n as f64;
+        let want = -0.12 * 0.5 * m.thickness;
+        assert!((mean - want).abs() < 0.002, "bias {mean}, want {want}");
     }
 }

@@ -344,7 +344,9 @@ impl<'a> Propagator<'a> {
                 pos = x;
                 dir = t;
                 let m = &self.det.modules[mi as usize];
-                if !st.rng.bernoulli(self.cfg.hit_inefficiency) {
+                // Grazing crossings leave no hit (`SimConfig::min_cos_incidence`).
+                let incidence = dot(dir, m.normal()).abs();
+                if !st.rng.bernoulli(self.cfg.hit_inefficiency) && incidence >= self.cfg.min_cos_incidence {
                     self.record_hit(st, k, seq, mi, pos, dir, p);
                     seq += 1;
                 }

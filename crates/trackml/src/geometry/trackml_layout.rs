@@ -6,10 +6,10 @@
 //! overlap is why a particle often leaves two hits on one layer. Disks are rings of modules
 //! (v radial, w along z), alternating in z by ±2.5 mm (pixel) or ±4.5 mm (strips).
 //!
-//! Where MISSION.md gives one trapezoid for several strip-disk rings (short strips: half-widths
-//! 16.4–24.2 mm, which fits the inner ring at r ≈ 318 mm), the outer rings are widened so each
-//! ring covers its circumference with the same few-percent overlap as the inner one: with the
-//! inner ring's shape the outer rings would leave 20–40% of the disk uncovered.
+//! MISSION.md gives one trapezoid for several strip-disk rings (short strips: half-widths
+//! 16.4–24.2 mm, the inner ring's); the outer rings take the shapes of the 2018 acts-framework's
+//! TrackML detector (`GenericDetectorML.ipp`): short strips 24.2–32.2 and 32.2–40.0 mm, long
+//! strips 66–72 mm, which cover each ring's circumference with a few percent to spare.
 
 use std::f64::consts::TAU;
 
@@ -146,13 +146,6 @@ fn barrel_modules(s: &BarrelSpec, out: &mut Vec<Module>) {
     }
 }
 
-/// Widens a ring's trapezoid, if needed, so `n` modules cover the circumference at both its
-/// inner and outer radius with `overlap` (fractional) to spare.
-fn covering(ring: Ring, overlap: f64) -> Ring {
-    let need = |r: f64| (1.0 + overlap) * std::f64::consts::PI * r / ring.n as f64;
-    Ring { min_hu: ring.min_hu.max(need(ring.r - ring.hv)), max_hu: ring.max_hu.max(need(ring.r + ring.hv)), ..ring }
-}
-
 /// Adds the disks of one end-cap volume; `z_abs` are the |z| of the disks, nearest first.
 fn endcap_modules(
     volume: u16,
@@ -206,16 +199,17 @@ pub fn trackml_modules() -> Vec<Module> {
         Ring { n: 68, r: 140.0, min_hu: 8.4, max_hu: 8.4, hv: 36.0 },
     ];
     let strip_z = [1220.0, 1500.0, 1800.0, 2150.0, 2550.0, 2950.0];
-    let ss_overlap = 2.0 * 16.4 * 54.0 / (TAU * (318.0 - 78.0)) - 1.0;
+    // Each strip-disk ring has its own trapezoid, as the 2018 acts-framework's TrackML detector
+    // built them (`GenericDetectorML.ipp`, branch `FatrasAndNewDD4hepDetectors`, 1e11cf34:
+    // `mrMinHx` / `mrMaxHx`, and readout bins × pitch = twice the wide half-width).
     let ss_rings = [
         Ring { n: 54, r: 318.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 },
-        covering(Ring { n: 56, r: 470.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 }, ss_overlap),
-        covering(Ring { n: 60, r: 622.0, min_hu: 16.4, max_hu: 24.2, hv: 78.0 }, ss_overlap),
+        Ring { n: 56, r: 470.0, min_hu: 24.2, max_hu: 32.2, hv: 78.0 },
+        Ring { n: 60, r: 622.0, min_hu: 32.2, max_hu: 40.0, hv: 78.0 },
     ];
-    let ls_overlap = 2.0 * 54.0 * 48.0 / (TAU * (828.0 - 78.0)) - 1.0;
     let ls_rings = [
         Ring { n: 48, r: 828.0, min_hu: 54.0, max_hu: 64.2, hv: 78.0 },
-        covering(Ring { n: 50, r: 942.0, min_hu: 54.0, max_hu: 64.2, hv: 78.0 }, ls_overlap),
+        Ring { n: 50, r: 942.0, min_hu: 66.0, max_hu: 72.0, hv: 78.0 },
     ];
     for (vol, sign) in [(7u16, -1.0), (9, 1.0)] {
         endcap_modules(vol, sign, &pix_z, &pix_rings, 2.5, PIXEL, &mut out);
