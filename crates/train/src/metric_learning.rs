@@ -21,6 +21,9 @@
 pub mod embedding;
 pub mod events;
 pub mod filter;
+mod report;
+
+pub use report::{StageReport, read_stage_config};
 
 use std::collections::HashSet;
 use std::io::Write;
