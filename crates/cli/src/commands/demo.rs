@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use trackgnn_graph::dataset::{self, BuildSummary};
 use trackgnn_graph::{GraphRecipe, Method, Stages};
-use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
 use trackgnn_simulate::dataset::write_events;
 use trackgnn_simulate::{Generator, SimConfig};
@@ -105,7 +105,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let tracks = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(TrackMethod::Follow, None) };
     let rec = Reconstructor::open(&run, &Weights::Best, generator.detector().clone())?.with_tracks(tracks)?;
     let done = pool.install(|| rec.reconstruct_dir(&p("heldout"), &p("tracks"), None, |_| {}))?;
-    super::reconstruct::report(&p("tracks"), false, &rec, &done);
+    print!("{}", RecoReport::new(&p("tracks"), &rec, &done));
     step(6, "done", t0);
     report(dir, t0);
     Ok(ExitCode::SUCCESS)
