@@ -10,7 +10,7 @@ use trackgnn_graph::dataset::{self, BuildSummary};
 use trackgnn_graph::{GraphRecipe, Method, Stages};
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
-use trackgnn_simulate::dataset::write_events;
+use trackgnn_simulate::dataset::{RunRecord, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{discover_events, write_detectors};
@@ -18,7 +18,6 @@ use trackgnn_train::TrainConfig;
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
-use super::simulate::RunRecord;
 use crate::progress;
 use crate::util::thread_pool;
 use clap::Args;
@@ -124,7 +123,7 @@ fn simulate(generator: &Generator, out: &Path, seed: u64, ids: std::ops::RangeIn
         first_event: ids[0],
         events: n as u64,
         gzip: false,
-        detector: "built-in TrackML".into(),
+        detector: RunRecord::detector_name(None),
         config: generator.config(),
     };
     record.write(out)?;
