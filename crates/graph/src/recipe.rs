@@ -18,7 +18,7 @@ use crate::module_map::{MapMargin, ModuleMap};
 use crate::truth::{TargetConfig, pair_key, truth_edges};
 
 mod overrides;
-pub use overrides::{EmbeddingRun, FilterRun, OverrideError, RecipeOverrides, LearnedRun, absolute};
+pub use overrides::{EmbeddingRun, FilterRun, LearnedRun, OverrideError, RecipeOverrides, absolute};
 
 /// The edge builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
