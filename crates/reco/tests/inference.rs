@@ -102,10 +102,8 @@ fn a_run_reconstructs_events_and_directories() {
     let report = RecoReport::new(&out, &rec, &done);
     let text = report.to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(
-        lines[0].starts_with("2 events reconstructed into ")
-            && lines[0].ends_with("(Follow, score cut 0.02, candidates of >= 5 hits)")
-    );
+    let settings = format!("(Follow, score cut 0.02, candidates of >= {} hits)", rec.track_config().min_hits);
+    assert!(lines[0].starts_with("2 events reconstructed into ") && lines[0].ends_with(&settings), "{text}");
     assert!(lines[1].starts_with("per event: ") && lines[2].starts_with("track efficiency "), "{text}");
     assert_eq!(lines.len(), 3 + done.plots.len());
     let json = serde_json::to_value(&report).unwrap();
