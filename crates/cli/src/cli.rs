@@ -137,11 +137,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     Ok((v * (1u64 << shift) as f64).round() as u64)
 }
 
-// The options that name a library enum take it as it is: the libraries derive
-// `clap::ValueEnum` behind their `clap` feature, so there is no mirror to convert by hand.
-pub use trackgnn_graph::recipe::Method as GraphMethod;
-pub use trackgnn_reco::tracks::Method as TrackMethodArg;
-
 /// `trackgnn bench …`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {

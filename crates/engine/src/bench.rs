@@ -418,6 +418,54 @@ impl MemoryRow {
     }
 }
 
+/// Bytes of memory the system could still give (Linux's `MemAvailable`; unlimited where it
+/// cannot be read).
+pub fn available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb * 1024)
+}
+
+/// The rows of every mode and size, in that order: each measured by `run` (in `trackgnn bench
+/// memory`, a process of its own, so its peak RSS is its own) unless the peak predicted from
+/// the mode's rows so far exceeds 85% of `available()` bytes ([`MemoryRow::skipped`], never
+/// run into the OOM killer). `on_row` sees each row as it comes.
+///
+/// # Errors
+/// The first error of `run`.
+pub fn memory_rows<E>(
+    modes: &[Checkpointing],
+    edges: &[usize],
+    available: impl Fn() -> u64,
+    mut run: impl FnMut(Checkpointing, usize) -> Result<MemoryFigures, E>,
+    mut on_row: impl FnMut(&MemoryRow),
+) -> Result<Vec<MemoryRow>, E> {
+    let mut rows = Vec::new();
+    for &mode in modes {
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for &e in edges {
+            let avail = available() as f64;
+            let predicted = predict_peak(&points, e);
+            let row = match predicted {
+                Some(p) if p > 0.85 * avail => MemoryRow::skipped(mode, e, p, avail),
+                _ => {
+                    let figures = run(mode, e)?;
+                    points.push((e as f64, figures.counted_peak_bytes as f64));
+                    MemoryRow::Ran { figures, predicted_bytes: predicted }
+                }
+            };
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
 /// The header of the rows' text ([`MemoryRow`]'s `Display`).
 pub fn memory_header() -> String {
     format!(
@@ -562,6 +610,44 @@ mod tests {
         assert_eq!(predict_peak(&[], 10), None);
         assert_eq!(predict_peak(&[(2.0, 8.0)], 10), Some(40.0));
         assert_eq!(predict_peak(&[(1.0, 3.0), (3.0, 7.0)], 10), Some(21.0));
+    }
+
+    #[test]
+    fn rows_predicted_beyond_the_available_memory_are_skipped_not_run() {
+        let figures = |mode: Checkpointing, e: usize| MemoryFigures {
+            checkpointing: mode.to_string(),
+            edges: e,
+            nodes: e / 15,
+            hidden: 8,
+            iterations: 1,
+            step_seconds: Some(0.1),
+            counted_peak_bytes: 100 * e as u64,
+            engine_bytes: 0,
+            peak_rss_bytes: 0,
+            skipped: false,
+        };
+        let mut ran = Vec::new();
+        let mut seen = 0;
+        // 100 bytes per edge, 50 kB available: 400 edges (40 kB) run, 1000 edges (100 kB) do not.
+        let rows = memory_rows(
+            &[Checkpointing::NONE],
+            &[100, 200, 400, 1000],
+            || 50_000,
+            |m, e| -> Result<MemoryFigures, ()> {
+                ran.push(e);
+                Ok(figures(m, e))
+            },
+            |_| seen += 1,
+        )
+        .unwrap();
+        assert_eq!((ran, seen), (vec![100, 200, 400], 4));
+        assert!(
+            matches!(&rows[3], MemoryRow::Skipped { predicted_bytes: Some(p), .. } if (p - 100_000.0).abs() < 1e-6)
+        );
+        assert!(matches!(rows[2], MemoryRow::Ran { predicted_bytes: Some(_), .. }));
+        assert!(available_bytes() > 0);
+        let failed = memory_rows(&[Checkpointing::NONE], &[100], || u64::MAX, |_, _| Err("no"), |_| {});
+        assert_eq!(failed.unwrap_err(), "no");
     }
 
     #[test]

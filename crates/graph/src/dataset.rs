@@ -1,6 +1,7 @@
 //! Building a graph directory: every event of a directory read, its graph built with a recipe
 //! and written (whole, or cut into sectors), the recipe written beside them
-//! ([`build_graphs`]); and what the graphs hold, summed over the directory ([`BuildSummary`]).
+//! ([`build_graphs`]); what the graphs hold, summed over the directory ([`BuildSummary`]); and
+//! how a build is reported and compared with earlier ones ([`BuildReport`], [`Comparison`]).
 
 use std::path::Path;
 
@@ -13,6 +14,9 @@ use crate::error::{Error, Result};
 use crate::file::{graph_file_name, sector_graph_file_name, write_graph};
 use crate::recipe::{BuildStats, GraphRecipe, RECIPE_FILE, Stages, build_graph_with};
 use crate::sectors;
+
+mod report;
+pub use report::{BuildReport, Comparison, SUMMARY_FILE, SavedSummary, read_summary};
 
 /// One event's graph (or sector graphs) as built and written.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -82,6 +82,9 @@ pub enum Error {
     /// an event without truth, a method without its module map, …).
     #[error("{0}")]
     Config(String),
+    /// Recipe settings that cannot be built together ([`crate::recipe::RecipeOverrides`]).
+    #[error(transparent)]
+    Overrides(#[from] crate::recipe::OverrideError),
     /// Building the graph of an event failed.
     #[error("event {event_id}")]
     InEvent {

@@ -1,6 +1,7 @@
 //! Learning a module map: the training events it reads or draws (drawn events propagate only
 //! the particles [`MapConfig::keeps_primary`] can use), the events learned in parallel, and
-//! the merge of maps learned apart.
+//! the merge of maps learned apart, and what learning and merging report ([`MapReport`],
+//! [`MergeReport`]).
 
 use std::path::PathBuf;
 
@@ -12,6 +13,9 @@ use trackgnn_trackml::{Detector, Event};
 
 use crate::error::{Error, Result};
 use crate::module_map::{MapConfig, ModuleMap};
+
+mod report;
+pub use report::{MapReport, MergeReport};
 
 /// Where a module map's training events come from.
 pub enum MapEvents {
@@ -170,5 +174,33 @@ mod tests {
         let e = merge_maps([("a".into(), prompt), ("b".into(), other)]).unwrap_err().to_string();
         assert!(e.starts_with("b: target") && e.contains("differs from a's"), "{e}");
         assert!(merge_maps(Vec::new()).unwrap().is_none());
+    }
+
+    #[test]
+    fn learning_and_merging_report_the_maps() {
+        let (config, det) = (MapConfig::default(), Detector::trackml());
+        let events = drawn(1..3);
+        let map = learn(&events, &config, &det, &|| {}).unwrap();
+        let report = MapReport::new(std::path::Path::new("m.bin"), &map, &events, 1234, 0.31);
+        assert_eq!((report.simulated, report.pileup, report.seed), (true, Some(1.0), Some(5)));
+        let line = report.to_string();
+        assert!(
+            line.starts_with(
+                "module map from 2 generated mu=1 events (seed 5) (particles with pT >= 1 GeV, >= 3 hits): "
+            )
+        );
+        assert!(line.ends_with(" module triplets, 1234 bytes, 0.3 s -> m.bin\n"), "{line}");
+        let files = MapReport::new(std::path::Path::new("m.bin"), &map, &MapEvents::Files(Vec::new()), 1, 0.0);
+        assert!(files.to_string().starts_with("module map from 2 events (") && files.seed.is_none());
+        let maps = [PathBuf::from("a"), PathBuf::from("b")];
+        let merged = MergeReport::new(std::path::Path::new("ab.bin"), &maps, &map, 99).to_string();
+        assert_eq!(
+            merged,
+            format!(
+                "merged 2 maps (2 events): {} module pairs, {} module triplets, 99 bytes -> ab.bin\n",
+                map.len(),
+                map.triplet_count()
+            )
+        );
     }
 }

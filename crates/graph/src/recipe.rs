@@ -17,6 +17,9 @@ use crate::metric::{self, EdgeScorer, HitEmbedder, MetricLearningConfig};
 use crate::module_map::{MapMargin, ModuleMap};
 use crate::truth::{TargetConfig, pair_key, truth_edges};
 
+mod overrides;
+pub use overrides::{EmbeddingRun, FilterRun, LearnedRun, OverrideError, RecipeOverrides, absolute};
+
 /// The edge builder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -40,6 +43,18 @@ pub enum Method {
         value(help = "Module map edges and metric-learning edges together (needs --map and --embedding)")
     )]
     Hybrid,
+}
+
+impl std::fmt::Display for Method {
+    /// The name recipes and command lines use (`module-map`, …).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Method::Geometric => "geometric",
+            Method::ModuleMap => "module-map",
+            Method::MetricLearning => "metric-learning",
+            Method::Hybrid => "hybrid",
+        })
+    }
 }
 
 /// File name of a graph directory's recipe ([`GraphRecipe`], TOML), written beside its graphs
@@ -98,6 +113,15 @@ fn default_true() -> bool {
 }
 
 impl GraphRecipe {
+    /// The recipe of a TOML file (the keys of [`GraphRecipe`]).
+    ///
+    /// # Errors
+    /// The file cannot be read or is not a valid recipe.
+    pub fn read(path: &std::path::Path) -> Result<GraphRecipe> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        toml::from_str(&text).map_err(|e| Error::corrupt(path, format!("invalid graph recipe: {e}")))
+    }
+
     /// A recipe with default settings for a method.
     pub fn new(method: Method) -> Self {
         GraphRecipe {

@@ -10,7 +10,7 @@
 //! Beside the model, [`write()`] puts the ACTS configuration ([`acts::ActsConfig`]) that makes
 //! the plugin feed exactly trackgnn's node features. [`model`] says which ONNX operators (and
 //! opsets) each part of the model uses. [`mod@reference`] writes events' graph arrays and the
-//! engine's logits for checking the file elsewhere.
+//! engine's logits for checking the file elsewhere; [`ExportReport`] is what an export reports.
 //!
 //! ```no_run
 //! use trackgnn_engine::{InteractionGnn, ModelConfig};
@@ -30,6 +30,7 @@ pub mod model;
 pub mod npy;
 pub mod proto;
 pub mod reference;
+pub mod report;
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +41,7 @@ use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
 pub use acts::ActsConfig;
 pub use error::{Error, Result};
 pub use model::{OnnxModel, TensorInfo, export_model, required_opset};
+pub use report::ExportReport;
 
 /// An exported model and its ACTS configuration.
 #[derive(Clone, Debug)]

@@ -44,10 +44,13 @@ use trackgnn_train::metric_learning::LearnedStages;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::error::{Error, Result};
+
+mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, node_layers};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
+pub use report::{MeanSeconds, RecoReport};
 
 /// A run's model with its trained weights, and the configuration it was trained with.
 pub struct TrainedModel {

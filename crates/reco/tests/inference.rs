@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use trackgnn_graph::recipe::RECIPE_FILE;
 use trackgnn_graph::{GraphRecipe, Method as GraphMethod, build_graph, graph_file_name, write_graph};
-use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::{Method, NO_TRACK, TrackBuilderConfig, read_submission, submission_file_name};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event, write_event};
@@ -97,6 +97,23 @@ fn a_run_reconstructs_events_and_directories() {
     assert_eq!(ids.len(), reco.num_tracks() as usize + singles);
     let files = discover_events(&events).unwrap();
     assert!(read_event(&files[0], rec.read_options()).unwrap().truth.is_none());
+
+    // The report: settings, means per event, metrics and plots; the same as JSON.
+    let report = RecoReport::new(&out, &rec, &done);
+    let text = report.to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    let settings = format!("(Follow, score cut 0.02, candidates of >= {} hits)", rec.track_config().min_hits);
+    assert!(lines[0].starts_with("2 events reconstructed into ") && lines[0].ends_with(&settings), "{text}");
+    assert!(lines[1].starts_with("per event: ") && lines[2].starts_with("track efficiency "), "{text}");
+    assert_eq!(lines.len(), 3 + done.plots.len());
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        (json["method"].as_str(), json["branch_cut"].as_f64(), json["hit_search"].as_bool()),
+        (Some("follow"), Some(0.8), Some(true))
+    );
+    let graph_s = (done.events[0].graph_seconds + done.events[1].graph_seconds) / 2.0;
+    assert_eq!(json["mean_seconds_per_event"]["graph_seconds"].as_f64(), Some(graph_s));
+    assert_eq!(json["metrics"]["efficiency"].as_f64(), Some(m.efficiency));
 }
 
 #[test]

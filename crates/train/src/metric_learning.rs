@@ -21,6 +21,9 @@
 pub mod embedding;
 pub mod events;
 pub mod filter;
+mod report;
+
+pub use report::{StageReport, read_stage_config};
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -30,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_engine::optim::{AdamW, AdamWConfig};
 use trackgnn_engine::{DenseNet, ParamStore};
 use trackgnn_graph::features::{FeatureConfig, HitTable, NodeCuts};
-use trackgnn_graph::recipe::PROMPT_R;
+use trackgnn_graph::recipe::{EmbeddingRun, FilterRun, LearnedRun, PROMPT_R, absolute};
 use trackgnn_graph::truth::{TargetConfig, pair_key, truth_edges};
 use trackgnn_trackml::Event;
 use trackgnn_trackml::geometry::Detector;
@@ -569,6 +572,32 @@ impl LearnedStages {
         let f = self.filter.as_ref().map(|f| &f.config.features);
         e.into_iter().chain(f).any(|c| c.features.iter().any(|s| s.name.needs_cells()))
     }
+}
+
+/// The embedding run in `dir` as a graph recipe records it ([`RecipeOverrides`]): its
+/// absolute path, its weights' hash, and its training margin and `k_max` as the default cuts.
+///
+/// [`RecipeOverrides`]: trackgnn_graph::recipe::RecipeOverrides
+///
+/// # Errors
+/// The run cannot be loaded.
+pub fn embedding_run(dir: &Path) -> Result<EmbeddingRun> {
+    let model = embedding::EmbeddingModel::load(dir)?;
+    Ok(EmbeddingRun { run: learned_run(dir)?, radius: model.config.margin, k_max: model.config.k_max })
+}
+
+/// The edge-filter run in `dir` as a graph recipe records it, with its score cut.
+///
+/// # Errors
+/// The run cannot be loaded.
+pub fn filter_run(dir: &Path) -> Result<FilterRun> {
+    let model = filter::FilterModel::load(dir)?;
+    Ok(FilterRun { run: learned_run(dir)?, cut: model.config.cut })
+}
+
+fn learned_run(dir: &Path) -> Result<LearnedRun> {
+    let weights_hash = trackgnn_graph::module_map::file_hash(&dir.join(BEST_FILE))?;
+    Ok(LearnedRun { dir: absolute(dir), weights_hash })
 }
 
 #[cfg(test)]

@@ -9,7 +9,9 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 use trackgnn_engine::Checkpointing;
-use trackgnn_engine::bench::{MemoryFigures, MemoryRow, MemoryStudy, measure_memory, memory_header, predict_peak};
+use trackgnn_engine::bench::{
+    MemoryFigures, MemoryRow, MemoryStudy, available_bytes, measure_memory, memory_header, memory_rows,
+};
 
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -48,18 +50,6 @@ pub struct BenchMemoryArgs {
     pub json: crate::cli::JsonArg,
 }
 
-/// Bytes of memory the system could still give (MemAvailable).
-fn available_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb * 1024)
-}
-
 /// One row of `mode` at `edges` edges in a child process (`bench memory --only`), so its peak
 /// RSS is its own.
 fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing, e: usize) -> Result<MemoryFigures> {
@@ -77,35 +67,19 @@ fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing,
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-/// The rows of every mode and size, printed as they come (without `--json`). A row whose
-/// predicted peak (a line through the mode's rows so far) exceeds 85% of the available memory
-/// is skipped.
+/// The rows of every mode and size ([`memory_rows`]), each in a child process, printed as
+/// they come (without `--json`).
 fn measure_rows(a: &BenchMemoryArgs, modes: &[Checkpointing], edges: &[usize]) -> Result<Vec<MemoryRow>> {
     let exe = std::env::current_exe().context("locating the trackgnn binary")?;
-    let mut rows = Vec::new();
     if !a.json.json {
         println!("{}", memory_header());
     }
-    for mode in modes {
-        let mut points: Vec<(f64, f64)> = Vec::new();
-        for &e in edges {
-            let avail = available_bytes() as f64;
-            let predicted = predict_peak(&points, e);
-            let row = match predicted {
-                Some(p) if p > 0.85 * avail => MemoryRow::skipped(*mode, e, p, avail),
-                _ => {
-                    let figures = run_in_child(a, &exe, *mode, e)?;
-                    points.push((e as f64, figures.counted_peak_bytes as f64));
-                    MemoryRow::Ran { figures, predicted_bytes: predicted }
-                }
-            };
-            if !a.json.json {
-                println!("{row}");
-            }
-            rows.push(row);
+    let print = |row: &MemoryRow| {
+        if !a.json.json {
+            println!("{row}");
         }
-    }
-    Ok(rows)
+    };
+    memory_rows(modes, edges, available_bytes, |mode, e| run_in_child(a, &exe, mode, e), print)
 }
 
 /// The counted peak against edges, one curve per mode.

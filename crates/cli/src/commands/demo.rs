@@ -8,9 +8,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use trackgnn_graph::dataset::{self, BuildSummary};
 use trackgnn_graph::{GraphRecipe, Method, Stages};
-use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
-use trackgnn_simulate::dataset::write_events;
+use trackgnn_simulate::dataset::{RunRecord, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{discover_events, write_detectors};
@@ -18,7 +18,6 @@ use trackgnn_train::TrainConfig;
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
-use super::simulate::RunRecord;
 use crate::progress;
 use crate::util::thread_pool;
 use clap::Args;
@@ -105,7 +104,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let tracks = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(TrackMethod::Follow, None) };
     let rec = Reconstructor::open(&run, &Weights::Best, generator.detector().clone())?.with_tracks(tracks)?;
     let done = pool.install(|| rec.reconstruct_dir(&p("heldout"), &p("tracks"), None, |_| {}))?;
-    super::reconstruct::report(&p("tracks"), false, &rec, &done);
+    print!("{}", RecoReport::new(&p("tracks"), &rec, &done));
     step(6, "done", t0);
     report(dir, t0);
     Ok(ExitCode::SUCCESS)
@@ -124,7 +123,7 @@ fn simulate(generator: &Generator, out: &Path, seed: u64, ids: std::ops::RangeIn
         first_event: ids[0],
         events: n as u64,
         gzip: false,
-        detector: "built-in TrackML".into(),
+        detector: RunRecord::detector_name(None),
         config: generator.config(),
     };
     record.write(out)?;

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use serde_json::json;
 use trackgnn_engine::Precision;
+use trackgnn_onnx::ExportReport;
 use trackgnn_onnx::reference::Reference;
 use trackgnn_reco::inference::{Reconstructor, TrainedModel};
 use trackgnn_trackml::csv::{discover_events, read_event};
@@ -68,43 +68,12 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
         (Some(events), Some(out)) => Some(write_reference(&a, &run, &weights, events, out)?),
         _ => None,
     };
-    let m = &export.model;
-    let shape = |t: &trackgnn_onnx::TensorInfo| format!("{} [{}] {}", t.name, t.shape.join(", "), t.dtype);
+    let parameters = trained.model.params.len();
+    let report = ExportReport::new(&a.out, &sidecar, &export, parameters, trained.config.precision, reference.as_ref());
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "sidecar": sidecar, "format": "onnx", "bytes": m.bytes.len(), "opset": m.opset,
-            "onnx_nodes": m.nodes, "parameters": trained.model.params.len(), "inputs": m.inputs, "output": m.output,
-            "run_precision": trained.config.precision, "acts": export.acts, "reference": reference,
-        }));
+        print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
-            "{}: {} bytes, ONNX opset {}, {} nodes, {} parameters",
-            a.out.display(),
-            m.bytes.len(),
-            m.opset,
-            m.nodes,
-            trained.model.params.len()
-        );
-        println!("inputs: {}", m.inputs.iter().map(shape).collect::<Vec<_>>().join(", "));
-        println!("output: {} (logits; the ACTS plugin applies the sigmoid and its cut)", shape(&m.output));
-        println!(
-            "ACTS configuration: {} (nodeFeatures [{}], selectedFeatures {:?}, featureScales {:?})",
-            sidecar.display(),
-            export.acts.node_features.join(", "),
-            export.acts.selected_features,
-            export.acts.feature_scales
-        );
-        if trained.config.precision != Precision::F32 {
-            println!("the run scores in {}; the ONNX file computes in f32", trained.config.precision);
-        }
-        if let Some(r) = &reference {
-            println!(
-                "reference: {} events in {}, engine scoring {:.4} s per event (f32, mean)",
-                r["events"].as_array().map_or(0, Vec::len),
-                r["dir"].as_str().unwrap_or_default(),
-                r["mean_engine_seconds"].as_f64().unwrap_or_default()
-            );
-        }
+        print!("{report}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -113,13 +82,7 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
 /// after one untimed warm-up: [`Reference`]), and writes `<event>.x.npy`, `<event>.edge_index.npy`,
 /// `<event>.edge_attr.npy` (when the model has edge features), `<event>.logits.npy` and
 /// `reference.json` into `out`; returns what reference.json holds.
-fn write_reference(
-    a: &ExportArgs,
-    run: &RunDir,
-    weights: &Weights,
-    events: &Path,
-    out: &Path,
-) -> Result<serde_json::Value> {
+fn write_reference(a: &ExportArgs, run: &RunDir, weights: &Weights, events: &Path, out: &Path) -> Result<Reference> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let rec = Reconstructor::open(run, weights, det)?.with_precision(Some(Precision::F32));
     let mut files = discover_events(events)?;
@@ -134,5 +97,6 @@ fn write_reference(
         let graph = rec.event(&event)?.graph;
         pool.install(|| reference.add(&rec.model().model, event.event_id, &graph))?;
     }
-    Ok(reference.finish()?)
+    reference.finish()?;
+    Ok(reference)
 }

@@ -1,19 +1,17 @@
 //! `trackgnn train-embedding` and `trackgnn train-filter`: the learned stages of
 //! metric-learning graphs, trained on events with truth.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use serde_json::json;
+use anyhow::Result;
 use trackgnn_graph::features::FeatureConfig;
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
 use trackgnn_train::metric_learning::events::prepare_events;
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
-use trackgnn_train::metric_learning::{BestBy, PreparedEvent, StageRecord, best_record};
+use trackgnn_train::metric_learning::{BestBy, PreparedEvent, StageRecord, StageReport, read_stage_config};
 
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -70,16 +68,6 @@ pub(crate) fn inputs(a: &StageArgs) -> Vec<Option<&Path>> {
     vec![Some(a.input.as_path()), a.config.as_deref(), a.detector.detector.as_deref()]
 }
 
-fn read_config<T: serde::de::DeserializeOwned + Default>(path: Option<&Path>) -> Result<T> {
-    match path {
-        Some(p) => {
-            let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("{}: invalid configuration", p.display()))
-        }
-        None => Ok(T::default()),
-    }
-}
-
 /// Reads and prepares the events; splits off the validation events (the last ones).
 fn prepare(
     a: &StageArgs,
@@ -94,65 +82,28 @@ fn prepare(
     Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
 }
 
-/// The fixed-budget figures of a record, when it has them.
-fn budget_text(r: &StageRecord) -> String {
-    match (r.efficiency_at_budget, r.edges_per_event_at_budget) {
-        (Some(e), Some(n)) => format!("; at the k_max-neighbour budget ({n:.0} edges/event) efficiency {e:.4}"),
-        _ => String::new(),
-    }
-}
-
+/// Prints each epoch's line (unless the output is JSON).
 fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
     move |r| {
         if !json {
-            println!(
-                "epoch {:>3}: loss {:.5} (val {:.5}); graph efficiency {:.4} (prompt {:.4}, secondary {:.4}), purity {:.4}, {:.0} edges/event{}; {:.1} s",
-                r.epoch,
-                r.train_loss,
-                r.val_loss,
-                r.efficiency,
-                r.efficiency_prompt,
-                r.efficiency_secondary,
-                r.purity,
-                r.edges_per_event,
-                budget_text(r),
-                r.seconds
-            );
+            println!("{r}");
         }
     }
 }
 
-fn report(a: &StageArgs, what: &str, by: BestBy, records: &[StageRecord], n_train: usize, n_val: usize, wall: f64) {
-    let best = best_record(records, by);
+/// Prints the run's summary: one JSON object, or its line.
+fn report(a: &StageArgs, r: &StageReport) -> Result<()> {
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "stage": what, "train_events": n_train, "val_events": n_val,
-            "epochs": records, "best": best, "wall_seconds": wall,
-        }));
-    } else if let Some(b) = best {
-        println!(
-            "{what} run {}: best epoch {} ({}: val loss {:.5}): graph efficiency {:.4}, purity {:.4}, {:.0} edges/event{}; {} training and {} validation events, {:.1} s",
-            a.out.display(),
-            b.epoch,
-            match by {
-                BestBy::ValLoss => "lowest validation loss",
-                BestBy::EfficiencyAtBudget => "highest efficiency at the edge budget",
-            },
-            b.val_loss,
-            b.efficiency,
-            b.purity,
-            b.edges_per_event,
-            budget_text(b),
-            n_train,
-            n_val,
-            wall
-        );
+        print_json(&serde_json::to_value(r)?);
+    } else {
+        print!("{r}");
     }
+    Ok(())
 }
 
 pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
     let a = a.stage;
-    let mut cfg: EmbeddingConfig = read_config(a.config.as_deref())?;
+    let mut cfg: EmbeddingConfig = read_stage_config(a.config.as_deref())?;
     if let Some(e) = a.epochs {
         cfg.training.epochs = e;
     }
@@ -160,14 +111,25 @@ pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
     let wall = Instant::now();
     let (train, val) = pool.install(|| prepare(&a, &cfg.features, cfg.train_pt_min))?;
     let records = pool.install(|| train_embedding(&a.out, &cfg, &train, &val, a.resume, print_epoch(a.json.json)))?;
-    report(&a, "embedding", BestBy::EfficiencyAtBudget, &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    let counts = (train.len(), val.len());
+    report(
+        &a,
+        &StageReport::new(
+            &a.out,
+            "embedding",
+            BestBy::EfficiencyAtBudget,
+            &records,
+            counts,
+            wall.elapsed().as_secs_f64(),
+        ),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
     let embedding = EmbeddingModel::load(&a.embedding)?;
     let a_stage = a.stage;
-    let mut cfg: FilterConfig = read_config(a_stage.config.as_deref())?;
+    let mut cfg: FilterConfig = read_stage_config(a_stage.config.as_deref())?;
     if let Some(e) = a_stage.epochs {
         cfg.training.epochs = e;
     }
@@ -177,6 +139,10 @@ pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
     let records = pool.install(|| {
         train_filter(&a_stage.out, &cfg, &embedding, &train, &val, a_stage.resume, print_epoch(a_stage.json.json))
     })?;
-    report(&a_stage, "filter", BestBy::ValLoss, &records, train.len(), val.len(), wall.elapsed().as_secs_f64());
+    let counts = (train.len(), val.len());
+    report(
+        &a_stage,
+        &StageReport::new(&a_stage.out, "filter", BestBy::ValLoss, &records, counts, wall.elapsed().as_secs_f64()),
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use serde_json::json;
 use trackgnn_graph::ModuleMap;
-use trackgnn_graph::map_learning::{MapEvents, learn, merge_maps};
+use trackgnn_graph::map_learning::{MapEvents, MapReport, MergeReport, learn, merge_maps};
 use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::TargetConfig;
 use trackgnn_simulate::{Generator, SimConfig};
@@ -114,55 +113,24 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     pb.finish_and_clear();
     let seconds = t.elapsed().as_secs_f64();
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
-    report_build(&a, &map, matches!(source, MapEvents::Generated { .. }), bytes, seconds);
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report_build(a: &ModuleMapBuildArgs, map: &ModuleMap, drawn: bool, bytes: u64, seconds: f64) {
+    let report = MapReport::new(&a.out, &map, &source, bytes, seconds);
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "events": map.events, "module_pairs": map.len(), "module_triplets": map.triplet_count(), "bytes": bytes,
-            "pt_min_gev": a.pt_min, "min_hits": a.min_hits, "max_vertex_r_mm": map.config.max_vertex_r, "seconds": seconds,
-            "simulated": drawn, "pileup": drawn.then_some(a.pileup), "seed": drawn.then_some(a.seed),
-        }));
+        print_json(&serde_json::to_value(&report)?);
     } else {
-        let from = if drawn {
-            format!("{} generated mu={} events (seed {})", map.events, a.pileup, a.seed)
-        } else {
-            format!("{} events", map.events)
-        };
-        println!(
-            "module map from {from} (particles with pT >= {} GeV, >= {} hits): {} module pairs, {} module triplets, {} bytes, {:.1} s -> {}",
-            a.pt_min,
-            a.min_hits,
-            map.len(),
-            map.triplet_count(),
-            bytes,
-            seconds,
-            a.out.display()
-        );
+        print!("{report}");
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
     let maps = a.maps.iter().map(|p| Ok((p.clone(), ModuleMap::load(p)?))).collect::<Result<Vec<_>>>()?;
     let map = merge_maps(maps)?.expect("clap requires two maps or more");
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
+    let report = MergeReport::new(&a.out, &a.maps, &map, bytes);
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "maps": a.maps, "events": map.events, "module_pairs": map.len(),
-            "module_triplets": map.triplet_count(), "bytes": bytes, "max_vertex_r_mm": map.config.max_vertex_r,
-        }));
+        print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
-            "merged {} maps ({} events): {} module pairs, {} module triplets, {} bytes -> {}",
-            a.maps.len(),
-            map.events,
-            map.len(),
-            map.triplet_count(),
-            bytes,
-            a.out.display()
-        );
+        print!("{report}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,17 +3,17 @@
 //! track metrics and their plots. Reconstruction itself never reads a truth file, except in the
 //! `--truth-scores` diagnostic, where truth replaces the GNN's edge scores.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use serde_json::json;
-use trackgnn_reco::inference::{DirReco, EventSummary, Reconstructor};
-use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
+use trackgnn_reco::TrackBuilderConfig;
+use trackgnn_reco::inference::{RecoReport, Reconstructor};
+use trackgnn_reco::tracks::Method as TrackMethod;
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
-use crate::cli::{DetectorArg, TrackMethodArg};
+use crate::cli::DetectorArg;
 use crate::progress;
 use crate::util::{load_detector, print_json, thread_pool};
 use clap::Args;
@@ -35,8 +35,8 @@ pub struct ReconstructArgs {
     #[arg(long)]
     pub score_cut: Option<f64>,
     /// Track building method.
-    #[arg(long, value_enum, default_value_t = TrackMethodArg::Cc)]
-    pub method: TrackMethodArg,
+    #[arg(long, value_enum, default_value_t = TrackMethod::Cc)]
+    pub method: TrackMethod,
     /// Smallest track candidate, in hits: shorter groups are left out (their hits become
     /// singletons in the submission). 5 is the field's usual track-quality cut (acorn's
     /// `min_track_length`); 3 keeps every candidate the metrics count.
@@ -97,70 +97,11 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let pb = progress::bar(events.len() as u64, "reconstruct");
     let done = pool.install(|| rec.reconstruct_events(&events, &a.out, |_| pb.inc(1)))?;
     pb.finish_and_clear();
-    report(&a.out, a.json.json, &rec, &done);
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Prints what a reconstruction into `out` did: one JSON object with `as_json`, else lines.
-pub fn report(out: &Path, as_json: bool, rec: &Reconstructor, done: &DirReco) {
-    let c = rec.track_config();
-    let (method, score_cut, branch_cut) = (c.method, c.score_cut, c.branch_cut.unwrap_or(c.score_cut));
-    let (total, plots) = (&done.metrics, &done.plots);
-    let n = done.events.len().max(1) as f64;
-    let mean = |f: fn(&EventSummary) -> f64| done.events.iter().map(f).sum::<f64>() / n;
-    let rows: Vec<serde_json::Value> =
-        done.events.iter().map(|e| serde_json::to_value(e).expect("event summaries serialise")).collect();
-    let timing = json!({
-        "read_seconds": mean(|e| e.read_seconds), "graph_seconds": mean(|e| e.graph_seconds), "gnn_seconds": mean(|e| e.gnn_seconds),
-        "track_seconds": mean(|e| e.track_seconds), "write_seconds": mean(|e| e.write_seconds),
-    });
-    let cfg = MetricsConfig::default();
-    let truth_scores = rec.truth_scores();
-    if as_json {
-        print_json(
-            &json!({ "out": out, "method": format!("{method:?}").to_lowercase(), "score_cut": score_cut, "min_hits": c.min_hits, "branch_cut": branch_cut, "hit_search": c.hit_search(), "truth_scores": truth_scores, "events": rows, "mean_seconds_per_event": timing, "metrics": total, "plots": plots }),
-        );
+    let report = RecoReport::new(&a.out, &rec, &done);
+    if a.json.json {
+        print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
-            "{} events reconstructed into {} ({:?}, score cut {}, candidates of >= {} hits)",
-            rows.len(),
-            out.display(),
-            method,
-            score_cut,
-            c.min_hits
-        );
-        if truth_scores {
-            println!(
-                "edge scores from truth (--truth-scores): the metrics below are the ceiling of this graph and track builder"
-            );
-        }
-        println!(
-            "per event: {:.0} nodes, {:.0} edges, {:.0} tracks; seconds: read {:.3}, graph {:.3}, GNN {:.3}, tracks {:.3}, write {:.3}",
-            mean(|e| e.nodes as f64),
-            mean(|e| e.edges as f64),
-            mean(|e| e.tracks as f64),
-            mean(|e| e.read_seconds),
-            mean(|e| e.graph_seconds),
-            mean(|e| e.gnn_seconds),
-            mean(|e| e.track_seconds),
-            mean(|e| e.write_seconds)
-        );
-        if let Some(m) = total {
-            println!(
-                "track efficiency {:.4} over primary targets (pT >= {} GeV, >= {} hits, produced within {} mm of the beam line; double majority), {:.4} over all targets (secondaries included), {:.4} over all reconstructable particles; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
-                m.efficiency_primary,
-                cfg.target_pt_min,
-                cfg.min_particle_hits,
-                cfg.prompt_max_vertex_r,
-                m.efficiency,
-                m.efficiency_all,
-                m.fake_rate,
-                m.duplicate_rate,
-                m.trackml_score
-            );
-            for p in plots {
-                println!("plot: {}", p.display());
-            }
-        }
+        print!("{report}");
     }
+    Ok(ExitCode::SUCCESS)
 }

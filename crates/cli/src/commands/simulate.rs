@@ -2,18 +2,16 @@
 //! ([`trackgnn_simulate::dataset`] does; this command parses, records the settings and prints).
 
 use std::fs;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use serde_json::json;
-use trackgnn_simulate::dataset::{DataSetFigures, write_events};
+use trackgnn_simulate::dataset::{DataSetFigures, DataSetReport, RunRecord, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::write_detectors;
 
 use crate::progress;
-use crate::util::{load_detector, print_json, thread_pool, write_atomic};
+use crate::util::{load_detector, print_json, thread_pool};
 
 /// `trackgnn simulate`.
 #[derive(Debug, clap::Args)]
@@ -45,30 +43,6 @@ pub struct SimulateArgs {
     pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: crate::cli::DetectorArg,
-}
-
-/// The settings of a run, written to `simulation.toml` in the output directory.
-#[derive(serde::Serialize)]
-pub struct RunRecord<'a> {
-    /// The seed of the data set.
-    pub seed: u64,
-    /// The first event's number.
-    pub first_event: u64,
-    /// The number of events.
-    pub events: u64,
-    /// Whether the files are gzipped.
-    pub gzip: bool,
-    /// The geometry: a detectors.csv, or "built-in TrackML".
-    pub detector: String,
-    /// The generator settings.
-    pub config: &'a SimConfig,
-}
-
-impl RunRecord<'_> {
-    /// Writes the record into `out` (atomically).
-    pub fn write(&self, out: &Path) -> Result<()> {
-        write_atomic(&out.join("simulation.toml"), toml::to_string(self)?.as_bytes())
-    }
 }
 
 /// Reads the generator settings: the TOML file if given, then the flags.
@@ -108,40 +82,23 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         first_event: a.first_event,
         events: a.events,
         gzip: a.gzip,
-        detector: a.detector.detector.as_ref().map_or("built-in TrackML".into(), |p| p.display().to_string()),
+        detector: RunRecord::detector_name(a.detector.detector.as_deref()),
         config: &cfg,
     };
     record.write(&a.out)?;
-    report(&a, &figures, ids.len(), wall_s, threads);
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report(a: &SimulateArgs, f: &DataSetFigures, events: usize, wall_s: f64, threads: usize) {
+    let report = DataSetReport {
+        out: &a.out,
+        events: ids.len(),
+        seed: a.seed,
+        threads,
+        gzip: a.gzip,
+        figures,
+        wall_seconds: wall_s,
+    };
     if a.json.json {
-        print_json(&json!({
-            "out": a.out, "events": events, "seed": a.seed, "threads": threads, "gzip": a.gzip,
-            "hits_per_event": f.hits_per_event, "particles_per_event": f.particles_per_event,
-            "particles_with_hits_per_event": f.particles_with_hits_per_event,
-            "generate_seconds_per_event": f.generate_seconds_per_event,
-            "write_seconds_per_event": f.write_seconds_per_event,
-            "bytes_written": f.bytes_written, "wall_seconds": wall_s,
-        }));
+        print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
-            "{} events in {} ({} threads, {:.2} s wall): {:.0} hits and {:.0} particles with hits per event",
-            events,
-            a.out.display(),
-            threads,
-            wall_s,
-            f.hits_per_event,
-            f.particles_with_hits_per_event
-        );
-        println!(
-            "per event: generation {:.3} s, writing{} {:.3} s; {:.1} MB written",
-            f.generate_seconds_per_event,
-            if a.gzip { " (gzip)" } else { "" },
-            f.write_seconds_per_event,
-            f.bytes_written as f64 / 1e6
-        );
+        print!("{report}");
     }
+    Ok(ExitCode::SUCCESS)
 }
