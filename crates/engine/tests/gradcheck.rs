@@ -493,8 +493,15 @@ fn embedding_net_with_the_hinge_loss_matches_central_differences() {
                 diff2 += (fd - analytic[i]).powi(2);
                 num2 += fd * fd;
             }
+            // The last bias cancels in every difference e_a − e_b: its gradient is 0 and its
+            // central differences are rounding, so it is held to an absolute bound.
             let rel = diff2.sqrt() / num2.sqrt().max(1e-9);
-            assert!(rel < 1e-4, "{opts:?} tensor {}: relative gradient error {rel:e}", s.name);
+            assert!(
+                rel < 1e-4 || (num2.sqrt() < 1e-8 && diff2.sqrt() < 1e-8),
+                "{opts:?} tensor {}: relative gradient error {rel:e} (|fd| {:e})",
+                s.name,
+                num2.sqrt()
+            );
         }
     }
 }
