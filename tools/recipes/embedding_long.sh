@@ -7,7 +7,8 @@
 # checkpointed. A pass re-reads and prepares its events before training. Keep
 # EVENTS the same for a run: it decides the split.
 # Usage: tools/recipes/embedding_long.sh [WORKDIR] [STOP_AT]
-#   WORKDIR default ./embedding_long; STOP_AT anything `date -d` reads (default: no limit, the
+#   WORKDIR default ./embedding_long; STOP_AT anything `date -d` reads, e.g. "2026-11-26 00:05
+#   UTC" (a bare time is today's; one already past is refused; default: no limit, the
 #   config's 40 epochs). Resume: run it again with the same WORKDIR. TRACKGNN=path/to/trackgnn
 #   uses that binary instead of building the release one.
 # First run here (EVENTS=8: 7 training + 1 validation event, debug binary, STOP_AT 20:58 UTC on
@@ -20,6 +21,11 @@
 # weights are best.safetensors).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+stop_at=$([ -n "${2:-}" ] && date -d "$2" +%s || echo 0)
+if [ "$stop_at" -gt 0 ] && [ "$stop_at" -le "$(date +%s)" ]; then
+  echo "embedding_long.sh: STOP_AT '$2' is $(date -u -d "@$stop_at"), already past (a bare time is today's)" >&2
+  exit 2
+fi
 if [ -n "${TRACKGNN:-}" ]; then
   tg="$(cd "$(dirname "$TRACKGNN")" && pwd)/$(basename "$TRACKGNN")"
 else
@@ -28,7 +34,6 @@ else
 fi
 [ -x "$tg" ] || { echo "embedding_long.sh: no trackgnn binary at $tg" >&2; exit 2; }
 work="${1:-embedding_long}"
-stop_at=$([ -n "${2:-}" ] && date -d "$2" +%s || echo 0)
 mkdir -p "$work" && cd "$work"
 cfg="$here/whole_event/embedding.toml"
 max_epochs=$(sed -n 's/^epochs = //p' "$cfg")

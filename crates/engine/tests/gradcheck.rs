@@ -465,8 +465,7 @@ fn embedding_net_with_the_hinge_loss_matches_central_differences() {
         let mut cache = MlpCache::default();
         let e = net.forward(&x, &mut cache);
         // Both branches of the hinge are exercised: some false pairs inside the margin, some out.
-        let d2 =
-            |p: usize| (0..3).map(|k| (e[a[p] as usize * 3 + k] - e[b[p] as usize * 3 + k]).powi(2)).sum::<f64>();
+        let d2 = |p: usize| (0..3).map(|k| (e[a[p] as usize * 3 + k] - e[b[p] as usize * 3 + k]).powi(2)).sum::<f64>();
         let inside = (0..60).filter(|&p| !truth[p] && d2(p) < margin * margin).count();
         assert!(inside > 0 && inside < 40, "{inside} false pairs inside the margin");
         let mut de = vec![0.0; e.len()];
@@ -474,7 +473,10 @@ fn embedding_net_with_the_hinge_loss_matches_central_differences() {
         if opts.form == HingeForm::SquaredDistance {
             let mut old = vec![0.0; e.len()];
             hinge_pairs(&e, 3, &a, &b, &truth, margin, &mut old);
-            assert!(old.iter().zip(&de).all(|(o, n)| (o - n).abs() < 1e-12), "hinge_pairs is the squared-distance form");
+            assert!(
+                old.iter().zip(&de).all(|(o, n)| (o - n).abs() < 1e-12),
+                "hinge_pairs is the squared-distance form"
+            );
         }
         net.params.zero_grad();
         net.backward(&x, &cache, &de);

@@ -348,8 +348,7 @@ impl<'a> StageRun<'a> {
         let config_toml = &to_toml(config)?;
         if resume {
             let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
-            let then: C =
-                toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
+            let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
             let written = to_toml(&then)?;
             // The number of epochs may grow on resume; everything else must stay.
             let without_epochs =
@@ -668,7 +667,8 @@ mod tests {
         let cfg = dir.join(CONFIG_FILE);
         let text = std::fs::read_to_string(&cfg).unwrap();
         assert!(text.contains("lr_decay = 1.0"), "{text}");
-        std::fs::write(&cfg, text.lines().filter(|l| !l.starts_with("lr_decay")).collect::<Vec<_>>().join("\n")).unwrap();
+        std::fs::write(&cfg, text.lines().filter(|l| !l.starts_with("lr_decay")).collect::<Vec<_>>().join("\n"))
+            .unwrap();
         run_epochs(&dir, BestBy::ValLoss, true, &[(1, 0.5, None)]);
         let net_cfg = DenseNetConfig { hidden: 4, hidden_layers: 1, out: 2 };
         let mut net = DenseNet::<f32>::new(&net_cfg, 3, &mut Rng::new(1));

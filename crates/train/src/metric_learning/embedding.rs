@@ -18,7 +18,8 @@ use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
 use super::{
-    BestBy, GraphFigures, PreparedEvent, StageConfig, StageModel, StageRecord, StageRun, StageTraining, gather_rows, step,
+    BestBy, GraphFigures, PreparedEvent, StageConfig, StageModel, StageRecord, StageRun, StageTraining, gather_rows,
+    step,
 };
 use crate::error::Result;
 
@@ -297,9 +298,8 @@ mod tests {
         let dim = 3;
         let raw = vec![0.3f32, -1.2, 0.5, 2.0, 0.1, -0.4];
         let w = [0.7f32, -0.2, 1.1, -0.5, 0.9, 0.3];
-        let project = |x: &[f32]| -> Vec<f32> {
-            x.chunks_exact(dim).flat_map(|r| r.iter().map(move |v| v / norm(r))).collect()
-        };
+        let project =
+            |x: &[f32]| -> Vec<f32> { x.chunks_exact(dim).flat_map(|r| r.iter().map(move |v| v / norm(r))).collect() };
         let loss = |x: &[f32]| project(x).iter().zip(&w).map(|(y, w)| y * w).sum::<f32>();
         let unit = project(&raw);
         for r in unit.chunks_exact(dim) {
