@@ -138,3 +138,34 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     let err = fails(trackgnn(d, &["build-graphs", "--input", "ev", "--out", "x", "--method", "metric-learning"]));
     assert!(err.contains("--embedding RUN"), "{err}");
 }
+
+/// An embedding on the unit sphere with the distance hinge (the whole-event recipe's
+/// settings): `build-graphs` embeds the hits as training validated them, so the graph of the
+/// validation event is the one its record measured.
+#[test]
+fn a_unit_sphere_embedding_builds_the_graph_its_validation_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    ok(trackgnn(d, &["simulate", "--events", "3", "--pileup", "5", "--seed", "7", "--out", "ev"]));
+    std::fs::write(
+        d.join("emb.toml"),
+        "margin = 0.1\nhinge = \"distance\"\nnormalize = true\npos_weight = 2.0\nk_max = 8\npairs_per_step = 2000\n\
+         [net]\nhidden = 16\nhidden_layers = 2\nout = 12\n[training]\nepochs = 2\nsteps_per_event = 2\nlr_decay = 0.5\n",
+    )
+    .unwrap();
+    let emb = json(&ok(trackgnn(
+        d,
+        &["train-embedding", "--input", "ev", "--out", "emb", "--config", "emb.toml", "--val-events", "1", "--json"],
+    )));
+    let config = std::fs::read_to_string(d.join("emb/config.toml")).unwrap();
+    assert!(config.contains("hinge = \"distance\"") && config.contains("lr_decay = 0.5"), "{config}");
+    let best = &emb["best"];
+    let g = json(&ok(trackgnn(
+        d,
+        &["build-graphs", "--input", "ev", "--out", "g", "--method", "metric-learning", "--embedding", "emb", "--json"],
+    )));
+    let last = g["per_event"].as_array().unwrap().iter().find(|e| e["event_id"].as_u64() == Some(3)).unwrap();
+    assert_eq!(last["edges"].as_f64(), best["edges_per_event"].as_f64(), "{last} {best}");
+    let (built, validated) = (last["efficiency"].as_f64().unwrap(), best["efficiency"].as_f64().unwrap());
+    assert!((built - validated).abs() < 1e-12 && validated > 0.0, "{built} {validated}");
+}

@@ -57,6 +57,30 @@ pub fn bce_with_logits<T: Real>(
     total / e as f64
 }
 
+/// How a false pair is pushed beyond the margin m by the pair losses ([`hinge_pairs_with`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HingeForm {
+    /// max(0, m² − d²), Exa.TrkX's `HingeEmbeddingLoss` on squared distances: its push,
+    /// 2d, vanishes as a false pair comes together.
+    #[default]
+    SquaredDistance,
+    /// max(0, m − d)², the contrastive loss (Hadsell et al.; acorn's metric learning): its
+    /// push, 2(m − d), is largest on the pairs that sit closest.
+    Distance,
+}
+
+/// Options of [`hinge_pairs_with`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HingeOptions {
+    /// The margin m.
+    pub margin: f64,
+    /// The false pairs' term.
+    pub form: HingeForm,
+    /// Weight of a true pair's term (a false pair's is 1).
+    pub pos_weight: f64,
+}
+
 /// The metric-learning hinge loss on pairs of embedded rows (Exa.TrkX's
 /// `HingeEmbeddingLoss` on squared distances): with d² = |e_a − e_b|², a true pair costs d²
 /// and a false pair max(0, m² − d²), averaged over the pairs. `emb` is rows × `dim`;
@@ -70,31 +94,56 @@ pub fn hinge_pairs<T: Real>(
     margin: f64,
     demb: &mut [T],
 ) -> f64 {
+    let opts = HingeOptions { margin, form: HingeForm::SquaredDistance, pos_weight: 1.0 };
+    hinge_pairs_with(emb, dim, a, b, truth, &opts, demb)
+}
+
+/// The pair loss of [`hinge_pairs`] with its options: a true pair costs `pos_weight`·d², a
+/// false pair the term of `form`, averaged over the pairs; gradients accumulated into `demb`.
+pub fn hinge_pairs_with<T: Real>(
+    emb: &[T],
+    dim: usize,
+    a: &[u32],
+    b: &[u32],
+    truth: &[bool],
+    opts: &HingeOptions,
+    demb: &mut [T],
+) -> f64 {
     let n = a.len();
     assert!(b.len() == n && truth.len() == n, "hinge: pair shapes");
     assert_eq!(demb.len(), emb.len(), "hinge: demb shape");
     if n == 0 {
         return 0.0;
     }
-    let m2 = margin * margin;
-    let inv = T::from_f64(1.0 / n as f64);
-    let two = T::from_f64(2.0);
+    let m = opts.margin;
+    let m2 = m * m;
+    let inv = 1.0 / n as f64;
     let mut total = 0.0f64;
     for p in 0..n {
         let (ia, ib) = (a[p] as usize * dim, b[p] as usize * dim);
         let d2: f64 = (0..dim).map(|k| (emb[ia + k] - emb[ib + k]).to_f64().powi(2)).sum();
-        // dL/d e_a = s·2(e_a − e_b), dL/d e_b = −the same.
+        // dL/d e_a = s·(e_a − e_b), dL/d e_b = −the same.
         let s = if truth[p] {
-            total += d2;
-            T::ONE
-        } else if d2 < m2 {
-            total += m2 - d2;
-            -T::ONE
+            total += opts.pos_weight * d2;
+            2.0 * opts.pos_weight
         } else {
-            continue;
+            match opts.form {
+                HingeForm::SquaredDistance if d2 < m2 => {
+                    total += m2 - d2;
+                    -2.0
+                }
+                HingeForm::Distance if d2 < m2 => {
+                    // d/d e_a (m − d)² = −2(m − d)·(e_a − e_b)/d; d kept off 0.
+                    let d = (d2 + 1e-12).sqrt();
+                    total += (m - d).powi(2);
+                    -2.0 * (m - d) / d
+                }
+                _ => continue,
+            }
         };
+        let s = T::from_f64(s * inv);
         for k in 0..dim {
-            let g = s * two * (emb[ia + k] - emb[ib + k]) * inv;
+            let g = s * (emb[ia + k] - emb[ib + k]);
             demb[ia + k] += g;
             demb[ib + k] -= g;
         }

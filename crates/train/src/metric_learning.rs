@@ -31,7 +31,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::optim::{AdamW, AdamWConfig};
-use trackgnn_engine::{DenseNet, ParamStore};
+use trackgnn_engine::{DenseNet, DenseNetConfig, ParamStore};
 use trackgnn_graph::features::{FeatureConfig, HitTable, NodeCuts};
 use trackgnn_graph::recipe::{EmbeddingRun, FilterRun, LearnedRun, PROMPT_R, absolute};
 use trackgnn_graph::truth::{TargetConfig, pair_key, truth_edges};
@@ -40,7 +40,7 @@ use trackgnn_trackml::geometry::Detector;
 
 use crate::checkpoint::{self, save_weights};
 use crate::error::{Error, Result};
-use crate::plots::plot_series;
+use crate::plots::{plot_loss, plot_series};
 use crate::run_dir::{BEST_FILE, CHECKPOINT_DIR, CONFIG_FILE, METRICS_CSV_FILE, METRICS_JSONL_FILE, PLOTS_DIR};
 
 /// An event ready for the learned stages: its node table (every hit), the node features and
@@ -287,8 +287,12 @@ pub struct StageTraining {
     pub epochs: u64,
     /// Optimiser steps per training event and epoch.
     pub steps_per_event: usize,
-    /// AdamW learning rate.
+    /// AdamW learning rate (of the first epoch).
     pub lr: f64,
+    /// The learning rate of epoch e is `lr · lr_decay^e`: a late, smaller rate settles the
+    /// noise of the small pair samples (a step per epoch, so a resumed run continues on the
+    /// same schedule whatever its final number of epochs). 1 (constant) before the key.
+    pub lr_decay: f64,
     /// Gradient clipping (L2 norm).
     pub clip_grad_norm: f64,
     /// Seed of the initialisation and of the sampling.
@@ -297,7 +301,14 @@ pub struct StageTraining {
 
 impl Default for StageTraining {
     fn default() -> Self {
-        StageTraining { epochs: 10, steps_per_event: 4, lr: 3e-3, clip_grad_norm: 1.0, seed: 1 }
+        StageTraining { epochs: 10, steps_per_event: 4, lr: 3e-3, lr_decay: 1.0, clip_grad_norm: 1.0, seed: 1 }
+    }
+}
+
+impl StageTraining {
+    /// The learning rate of `epoch` (see [`StageTraining::lr_decay`]).
+    pub fn lr_at(&self, epoch: u64) -> f64 {
+        self.lr * self.lr_decay.powf(epoch as f64)
     }
 }
 
@@ -321,11 +332,12 @@ pub(crate) struct StageRun<'a> {
 
 impl<'a> StageRun<'a> {
     /// Opens the run directory `root`: with `resume`, restores the last checkpoint into `net`;
-    /// otherwise starts afresh (writing `config_toml`), refusing a directory that already has
-    /// a run. Best weights are chosen `best_by`.
-    pub(crate) fn open(
+    /// otherwise starts afresh (writing `config`), refusing a directory that already has a
+    /// run. Best weights are chosen `best_by`. On resume, the run's `config.toml` is read with
+    /// the defaults of keys newer than it, so an older run resumes under the same settings.
+    pub(crate) fn open<C: Serialize + serde::de::DeserializeOwned>(
         root: &'a Path,
-        config_toml: &str,
+        config: &C,
         net: &mut DenseNet<f32>,
         lr: f64,
         resume: bool,
@@ -335,8 +347,12 @@ impl<'a> StageRun<'a> {
         let cfg_path = root.join(CONFIG_FILE);
         let ckpt = root.join(CHECKPOINT_DIR);
         let adam = AdamWConfig { lr, ..AdamWConfig::default() };
+        let to_toml = |c: &C| toml::to_string(c).map_err(|e| Error::Config(e.to_string()));
+        let config_toml = &to_toml(config)?;
         if resume {
-            let written = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
+            let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
+            let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
+            let written = to_toml(&then)?;
             // The number of epochs may grow on resume; everything else must stay.
             let without_epochs =
                 |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
@@ -432,14 +448,7 @@ impl<'a> StageRun<'a> {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let series =
             |f: fn(&StageRecord) -> f64| self.records.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
-        plot_series(
-            &dir.join("loss"),
-            "Loss",
-            "epoch",
-            "loss",
-            &[("train", series(|r| r.train_loss)), ("validation", series(|r| r.val_loss))],
-            true,
-        )?;
+        plot_loss(&dir, &self.records.iter().map(|r| (r.epoch, r.train_loss, r.val_loss)).collect::<Vec<_>>())?;
         plot_series(
             &dir.join("graph"),
             "Validation graph",
@@ -491,6 +500,36 @@ pub(crate) fn read_config<T: serde::de::DeserializeOwned>(run: &Path) -> Result<
     let p = run.join(CONFIG_FILE);
     let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
     toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", p.display())))
+}
+
+/// What [`StageModel::load`] needs of a learned stage's configuration.
+pub trait StageConfig: serde::de::DeserializeOwned {
+    /// The network's shape.
+    fn net(&self) -> &DenseNetConfig;
+    /// The network's input width.
+    fn input_width(&self) -> usize;
+}
+
+/// A trained learned stage, ready for graph building: its configuration and its network with
+/// the best weights ([`embedding::EmbeddingModel`], [`filter::FilterModel`]).
+pub struct StageModel<C> {
+    /// Its configuration.
+    pub config: C,
+    /// The network with its best weights.
+    pub net: DenseNet<f32>,
+}
+
+impl<C: StageConfig> StageModel<C> {
+    /// Loads the best weights of a stage's run directory.
+    ///
+    /// # Errors
+    /// A missing or invalid `config.toml` or weights file (naming it).
+    pub fn load(run: &Path) -> Result<StageModel<C>> {
+        let config: C = read_config(run)?;
+        let mut net = DenseNet::new(config.net(), config.input_width(), &mut trackgnn_trackml::rng::Rng::new(0));
+        load_net(run, &mut net)?;
+        Ok(StageModel { config, net })
+    }
 }
 
 /// Gathers rows `idx` of a row-major matrix of width `dim`.
@@ -616,7 +655,7 @@ mod tests {
     fn run_epochs(dir: &Path, by: BestBy, resume: bool, epochs: &[(u64, f64, Option<f64>)]) -> f32 {
         let cfg = DenseNetConfig { hidden: 4, hidden_layers: 1, out: 2 };
         let mut net = DenseNet::<f32>::new(&cfg, 3, &mut Rng::new(1));
-        let mut run = StageRun::open(dir, "seed = 1\n", &mut net, 1e-3, resume, by).unwrap();
+        let mut run = StageRun::open(dir, &StageTraining::default(), &mut net, 1e-3, resume, by).unwrap();
         for &(epoch, loss, eff) in epochs {
             assert_eq!(run.start_epoch.max(epoch), epoch);
             net.params.data.fill(epoch as f32);
@@ -646,6 +685,26 @@ mod tests {
         assert_eq!(best_record(&records, BestBy::ValLoss).unwrap().epoch, 3, "ties keep the first");
         let csv = std::fs::read_to_string(by_eff.join(METRICS_CSV_FILE)).unwrap();
         assert!(csv.lines().next().unwrap().ends_with("efficiency_at_budget,edges_per_event_at_budget"), "{csv}");
+    }
+
+    #[test]
+    fn a_run_written_before_a_key_resumes_with_its_default_and_a_changed_setting_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        run_epochs(&dir, BestBy::ValLoss, false, &[(0, 1.0, None)]);
+        // The config.toml of a version before `lr_decay`.
+        let cfg = dir.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        assert!(text.contains("lr_decay = 1.0"), "{text}");
+        std::fs::write(&cfg, text.lines().filter(|l| !l.starts_with("lr_decay")).collect::<Vec<_>>().join("\n"))
+            .unwrap();
+        run_epochs(&dir, BestBy::ValLoss, true, &[(1, 0.5, None)]);
+        let net_cfg = DenseNetConfig { hidden: 4, hidden_layers: 1, out: 2 };
+        let mut net = DenseNet::<f32>::new(&net_cfg, 3, &mut Rng::new(1));
+        let decayed = StageTraining { lr_decay: 0.9, ..StageTraining::default() };
+        let err = StageRun::open(&dir, &decayed, &mut net, 1e-3, true, BestBy::ValLoss).err().unwrap();
+        assert!(err.to_string().contains("differs from the run's"), "{err}");
+        assert!((decayed.lr_at(2) - decayed.lr * 0.81).abs() < 1e-12);
     }
 
     #[test]

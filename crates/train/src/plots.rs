@@ -1,5 +1,5 @@
-//! Plots of a run, as PNG and SVG: lines against epoch ([`plot_series`]) and ROC curves
-//! ([`plot_roc`]). Each call writes `<stem>.png` and `<stem>.svg`, each through a temporary
+//! Plots of a run, as PNG and SVG: lines against epoch ([`plot_series`], the loss figure
+//! [`plot_loss`]) and ROC curves ([`plot_roc`]). Each call writes `<stem>.png` and `<stem>.svg`, each through a temporary
 //! sibling file and a rename, so a reader never sees half a plot.
 //!
 //! # Fonts
@@ -34,6 +34,21 @@ const COLORS: [RGBColor; 10] = [
 
 /// Series with at most this many points also get a marker on every point.
 const MARKERS_UP_TO: usize = 60;
+
+/// The figure of a run's training and validation loss per epoch, log y: `<dir>/loss.png` and
+/// `.svg`, the same for the GNN and the learned graph stages. `epochs` holds (epoch, training
+/// loss, validation loss).
+pub fn plot_loss(dir: &Path, epochs: &[(u64, f64, f64)]) -> Result<()> {
+    let series = |f: fn(&(u64, f64, f64)) -> f64| epochs.iter().map(|e| (e.0 as f64, f(e))).collect::<Vec<_>>();
+    plot_series(
+        &dir.join("loss"),
+        "Loss",
+        "epoch",
+        "loss",
+        &[("train", series(|e| e.1)), ("validation", series(|e| e.2))],
+        true,
+    )
+}
 
 /// Plots named lines, e.g. losses or metrics against epoch, with a legend. Points with a
 /// non-finite coordinate (or, with `log_y`, a non-positive y) are skipped and break the

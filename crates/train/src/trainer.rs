@@ -811,14 +811,7 @@ impl<'a> Trainer<'a> {
         let dir = self.run.plots_dir();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let series = |f: fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
-        plots::plot_series(
-            &dir.join("loss"),
-            "Loss",
-            "epoch",
-            "loss",
-            &[("train", series(|r| r.train_loss)), ("validation", series(|r| r.val_loss))],
-            true,
-        )?;
+        plots::plot_loss(&dir, &history.iter().map(|r| (r.epoch, r.train_loss, r.val_loss)).collect::<Vec<_>>())?;
         plots::plot_series(
             &dir.join("metrics"),
             "Validation edge metrics",

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use trackgnn_engine::loss::hinge_pairs;
+use trackgnn_engine::loss::{HingeForm, HingeOptions, hinge_pairs_with};
 use trackgnn_engine::mlp::MlpCache;
 use trackgnn_engine::{DenseNet, DenseNetConfig};
 use trackgnn_graph::features::{Feature, FeatureConfig, FeatureSpec, HitTable};
@@ -17,7 +17,10 @@ use trackgnn_graph::metric::{HitEmbedder, radius_pairs};
 use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
-use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, gather_rows, step};
+use super::{
+    BestBy, GraphFigures, PreparedEvent, StageConfig, StageModel, StageRecord, StageRun, StageTraining, gather_rows,
+    step,
+};
 use crate::error::Result;
 
 /// Everything that decides an embedding run (its `config.toml`).
@@ -30,6 +33,17 @@ pub struct EmbeddingConfig {
     pub net: DenseNetConfig,
     /// Hinge margin; also the default radius of the graph.
     pub margin: f64,
+    /// The false pairs' term: `squared_distance`, max(0, m² − d²) (Exa.TrkX 2020; the
+    /// default, as runs before the key), or `distance`, max(0, m − d)² (acorn): the first
+    /// stops pushing false pairs that sit on top of each other (its gradient is 2d), which are
+    /// the hard negatives that matter at mu=200; the second pushes those hardest.
+    pub hinge: HingeForm,
+    /// Weight of the true pairs' term against the false pairs' (Exa.TrkX repeats its true
+    /// pairs 4 times); 1 before the key.
+    pub pos_weight: f64,
+    /// Put each embedding on the unit sphere (acorn's `F.normalize`): the scale of the space
+    /// is fixed, so the margin means the same at every step; off before the key.
+    pub normalize: bool,
     /// Neighbours per hit of the graph (and of the hard-negative search).
     pub k_max: usize,
     /// True pairs of particles with pT at least this \[GeV\] are pulled together.
@@ -60,6 +74,9 @@ impl Default for EmbeddingConfig {
             },
             net: DenseNetConfig { hidden: 64, hidden_layers: 3, out: 8 },
             margin: 0.2,
+            hinge: HingeForm::SquaredDistance,
+            pos_weight: 1.0,
+            normalize: false,
             k_max: 16,
             train_pt_min: 0.5,
             pairs_per_step: 20_000,
@@ -71,23 +88,15 @@ impl Default for EmbeddingConfig {
 }
 
 /// A trained embedding, ready for graph building.
-pub struct EmbeddingModel {
-    /// Its configuration.
-    pub config: EmbeddingConfig,
-    /// The network with its best weights.
-    pub net: DenseNet<f32>,
-}
+pub type EmbeddingModel = StageModel<EmbeddingConfig>;
 
-impl EmbeddingModel {
-    /// Loads the best weights of an embedding run directory.
-    ///
-    /// # Errors
-    /// A missing or invalid `config.toml` or weights file (naming it).
-    pub fn load(run: &Path) -> Result<EmbeddingModel> {
-        let config: EmbeddingConfig = super::read_config(run)?;
-        let mut net = DenseNet::new(&config.net, config.features.features.len(), &mut Rng::new(0));
-        super::load_net(run, &mut net)?;
-        Ok(EmbeddingModel { config, net })
+impl StageConfig for EmbeddingConfig {
+    fn net(&self) -> &DenseNetConfig {
+        &self.net
+    }
+
+    fn input_width(&self) -> usize {
+        self.features.features.len()
     }
 }
 
@@ -97,7 +106,36 @@ impl HitEmbedder for EmbeddingModel {
     }
 
     fn embed(&self, table: &HitTable) -> trackgnn_graph::Result<Vec<f32>> {
-        Ok(self.net.infer(&table.features(&self.config.features)?))
+        Ok(embed_rows(&self.net, &self.config, &table.features(&self.config.features)?))
+    }
+}
+
+/// The embedding of feature rows `x` by `net` (on the unit sphere if `cfg.normalize`).
+pub fn embed_rows(net: &DenseNet<f32>, cfg: &EmbeddingConfig, x: &[f32]) -> Vec<f32> {
+    let mut emb = net.infer(x);
+    if cfg.normalize {
+        for row in emb.chunks_exact_mut(net.out()) {
+            let n = norm(row);
+            row.iter_mut().for_each(|v| *v /= n);
+        }
+    }
+    emb
+}
+
+/// The L2 norm of a row, kept off 0.
+fn norm(row: &[f32]) -> f32 {
+    row.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-6)
+}
+
+/// Backpropagates `dy` through y = x/|x| row-wise (x = `raw`, y = `unit`), in place:
+/// dx = (dy − y (y·dy)) / |x|.
+fn normalize_backward(raw: &[f32], unit: &[f32], dy: &mut [f32], dim: usize) {
+    for ((x, y), g) in raw.chunks_exact(dim).zip(unit.chunks_exact(dim)).zip(dy.chunks_exact_mut(dim)) {
+        let n = norm(x);
+        let dot: f32 = y.iter().zip(g.iter()).map(|(a, b)| a * b).sum();
+        for (gk, yk) in g.iter_mut().zip(y) {
+            *gk = (*gk - yk * dot) / n;
+        }
     }
 }
 
@@ -171,10 +209,20 @@ fn pairs_loss(net: &mut DenseNet<f32>, cfg: &EmbeddingConfig, ev: &PreparedEvent
     let dim_in = cfg.features.features.len();
     let x = gather_rows(&ev.x, dim_in, &nodes);
     let mut cache = MlpCache::default();
-    let emb = net.forward(&x, &mut cache);
+    let raw = net.forward(&x, &mut cache);
+    let dim = net.out();
+    let emb = if cfg.normalize {
+        raw.chunks_exact(dim).flat_map(|r| r.iter().map(move |v| v / norm(r))).collect()
+    } else {
+        raw.clone()
+    };
     let mut demb = vec![0.0f32; emb.len()];
-    let loss = hinge_pairs(&emb, net.out(), &a, &b, &pairs.truth, cfg.margin, &mut demb);
+    let opts = HingeOptions { margin: cfg.margin, form: cfg.hinge, pos_weight: cfg.pos_weight };
+    let loss = hinge_pairs_with(&emb, dim, &a, &b, &pairs.truth, &opts, &mut demb);
     if grad {
+        if cfg.normalize {
+            normalize_backward(&raw, &emb, &mut demb, dim);
+        }
         net.backward(&x, &cache, &demb);
     }
     loss
@@ -197,10 +245,9 @@ pub fn train_embedding(
     if train.is_empty() || val.is_empty() {
         return Err(crate::Error::Config("training an embedding needs training and validation events".into()));
     }
-    let toml = toml::to_string(cfg).map_err(|e| crate::Error::Config(e.to_string()))?;
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, cfg.features.features.len(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume, BestBy::EfficiencyAtBudget)?;
+    let mut run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::EfficiencyAtBudget)?;
     for epoch in run.start_epoch..t.epochs {
         let t0 = Instant::now();
         let mut order: Vec<usize> = (0..train.len()).collect();
@@ -210,7 +257,7 @@ pub fn train_embedding(
             let ev = &train[e];
             let mut rng = Rng::for_stream(&[t.seed, epoch, 1 + k as u64]);
             // Hard negatives: different particles within the margin of the current embedding.
-            let emb = net.infer(&ev.x);
+            let emb = embed_rows(&net, cfg, &ev.x);
             let hard: Vec<(u32, u32)> = radius_pairs(&emb, net.out(), cfg.margin, cfg.k_max)?
                 .into_iter()
                 .filter(|&(a, b)| !ev.same_particle(a, b))
@@ -220,14 +267,14 @@ pub fn train_embedding(
                 net.params.zero_grad();
                 loss_sum += pairs_loss(&mut net, cfg, ev, &pairs, true);
                 steps += 1;
-                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr);
+                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr_at(epoch));
             }
         }
         let (mut val_loss, mut figures, mut budget) = (0.0, GraphFigures::default(), GraphFigures::default());
         for (k, ev) in val.iter().enumerate() {
             let pairs = sample_pairs(cfg, ev, &[], &mut Rng::for_stream(&[t.seed, u64::MAX, k as u64]));
             val_loss += pairs_loss(&mut net, cfg, ev, &pairs, false) / val.len() as f64;
-            let emb = net.infer(&ev.x);
+            let emb = embed_rows(&net, cfg, &ev.x);
             figures.add(&graph_figures(&emb, net.out(), ev, cfg.margin, cfg.k_max)?);
             budget.add(&budget_figures(&emb, net.out(), ev, cfg.k_max)?);
         }
@@ -238,4 +285,35 @@ pub fn train_embedding(
         run.finish_epoch(&net, record)?;
     }
     Ok(run.records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gradient through the unit-sphere projection equals central differences of a loss
+    /// on the projected rows, and the projection leaves unit rows.
+    #[test]
+    fn normalize_backward_matches_central_differences() {
+        let dim = 3;
+        let raw = vec![0.3f32, -1.2, 0.5, 2.0, 0.1, -0.4];
+        let w = [0.7f32, -0.2, 1.1, -0.5, 0.9, 0.3];
+        let project =
+            |x: &[f32]| -> Vec<f32> { x.chunks_exact(dim).flat_map(|r| r.iter().map(move |v| v / norm(r))).collect() };
+        let loss = |x: &[f32]| project(x).iter().zip(&w).map(|(y, w)| y * w).sum::<f32>();
+        let unit = project(&raw);
+        for r in unit.chunks_exact(dim) {
+            assert!((norm(r) - 1.0).abs() < 1e-6);
+        }
+        let mut g = w.to_vec();
+        normalize_backward(&raw, &unit, &mut g, dim);
+        let h = 1e-3;
+        for i in 0..raw.len() {
+            let (mut p, mut m) = (raw.clone(), raw.clone());
+            p[i] += h;
+            m[i] -= h;
+            let fd = (loss(&p) - loss(&m)) / (2.0 * h);
+            assert!((fd - g[i]).abs() < 1e-3, "component {i}: {fd} vs {}", g[i]);
+        }
+    }
 }

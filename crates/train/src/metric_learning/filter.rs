@@ -16,7 +16,7 @@ use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
 use super::embedding::{EmbeddingConfig, EmbeddingModel};
-use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, StageTraining, step};
+use super::{BestBy, GraphFigures, PreparedEvent, StageConfig, StageModel, StageRecord, StageRun, StageTraining, step};
 use crate::error::Result;
 
 /// Everything that decides a filter run (its `config.toml`).
@@ -67,23 +67,16 @@ fn edge_inputs(x: &[f32], dim: usize, src: &[u32], dst: &[u32]) -> Vec<f32> {
 }
 
 /// A trained filter, ready for graph building.
-pub struct FilterModel {
-    /// Its configuration.
-    pub config: FilterConfig,
-    /// The network with its best weights.
-    pub net: DenseNet<f32>,
-}
+pub type FilterModel = StageModel<FilterConfig>;
 
-impl FilterModel {
-    /// Loads the best weights of a filter run directory.
-    ///
-    /// # Errors
-    /// A missing or invalid `config.toml` or weights file (naming it).
-    pub fn load(run: &Path) -> Result<FilterModel> {
-        let config: FilterConfig = super::read_config(run)?;
-        let mut net = DenseNet::new(&config.net, 2 * config.features.features.len(), &mut Rng::new(0));
-        super::load_net(run, &mut net)?;
-        Ok(FilterModel { config, net })
+impl StageConfig for FilterConfig {
+    fn net(&self) -> &DenseNetConfig {
+        &self.net
+    }
+
+    /// The two hits' features.
+    fn input_width(&self) -> usize {
+        2 * self.features.features.len()
     }
 }
 
@@ -176,10 +169,9 @@ pub fn train_filter(
         train.iter().map(|ev| candidates(cfg, embedding, ev, radius, k_max)).collect::<Result<_>>()?;
     let val_c: Vec<Candidates> =
         val.iter().map(|ev| candidates(cfg, embedding, ev, radius, k_max)).collect::<Result<_>>()?;
-    let toml = toml::to_string(cfg).map_err(|e| crate::Error::Config(e.to_string()))?;
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, 2 * cfg.features.features.len(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, &toml, &mut net, t.lr, resume, BestBy::ValLoss)?;
+    let mut run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::ValLoss)?;
     for epoch in run.start_epoch..t.epochs {
         let t0 = Instant::now();
         let mut order: Vec<usize> = (0..train.len()).collect();
@@ -201,7 +193,7 @@ pub fn train_filter(
                 net.params.zero_grad();
                 loss_sum += edges_loss(&mut net, cfg, c, &idx, true).0;
                 steps += 1;
-                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr);
+                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr_at(epoch));
             }
         }
         let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
