@@ -46,8 +46,7 @@ impl RunRecord<'_> {
     /// The file cannot be written.
     pub fn write(&self, out: &Path) -> Result<()> {
         let path = out.join(RECORD_FILE);
-        let text = toml::to_string(self)
-            .map_err(|e| trackgnn_trackml::Error::io(&path, std::io::Error::other(e.to_string())))?;
+        let text = toml::to_string(self).map_err(|e| trackgnn_trackml::Error::io(&path, std::io::Error::other(e)))?;
         trackgnn_trackml::atomic::write(&path, text.as_bytes()).map_err(|e| trackgnn_trackml::Error::io(&path, e))
     }
 }

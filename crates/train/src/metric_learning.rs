@@ -347,7 +347,7 @@ impl<'a> StageRun<'a> {
         let cfg_path = root.join(CONFIG_FILE);
         let ckpt = root.join(CHECKPOINT_DIR);
         let adam = AdamWConfig { lr, ..AdamWConfig::default() };
-        let to_toml = |c: &C| toml::to_string(c).map_err(|e| Error::Config(e.to_string()));
+        let to_toml = |c: &C| toml::to_string(c).map_err(|e| Error::context("serialising the configuration", e));
         let config_toml = &to_toml(config)?;
         if resume {
             let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
@@ -407,7 +407,7 @@ impl<'a> StageRun<'a> {
         self.records.push(record);
         self.write_metrics()?;
         let state = serde_json::to_value(StageState { epoch, best_val_loss: self.best_val_loss })
-            .map_err(|e| Error::Config(e.to_string()))?;
+            .map_err(|e| Error::context("serialising the stage state", e))?;
         checkpoint::save_checkpoint(&self.root.join(CHECKPOINT_DIR), &net.params, &self.opt.state(), &state)?;
         self.plot()
     }
@@ -417,7 +417,7 @@ impl<'a> StageRun<'a> {
         let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds,efficiency_at_budget,edges_per_event_at_budget\n".to_vec();
         let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
         for r in &self.records {
-            serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::Config(e.to_string()))?;
+            serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::context("serialising an epoch record", e))?;
             jsonl.push(b'\n');
             writeln!(
                 csv,

@@ -369,7 +369,7 @@ impl RunDir {
 
     /// Writes `config.toml`.
     pub(crate) fn write_config(&self, cfg: &TrainConfig) -> Result<()> {
-        let text = toml::to_string(cfg).map_err(|e| Error::Config(format!("configuration does not serialise: {e}")))?;
+        let text = toml::to_string(cfg).map_err(|e| Error::context("serialising the configuration", e))?;
         write_atomic(&self.config_path(), text.as_bytes())
     }
 
