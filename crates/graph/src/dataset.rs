@@ -50,8 +50,8 @@ pub fn build_graphs(
         })
         .collect();
     let built = results.into_iter().collect::<Result<Vec<_>>>()?;
-    let text = toml::to_string(recipe).map_err(|e| Error::Config(format!("the recipe does not serialise: {e}")))?;
     let path = out.join(RECIPE_FILE);
+    let text = toml::to_string(recipe).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
     trackgnn_trackml::atomic::write(&path, text.as_bytes()).map_err(|e| Error::io(&path, e))?;
     Ok(built)
 }
