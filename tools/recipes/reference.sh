@@ -11,7 +11,9 @@
 # and the 20 held-out mu=200 events reconstruction is measured on.
 # Usage: tools/recipes/reference.sh [WORKDIR] [a]   (default ./reference; `a` stops after model
 #   (a) and its evaluation: the check of a generator change). TRACKGNN=path/to/trackgnn uses that
-#   binary instead of building the release one. Times on 2 cores:
+#   binary instead of building the release one. PRECISION=bf16 trains in mixed precision (issue
+#   21's check) into runs named with a `_bf16` suffix (runs/a_bf16, ...), beside the f32 ones on
+#   the same data. Times on 2 cores:
 #   maps ~30 min, (a) 50 + 11 min, (b) 26 + 14 min, (c) ~4.5 h (30 epochs of 5-7 s per step).
 # Interrupt at any time: re-running resumes training (--resume) and skips finished steps.
 set -euo pipefail
@@ -30,13 +32,18 @@ mkdir -p "$work" && cd "$work"
 
 # train_and_eval RUN GRAPHS CONFIG [INIT_RUN]: trains runs/RUN (resuming it if it exists; a
 # fresh run starts from INIT_RUN's best weights when given), then evaluates it.
+# The precision is recorded in the run's config.toml, so a resumed run and `eval` keep it.
+case "${PRECISION:-f32}" in f32) suffix="";; bf16) suffix="_bf16";;
+  *) echo "reference.sh: PRECISION is f32 or bf16, not \`$PRECISION\`" >&2; exit 2;; esac
 train_and_eval() {
-  if [ -d "runs/$1" ]; then
-    "$tg" train --graphs "$2" --out "runs/$1" --resume --config "$here/$3"
+  local run="runs/$1$suffix"
+  if [ -d "$run" ]; then
+    "$tg" train --graphs "$2" --out "$run" --resume --config "$here/$3"
   else
-    "$tg" train --graphs "$2" --out "runs/$1" --config "$here/$3" ${4:+--init-weights "runs/$4"}
+    "$tg" train --graphs "$2" --out "$run" --config "$here/$3" --precision "${PRECISION:-f32}" \
+      ${4:+--init-weights "runs/$4$suffix"}
   fi
-  "$tg" eval --run "runs/$1" --graphs "$2"
+  "$tg" eval --run "$run" --graphs "$2"
 }
 
 # Events: the training set (seed 11, ids 1-100), held-out evaluation events (seed 12, ids
