@@ -62,10 +62,20 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     assert!(top > 0.2 && top <= 1.0, "{resumed}");
     assert_eq!(at_budget(&resumed["best"]), top, "{resumed}");
     assert!(resumed["best"]["edges_per_event_at_budget"].as_f64().unwrap() > 0.0);
+    // Beside it, the wide budget (48 neighbours by default): a superset of the k_max graph.
+    for r in records {
+        assert_eq!(r["wide_k_max"].as_u64(), Some(48), "{r}");
+        let wide = r["efficiency_wide"].as_f64().unwrap();
+        assert!(wide >= at_budget(r) && wide <= 1.0, "{r}");
+        assert!(r["edges_per_event_wide"].as_f64().unwrap() > r["edges_per_event_at_budget"].as_f64().unwrap());
+        assert!(r["purity_wide"].as_f64().unwrap() > 0.0 && r["efficiency_prompt_wide"].as_f64().is_some(), "{r}");
+    }
+    let csv = std::fs::read_to_string(d.join("emb/metrics.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",wide_k_max,efficiency_wide,"), "{csv}");
 
     std::fs::write(
         d.join("filt.toml"),
-        "edges_per_step = 5000\ncut = 0.05\n[net]\nhidden = 16\nhidden_layers = 1\nout = 1\n[training]\nepochs = 1\n",
+        "edges_per_step = 5000\ncut = 0.05\ndifference_scale = 10.0\n[net]\nhidden = 16\nhidden_layers = 1\nout = 1\n[training]\nepochs = 1\n",
     )
     .unwrap();
     ok(trackgnn(

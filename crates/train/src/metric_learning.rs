@@ -172,6 +172,17 @@ impl GraphFigures {
     fn ratio(a: u64, b: u64) -> f64 {
         if b > 0 { a as f64 / b as f64 } else { f64::NAN }
     }
+
+    /// Efficiency over all, prompt and secondary targets, purity, edges per event.
+    fn fractions(&self) -> [f64; 5] {
+        [
+            GraphFigures::ratio(self.targets_found, self.targets),
+            GraphFigures::ratio(self.prompt_found, self.prompt),
+            GraphFigures::ratio(self.targets_found - self.prompt_found, self.targets - self.prompt),
+            GraphFigures::ratio(self.true_edges, self.edges),
+            GraphFigures::ratio(self.edges, self.events),
+        ]
+    }
 }
 
 /// One epoch of a learned stage, a line of `metrics.jsonl` (a figure without a denominator,
@@ -213,32 +224,70 @@ pub struct StageRecord {
     /// Edges per validation event of that budget graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edges_per_event_at_budget: Option<f64>,
+    /// Embedding: neighbours per hit of the second, larger budget (the config's `wide_k_max`)
+    /// whose figures follow. `None` for the filter, older runs and `wide_k_max = 0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wide_k_max: Option<u64>,
+    /// Validation efficiency over target edges at that budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_wide: Option<f64>,
+    /// The same over prompt target edges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_prompt_wide: Option<f64>,
+    /// The same over secondary target edges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_secondary_wide: Option<f64>,
+    /// Purity of that graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purity_wide: Option<f64>,
+    /// Edges per validation event of that graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edges_per_event_wide: Option<f64>,
 }
 
 impl StageRecord {
     /// A record from validation figures.
     pub fn new(epoch: u64, train_loss: f64, val_loss: f64, g: &GraphFigures, seconds: f64) -> StageRecord {
+        let [efficiency, efficiency_prompt, efficiency_secondary, purity, edges_per_event] = g.fractions();
         StageRecord {
             epoch,
             train_loss,
             val_loss,
-            efficiency: GraphFigures::ratio(g.targets_found, g.targets),
-            efficiency_prompt: GraphFigures::ratio(g.prompt_found, g.prompt),
-            efficiency_secondary: GraphFigures::ratio(g.targets_found - g.prompt_found, g.targets - g.prompt),
-            purity: GraphFigures::ratio(g.true_edges, g.edges),
-            edges_per_event: if g.events > 0 { g.edges as f64 / g.events as f64 } else { f64::NAN },
+            efficiency,
+            efficiency_prompt,
+            efficiency_secondary,
+            purity,
+            edges_per_event,
             seconds,
             efficiency_at_budget: None,
             edges_per_event_at_budget: None,
+            wide_k_max: None,
+            efficiency_wide: None,
+            efficiency_prompt_wide: None,
+            efficiency_secondary_wide: None,
+            purity_wide: None,
+            edges_per_event_wide: None,
         }
     }
 
     /// The record with the figures of the fixed-budget graph (see
     /// [`StageRecord::efficiency_at_budget`]).
     pub fn with_budget(self, g: &GraphFigures) -> StageRecord {
+        let [efficiency, _, _, _, edges_per_event] = g.fractions();
+        StageRecord { efficiency_at_budget: Some(efficiency), edges_per_event_at_budget: Some(edges_per_event), ..self }
+    }
+
+    /// The record with the figures of the second, larger budget's graph of `k_max` neighbours
+    /// per hit (see [`StageRecord::efficiency_wide`]).
+    pub fn with_wide(self, k_max: usize, g: &GraphFigures) -> StageRecord {
+        let [efficiency, prompt, secondary, purity, edges_per_event] = g.fractions();
         StageRecord {
-            efficiency_at_budget: Some(GraphFigures::ratio(g.targets_found, g.targets)),
-            edges_per_event_at_budget: Some(if g.events > 0 { g.edges as f64 / g.events as f64 } else { f64::NAN }),
+            wide_k_max: Some(k_max as u64),
+            efficiency_wide: Some(efficiency),
+            efficiency_prompt_wide: Some(prompt),
+            efficiency_secondary_wide: Some(secondary),
+            purity_wide: Some(purity),
+            edges_per_event_wide: Some(edges_per_event),
             ..self
         }
     }
@@ -414,14 +463,14 @@ impl<'a> StageRun<'a> {
 
     fn write_metrics(&self) -> Result<()> {
         let mut jsonl = Vec::new();
-        let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds,efficiency_at_budget,edges_per_event_at_budget\n".to_vec();
+        let mut csv = b"epoch,train_loss,val_loss,efficiency,efficiency_prompt,efficiency_secondary,purity,edges_per_event,seconds,efficiency_at_budget,edges_per_event_at_budget,wide_k_max,efficiency_wide,efficiency_prompt_wide,efficiency_secondary_wide,purity_wide,edges_per_event_wide\n".to_vec();
         let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
         for r in &self.records {
             serde_json::to_writer(&mut jsonl, r).map_err(|e| Error::context("serialising an epoch record", e))?;
             jsonl.push(b'\n');
             writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.epoch,
                 r.train_loss,
                 r.val_loss,
@@ -432,7 +481,13 @@ impl<'a> StageRun<'a> {
                 r.edges_per_event,
                 r.seconds,
                 opt(r.efficiency_at_budget),
-                opt(r.edges_per_event_at_budget)
+                opt(r.edges_per_event_at_budget),
+                opt(r.wide_k_max.map(|k| k as f64)),
+                opt(r.efficiency_wide),
+                opt(r.efficiency_prompt_wide),
+                opt(r.efficiency_secondary_wide),
+                opt(r.purity_wide),
+                opt(r.edges_per_event_wide)
             )
             .expect("writing to a Vec");
         }
@@ -466,6 +521,12 @@ impl<'a> StageRun<'a> {
                     .iter()
                     .any(|r| r.efficiency_at_budget.is_some())
                     .then(|| ("efficiency at edge budget", series(|r| r.efficiency_at_budget.unwrap_or(f64::NAN)))),
+            )
+            .chain(
+                self.records
+                    .iter()
+                    .any(|r| r.efficiency_wide.is_some())
+                    .then(|| ("efficiency at wide budget", series(|r| r.efficiency_wide.unwrap_or(f64::NAN)))),
             )
             .collect::<Vec<_>>(),
             false,
@@ -684,7 +745,14 @@ mod tests {
         assert_eq!(best_record(&records, BestBy::EfficiencyAtBudget).unwrap().epoch, 4);
         assert_eq!(best_record(&records, BestBy::ValLoss).unwrap().epoch, 3, "ties keep the first");
         let csv = std::fs::read_to_string(by_eff.join(METRICS_CSV_FILE)).unwrap();
-        assert!(csv.lines().next().unwrap().ends_with("efficiency_at_budget,edges_per_event_at_budget"), "{csv}");
+        assert!(
+            csv.lines().next().unwrap().ends_with(
+                "efficiency_at_budget,edges_per_event_at_budget,wide_k_max,efficiency_wide,efficiency_prompt_wide,efficiency_secondary_wide,purity_wide,edges_per_event_wide"
+            ),
+            "{csv}"
+        );
+        // A record without the wide figures leaves their columns empty.
+        assert!(csv.lines().nth(1).unwrap().ends_with(",,,,,,"), "{csv}");
     }
 
     #[test]

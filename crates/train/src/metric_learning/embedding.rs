@@ -46,6 +46,14 @@ pub struct EmbeddingConfig {
     pub normalize: bool,
     /// Neighbours per hit of the graph (and of the hard-negative search).
     pub k_max: usize,
+    /// Neighbours per hit of a second, larger validation budget, reported beside the `k_max`
+    /// one (`efficiency_wide` and the rest of [`StageRecord`]'s `_wide` figures): the
+    /// embedding's efficiency is limited mostly by the budget, and the filter prunes a larger
+    /// graph. 0 turns it off; 48 before the key (it changes no training).
+    pub wide_k_max: usize,
+    /// Radius of that graph in the embedding space (`None`, the default: no limit, each hit's
+    /// `wide_k_max` nearest neighbours whatever their distance, as the `k_max` budget).
+    pub wide_radius: Option<f64>,
     /// True pairs of particles with pT at least this \[GeV\] are pulled together.
     pub train_pt_min: f64,
     /// True pairs per step (sampled when the event has more).
@@ -78,6 +86,8 @@ impl Default for EmbeddingConfig {
             pos_weight: 1.0,
             normalize: false,
             k_max: 16,
+            wide_k_max: 48,
+            wide_radius: None,
             train_pt_min: 0.5,
             pairs_per_step: 20_000,
             random_per_true: 2.0,
@@ -270,17 +280,25 @@ pub fn train_embedding(
                 step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr_at(epoch));
             }
         }
-        let (mut val_loss, mut figures, mut budget) = (0.0, GraphFigures::default(), GraphFigures::default());
+        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
+        let (mut budget, mut wide) = (GraphFigures::default(), GraphFigures::default());
         for (k, ev) in val.iter().enumerate() {
             let pairs = sample_pairs(cfg, ev, &[], &mut Rng::for_stream(&[t.seed, u64::MAX, k as u64]));
             val_loss += pairs_loss(&mut net, cfg, ev, &pairs, false) / val.len() as f64;
             let emb = embed_rows(&net, cfg, &ev.x);
             figures.add(&graph_figures(&emb, net.out(), ev, cfg.margin, cfg.k_max)?);
             budget.add(&budget_figures(&emb, net.out(), ev, cfg.k_max)?);
+            if cfg.wide_k_max > 0 {
+                let radius = cfg.wide_radius.unwrap_or(f64::INFINITY);
+                wide.add(&graph_figures(&emb, net.out(), ev, radius, cfg.wide_k_max)?);
+            }
         }
-        let record =
+        let mut record =
             StageRecord::new(epoch, loss_sum / steps.max(1) as f64, val_loss, &figures, t0.elapsed().as_secs_f64())
                 .with_budget(&budget);
+        if cfg.wide_k_max > 0 {
+            record = record.with_wide(cfg.wide_k_max, &wide);
+        }
         on_epoch(&record);
         run.finish_epoch(&net, record)?;
     }
@@ -290,6 +308,19 @@ pub fn train_embedding(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config.toml written before the wide budget (the q22 run's keys) reads with the
+    /// default of 48 neighbours and no radius limit, and writes them back.
+    #[test]
+    fn an_older_config_reads_with_the_default_wide_budget() {
+        let old = "margin = 0.2\nk_max = 16\ntrain_pt_min = 0.5\n\n[net]\nhidden = 128\nhidden_layers = 4\nout = 8\n";
+        let cfg: EmbeddingConfig = toml::from_str(old).unwrap();
+        assert_eq!((cfg.wide_k_max, cfg.wide_radius, cfg.k_max, cfg.net.out), (48, None, 16, 8));
+        let set: EmbeddingConfig = toml::from_str(&format!("wide_k_max = 32\nwide_radius = 0.5\n{old}")).unwrap();
+        assert_eq!((set.wide_k_max, set.wide_radius), (32, Some(0.5)));
+        let back: EmbeddingConfig = toml::from_str(&toml::to_string(&set).unwrap()).unwrap();
+        assert_eq!(back, set);
+    }
 
     /// The gradient through the unit-sphere projection equals central differences of a loss
     /// on the projected rows, and the projection leaves unit rows.

@@ -12,12 +12,26 @@ use super::{BestBy, StageRecord, best_record};
 use crate::error::{Error, Result};
 
 impl StageRecord {
-    /// The fixed-budget figures, when the record has them (the embedding's).
+    /// The fixed-budget figures, when the record has them (the embedding's): the `k_max`
+    /// budget's, then the wide budget's.
     fn budget_text(&self) -> String {
-        match (self.efficiency_at_budget, self.edges_per_event_at_budget) {
+        let mut text = match (self.efficiency_at_budget, self.edges_per_event_at_budget) {
             (Some(e), Some(n)) => format!("; at the k_max-neighbour budget ({n:.0} edges/event) efficiency {e:.4}"),
             _ => String::new(),
+        };
+        if let (Some(k), Some(e), Some(p), Some(s), Some(u), Some(n)) = (
+            self.wide_k_max,
+            self.efficiency_wide,
+            self.efficiency_prompt_wide,
+            self.efficiency_secondary_wide,
+            self.purity_wide,
+            self.edges_per_event_wide,
+        ) {
+            text += &format!(
+                "; at {k} neighbours ({n:.0} edges/event) efficiency {e:.4} (prompt {p:.4}, secondary {s:.4}), purity {u:.4}"
+            );
         }
+        text
     }
 }
 
@@ -133,7 +147,47 @@ mod tests {
             seconds: 2.0,
             efficiency_at_budget: budget,
             edges_per_event_at_budget: budget.map(|_| 5000.0),
+            wide_k_max: None,
+            efficiency_wide: None,
+            efficiency_prompt_wide: None,
+            efficiency_secondary_wide: None,
+            purity_wide: None,
+            edges_per_event_wide: None,
         }
+    }
+
+    #[test]
+    fn the_wide_budget_prints_beside_the_k_max_one_and_older_lines_read_without_it() {
+        let g = super::super::GraphFigures {
+            events: 2,
+            edges: 30_000,
+            true_edges: 600,
+            targets: 100,
+            targets_found: 90,
+            prompt: 80,
+            prompt_found: 76,
+        };
+        let r = record(4, 0.2, Some(0.8)).with_wide(48, &g);
+        assert_eq!(
+            (r.efficiency_wide, r.efficiency_prompt_wide, r.efficiency_secondary_wide),
+            (Some(0.9), Some(0.95), Some(0.7))
+        );
+        assert_eq!((r.purity_wide, r.edges_per_event_wide, r.wide_k_max), (Some(0.02), Some(15_000.0), Some(48)));
+        assert!(
+            r.to_string().ends_with(
+                "; at the k_max-neighbour budget (5000 edges/event) efficiency 0.8000; at 48 neighbours (15000 edges/event) efficiency 0.9000 (prompt 0.9500, secondary 0.7000), purity 0.0200; 2.0 s"
+            ),
+            "{r}"
+        );
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"efficiency_secondary_wide\":0.7"), "{json}");
+        let back: StageRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        // A line written before the wide budget (the q22 run's epoch 15) reads without it.
+        let old = r#"{"epoch":15,"train_loss":0.0104,"val_loss":0.001,"efficiency":0.79,"efficiency_prompt":0.81,"efficiency_secondary":0.48,"purity":0.05,"edges_per_event":1020000.0,"seconds":90.0,"efficiency_at_budget":0.7943,"edges_per_event_at_budget":1010000.0}"#;
+        let back: StageRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((back.wide_k_max, back.efficiency_wide, back.purity_wide), (None, None, None));
+        assert!(!back.to_string().contains("neighbours ("), "{back}");
     }
 
     #[test]
