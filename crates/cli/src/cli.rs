@@ -118,6 +118,12 @@ pub enum ResumeArg {
     Auto,
 }
 
+/// An activation checkpointing mode (`none`, `per-iteration`, `every:K`, `+bf16` appended), as
+/// `train --checkpointing` and `bench engine --checkpoint` take it: the type's own parser.
+pub fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
+    s.parse()
+}
+
 /// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
 /// or `iB` is allowed).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -230,5 +236,27 @@ mod tests {
         let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
             .unwrap_err();
         assert!(e.to_string().contains("every:K"), "{e}");
+    }
+
+    #[test]
+    fn bench_engine_takes_the_checkpointing_modes_of_train() {
+        use trackgnn_engine::Checkpointing;
+        let parse = |extra: &[&str]| {
+            let args = ["trackgnn", "bench", "engine", "--only", "defaults"].iter().chain(extra);
+            Cli::try_parse_from(args).map(|cli| match cli.command {
+                Command::Bench(BenchCommand::Engine(a)) => a.checkpoint,
+                _ => panic!("not bench engine"),
+            })
+        };
+        assert_eq!(parse(&[]).unwrap(), Checkpointing::NONE);
+        assert_eq!(parse(&["--checkpoint", "per-iteration"]).unwrap(), Checkpointing::PER_ITERATION);
+        assert_eq!(parse(&["--checkpoint", "every:3"]).unwrap(), Checkpointing::every(3));
+        let bf16 = Checkpointing::PER_ITERATION.with_bf16_states();
+        assert_eq!(parse(&["--checkpoint", "per-iteration+bf16"]).unwrap(), bf16);
+        assert_eq!(parse(&["--checkpointing", "per-iteration+bf16"]).unwrap(), bf16, "train's spelling");
+        for bad in ["every:0", "none+bf16", "sometimes"] {
+            let e = parse(&["--checkpoint", bad]).unwrap_err().to_string();
+            assert!(e.contains("every:K") && e.contains(bad), "{bad}: {e}");
+        }
     }
 }
