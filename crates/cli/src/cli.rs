@@ -17,6 +17,7 @@ pub use crate::commands::inspect::InspectArgs;
 pub use crate::commands::metric_learning::{TrainEmbeddingArgs, TrainFilterArgs};
 pub use crate::commands::module_map::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 pub use crate::commands::parity::ExportParityArgs;
+pub use crate::commands::plot_loss::PlotLossArgs;
 pub use crate::commands::reconstruct::ReconstructArgs;
 pub use crate::commands::scaling::ScalingArgs;
 pub use crate::commands::simulate::SimulateArgs;
@@ -63,6 +64,8 @@ pub enum Command {
     ExportParity(ExportParityArgs),
     /// Export a trained run's model: ONNX for the ACTS GNN plugin, with its ACTS configuration.
     Export(ExportArgs),
+    /// Several runs' training and validation loss per epoch in one figure, with their figures.
+    PlotLoss(PlotLossArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),
