@@ -17,6 +17,7 @@ pub use crate::commands::inspect::InspectArgs;
 pub use crate::commands::metric_learning::{TrainEmbeddingArgs, TrainFilterArgs};
 pub use crate::commands::module_map::{ModuleMapBuildArgs, ModuleMapMergeArgs};
 pub use crate::commands::parity::ExportParityArgs;
+pub use crate::commands::plot_loss::PlotLossArgs;
 pub use crate::commands::reconstruct::ReconstructArgs;
 pub use crate::commands::scaling::ScalingArgs;
 pub use crate::commands::simulate::SimulateArgs;
@@ -63,6 +64,8 @@ pub enum Command {
     ExportParity(ExportParityArgs),
     /// Export a trained run's model: ONNX for the ACTS GNN plugin, with its ACTS configuration.
     Export(ExportArgs),
+    /// Several runs' training and validation loss per epoch in one figure, with their figures.
+    PlotLoss(PlotLossArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -116,6 +119,12 @@ pub enum ResumeArg {
     Always,
     /// Continue if the run has a checkpoint, else start it (a requeued Slurm job).
     Auto,
+}
+
+/// An activation checkpointing mode (`none`, `per-iteration`, `every:K`, `+bf16` appended), as
+/// `train --checkpointing` and `bench engine --checkpoint` take it: the type's own parser.
+pub fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
+    s.parse()
 }
 
 /// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
@@ -230,5 +239,27 @@ mod tests {
         let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
             .unwrap_err();
         assert!(e.to_string().contains("every:K"), "{e}");
+    }
+
+    #[test]
+    fn bench_engine_takes_the_checkpointing_modes_of_train() {
+        use trackgnn_engine::Checkpointing;
+        let parse = |extra: &[&str]| {
+            let args = ["trackgnn", "bench", "engine", "--only", "defaults"].iter().chain(extra);
+            Cli::try_parse_from(args).map(|cli| match cli.command {
+                Command::Bench(BenchCommand::Engine(a)) => a.checkpoint,
+                _ => panic!("not bench engine"),
+            })
+        };
+        assert_eq!(parse(&[]).unwrap(), Checkpointing::NONE);
+        assert_eq!(parse(&["--checkpoint", "per-iteration"]).unwrap(), Checkpointing::PER_ITERATION);
+        assert_eq!(parse(&["--checkpoint", "every:3"]).unwrap(), Checkpointing::every(3));
+        let bf16 = Checkpointing::PER_ITERATION.with_bf16_states();
+        assert_eq!(parse(&["--checkpoint", "per-iteration+bf16"]).unwrap(), bf16);
+        assert_eq!(parse(&["--checkpointing", "per-iteration+bf16"]).unwrap(), bf16, "train's spelling");
+        for bad in ["every:0", "none+bf16", "sometimes"] {
+            let e = parse(&["--checkpoint", bad]).unwrap_err().to_string();
+            assert!(e.contains("every:K") && e.contains(bad), "{bad}: {e}");
+        }
     }
 }

@@ -13,6 +13,7 @@ mod metric_learning;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod parity;
+mod plot_loss;
 mod scaling;
 mod simulate;
 mod training;

@@ -87,6 +87,10 @@ pub struct StepFigures {
     pub variant: String,
     /// `f32` or `bf16`.
     pub precision: String,
+    /// The activation checkpointing mode ([`Checkpointing`]'s text: `none`, `per-iteration`,
+    /// `every:K`, `+bf16` appended). Rows of older binaries, without it, read as `none`.
+    #[serde(default = "no_checkpointing")]
+    pub checkpointing: String,
     /// `forward + backward + Adam`, or `forward only`.
     pub what: String,
     /// The model.
@@ -127,14 +131,35 @@ pub struct StepFigures {
     pub peak_rss_bytes: u64,
 }
 
+/// [`Checkpointing::NONE`]'s text (the default of [`StepFigures::checkpointing`]).
+fn no_checkpointing() -> String {
+    Checkpointing::NONE.to_string()
+}
+
 /// `Some(x)` if `x` is finite: non-finite figures are `null` in the JSON.
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-/// Times `steps` training steps of `v` on [`spec_graph`] after `warmup` steps, in the current
-/// rayon pool of `threads` workers, with the GEMM statistics of [`stats`] on.
-pub fn measure_step(v: Variant, precision: Precision, steps: usize, warmup: usize, threads: usize) -> StepFigures {
+/// How [`measure_step`] runs: the arithmetic, the activation checkpointing, the steps.
+#[derive(Clone, Copy, Debug)]
+pub struct StepRun {
+    /// Arithmetic of the matrix products.
+    pub precision: Precision,
+    /// Activation checkpointing (the forward-only [`Variant::Unfused`] keeps nothing either way).
+    pub checkpointing: Checkpointing,
+    /// Timed steps.
+    pub steps: usize,
+    /// Warm-up steps before them.
+    pub warmup: usize,
+    /// Worker threads of the current rayon pool.
+    pub threads: usize,
+}
+
+/// Times `run.steps` training steps of `v` on [`spec_graph`] after `run.warmup` steps, in the
+/// current rayon pool, with the GEMM statistics of [`stats`] on.
+pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
+    let StepRun { precision, checkpointing, steps, warmup, threads } = run;
     let (g, y) = spec_graph();
     let cfg = match v {
         Variant::BenchSpec | Variant::Unfused => ModelConfig::bench_spec(),
@@ -142,6 +167,7 @@ pub fn measure_step(v: Variant, precision: Precision, steps: usize, warmup: usiz
     };
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(precision);
+    model.checkpointing = checkpointing;
     let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
     let mut cache = ForwardCache::default();
     let mut dl = vec![0.0f32; g.num_edges()];
@@ -205,6 +231,7 @@ pub fn measure_step(v: Variant, precision: Precision, steps: usize, warmup: usiz
     StepFigures {
         variant: v.name().to_string(),
         precision: precision.to_string(),
+        checkpointing: checkpointing.to_string(),
         what: if v == Variant::Unfused { "forward only" } else { "forward + backward + Adam" }.to_string(),
         config: cfg,
         threads,
@@ -234,11 +261,12 @@ impl fmt::Display for StepFigures {
         let f = |x: Option<f64>| x.unwrap_or(f64::NAN);
         writeln!(
             out,
-            "{:<10} {:<4} {:<27} {} params  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
+            "{:<10} {:<4} {:<27} {} params  checkpointing {}  step mean {:.3} s  min {:.3} s  loss {:.4} -> {:.4}  GEMM {:.1} GFLOP/step at {:.0} GFLOP/s ({:.0}% of thread time)  GEMM-only {:.3} s (step / GEMM-only {:.2})  peak RSS {:.2} GB",
             self.variant,
             self.precision,
             self.what,
             self.parameters,
+            self.checkpointing,
             f(self.step_seconds_mean),
             f(self.step_seconds_min),
             f(self.loss_first),

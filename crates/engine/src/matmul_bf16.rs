@@ -178,28 +178,57 @@ impl PackedB {
 /// On shape mismatch or if `dst` is too short.
 #[track_caller]
 pub fn matmul_bf16_packed<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: &PackedB, accum: Accum) {
-    let (m, k, n) = (a.nrows(), a.ncols(), b.n);
-    assert_eq!(b.k, k, "matmul_bf16_packed: inner dimensions {} and {}", k, b.k);
-    assert!(ld >= n, "matmul_bf16_packed: ld {ld} < n {n}");
-    if m == 0 || n == 0 {
-        return;
-    }
-    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_packed: dst too short");
-    stats::log(|| stats::Product {
-        path: b.path.into(),
-        m,
-        k,
-        n,
-        a_row_major: a.is_row_major(),
-        b_row_major: true,
-        b_packed: true,
-        add: accum == Accum::Add,
+    let shape = PackedProduct { name: "matmul_bf16_packed", m: a.nrows(), k: a.ncols(), a_row_major: a.is_row_major() };
+    shape.run(dst.len(), ld, b, accum, || {
+        a.check();
+        let n = b.n;
+        PACK.with_borrow_mut(|p| product(b.path, &mut p.a, &a, &b.pairs, (n, b.np), dst, ld, &mut p.out, accum));
     });
-    let t0 = stats::enabled().then(std::time::Instant::now);
-    a.check();
-    PACK.with_borrow_mut(|p| product(b.path, &mut p.a, &a, &b.pairs, (n, b.np), dst, ld, &mut p.out, accum));
-    if let Some(t0) = t0 {
-        stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+}
+
+/// The left operand's side of a product with a packed right operand, for [`PackedProduct::run`].
+struct PackedProduct {
+    /// The public function's name, for the panic messages.
+    name: &'static str,
+    /// Rows of the product.
+    m: usize,
+    /// The inner dimension.
+    k: usize,
+    /// Whether the left operand is row-major (for the statistics).
+    a_row_major: bool,
+}
+
+impl PackedProduct {
+    /// What [`matmul_bf16_packed`] and [`matmul_bf16_rows_packed`] share: checks the shapes
+    /// against `b`, `ld` and a `dst` of `dst_len`, returns at once if the product is empty, logs
+    /// the product to [`stats`], and runs it (`product`) timed on `b`'s path.
+    ///
+    /// # Panics
+    /// On shape mismatch or if `dst` is too short (reported at the caller's caller).
+    #[track_caller]
+    fn run(&self, dst_len: usize, ld: usize, b: &PackedB, accum: Accum, product: impl FnOnce()) {
+        let (name, m, k, n) = (self.name, self.m, self.k, b.n);
+        assert_eq!(b.k, k, "{name}: inner dimensions {} and {}", k, b.k);
+        assert!(ld >= n, "{name}: ld {ld} < n {n}");
+        if m == 0 || n == 0 {
+            return;
+        }
+        assert!(dst_len >= (m - 1) * ld + n, "{name}: dst too short");
+        stats::log(|| stats::Product {
+            path: b.path.into(),
+            m,
+            k,
+            n,
+            a_row_major: self.a_row_major,
+            b_row_major: true,
+            b_packed: true,
+            add: accum == Accum::Add,
+        });
+        let t0 = stats::enabled().then(std::time::Instant::now);
+        product();
+        if let Some(t0) = t0 {
+            stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+        }
     }
 }
 
@@ -336,31 +365,14 @@ crate::dispatch! {
 /// On shape mismatch or if `dst` is too short.
 #[track_caller]
 pub fn matmul_bf16_rows_packed<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows, b: &PackedB, accum: Accum) {
-    let (m, k, n) = (a.rows, a.cols, b.n);
-    assert_eq!(b.k, k, "matmul_bf16_rows_packed: inner dimensions {} and {}", k, b.k);
-    assert!(ld >= n, "matmul_bf16_rows_packed: ld {ld} < n {n}");
-    if m == 0 || n == 0 {
-        return;
-    }
-    assert!(dst.len() >= (m - 1) * ld + n, "matmul_bf16_rows_packed: dst too short");
-    stats::log(|| stats::Product {
-        path: b.path.into(),
-        m,
-        k,
-        n,
-        a_row_major: true,
-        b_row_major: true,
-        b_packed: true,
-        add: accum == Accum::Add,
+    let (m, k) = (a.rows, a.cols);
+    let shape = PackedProduct { name: "matmul_bf16_rows_packed", m, k, a_row_major: true };
+    shape.run(dst.len(), ld, b, accum, || {
+        let layout = PairLayout { row: k.div_ceil(2), pair: 1 };
+        PACK.with_borrow_mut(|p| {
+            product_packed(b.path, &a.pairs, layout, (m, k), &b.pairs, (b.n, b.np), dst, ld, &mut p.out, accum)
+        });
     });
-    let t0 = stats::enabled().then(std::time::Instant::now);
-    let layout = PairLayout { row: k.div_ceil(2), pair: 1 };
-    PACK.with_borrow_mut(|p| {
-        product_packed(b.path, &a.pairs, layout, (m, k), &b.pairs, (n, b.np), dst, ld, &mut p.out, accum)
-    });
-    if let Some(t0) = t0 {
-        stats::add_path(stats::GemmPath::from(b.path), t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
-    }
 }
 
 /// `dst (m × n) = / += aᵀ · b` with `a` ([`Bf16Rows`], k × m), on the fastest path: the same
@@ -871,6 +883,39 @@ mod tests {
                 }
             }
         });
+    }
+
+    #[test]
+    fn both_packed_products_check_shapes_under_their_own_names() {
+        let panic_text = |f: &mut dyn FnMut()| {
+            let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("should panic");
+            e.downcast_ref::<String>().cloned().unwrap_or_default()
+        };
+        let w = vec![1.0f32; 4 * 3];
+        let packed = PackedB::new(MatRef::row_major(&w, 4, 3));
+        let a = vec![1.0f32; 2 * 5];
+        let mut rows = Bf16Rows::default();
+        rows.pack(&a, 2, 5);
+        let mut dst = vec![0.0f32; 2 * 3];
+        let e = panic_text(&mut || matmul_bf16_packed(&mut dst, 3, MatRef::row_major(&a, 2, 5), &packed, Accum::Add));
+        assert!(e.contains("matmul_bf16_packed: inner dimensions 5 and 4"), "{e}");
+        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst, 3, &rows, &packed, Accum::Add));
+        assert!(e.contains("matmul_bf16_rows_packed: inner dimensions 5 and 4"), "{e}");
+        rows.pack(&a[..8], 2, 4);
+        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst, 2, &rows, &packed, Accum::Add));
+        assert!(e.contains("matmul_bf16_rows_packed: ld 2 < n 3"), "{e}");
+        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst[..5], 3, &rows, &packed, Accum::Add));
+        assert!(e.contains("matmul_bf16_rows_packed: dst too short"), "{e}");
+        let e = panic_text(&mut || {
+            matmul_bf16_packed(&mut dst[..5], 3, MatRef::row_major(&a[..8], 2, 4), &packed, Accum::Add)
+        });
+        assert!(e.contains("matmul_bf16_packed: dst too short"), "{e}");
+        // An empty product returns before the length check.
+        let mut empty = Bf16Rows::default();
+        empty.pack::<f32>(&[], 0, 4);
+        matmul_bf16_rows_packed::<f32>(&mut [], 3, &empty, &packed, Accum::Add);
+        matmul_bf16_rows_packed(&mut dst, 3, &rows, &packed, Accum::Replace);
+        assert_eq!(dst, vec![4.0; 6], "2 × 4 ones times 4 × 3 ones");
     }
 
     #[test]

@@ -6,17 +6,21 @@
 //! Text needs a TrueType font found at run time ([`font_available`], see `trackgnn-plot`);
 //! without one, plots are drawn without any text rather than failing.
 
+use std::fmt;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 
-use crate::error::Result;
+use serde::Serialize;
 
-pub use trackgnn_plot::font_available;
+use crate::error::Result;
+use crate::{EpochRecord, RunDir};
+
 use trackgnn_plot::{FAMILY, tick_label, write_figure};
+pub use trackgnn_plot::{font_available, with_ext};
 
 /// Line colours: the matplotlib `tab10` palette.
 const COLORS: [RGBColor; 10] = [
@@ -35,19 +39,118 @@ const COLORS: [RGBColor; 10] = [
 /// Series with at most this many points also get a marker on every point.
 const MARKERS_UP_TO: usize = 60;
 
+/// One epoch's point of a loss figure: (epoch, training loss, validation loss).
+pub type EpochLoss = (u64, f64, f64);
+
 /// The figure of a run's training and validation loss per epoch, log y: `<dir>/loss.png` and
 /// `.svg`, the same for the GNN and the learned graph stages. `epochs` holds (epoch, training
 /// loss, validation loss).
-pub fn plot_loss(dir: &Path, epochs: &[(u64, f64, f64)]) -> Result<()> {
-    let series = |f: fn(&(u64, f64, f64)) -> f64| epochs.iter().map(|e| (e.0 as f64, f(e))).collect::<Vec<_>>();
-    plot_series(
-        &dir.join("loss"),
-        "Loss",
-        "epoch",
-        "loss",
-        &[("train", series(|e| e.1)), ("validation", series(|e| e.2))],
-        true,
-    )
+pub fn plot_loss(dir: &Path, epochs: &[EpochLoss]) -> Result<()> {
+    plot_losses(&dir.join("loss"), &[("", epochs)])
+}
+
+/// The loss figure of [`plot_loss`] with several runs overlaid: each `(label, epochs)` draws
+/// `<label> train` and `<label> validation` (just `train` and `validation` for an empty label).
+/// Writes `<path_stem>.png` and `<path_stem>.svg`.
+pub fn plot_losses(path_stem: &Path, runs: &[(&str, &[EpochLoss])]) -> Result<()> {
+    let named = |label: &str, what: &str| if label.is_empty() { what.to_string() } else { format!("{label} {what}") };
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for &(label, epochs) in runs {
+        let points = |f: fn(&EpochLoss) -> f64| epochs.iter().map(|e| (e.0 as f64, f(e))).collect::<Vec<_>>();
+        series.push((named(label, "train"), points(|e| e.1)));
+        series.push((named(label, "validation"), points(|e| e.2)));
+    }
+    let series: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
+    plot_series(path_stem, "Loss", "epoch", "loss", &series, true)
+}
+
+/// What `trackgnn plot-loss` prints of one run, from its `metrics.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunLossSummary {
+    /// The run directory's name (the label of its lines).
+    pub run: String,
+    /// Epochs recorded.
+    pub epochs: usize,
+    /// The epoch of the highest validation efficiency (`None` if no epoch has a finite one).
+    pub best_epoch: Option<u64>,
+    /// That epoch's validation edge efficiency, 0–1.
+    pub best_efficiency: Option<f64>,
+    /// That epoch's validation total purity, 0–1.
+    pub total_purity_at_best: Option<f64>,
+    /// Wall seconds of the epochs, training and validation (`None` if an epoch did not record it).
+    pub wall_seconds: Option<f64>,
+    /// Of which validation.
+    pub val_seconds: Option<f64>,
+}
+
+impl RunLossSummary {
+    /// The summary of `records`, labelled `run`.
+    pub fn of_records(run: &str, records: &[EpochRecord]) -> RunLossSummary {
+        let best = records.iter().filter(|r| r.efficiency.is_finite()).fold(None::<&EpochRecord>, |b, r| match b {
+            Some(b) if b.efficiency >= r.efficiency => Some(b),
+            _ => Some(r),
+        });
+        let total = |f: fn(&EpochRecord) -> f64| {
+            let v: f64 = records.iter().map(f).sum();
+            (!records.is_empty() && v.is_finite()).then_some(v)
+        };
+        RunLossSummary {
+            run: run.to_string(),
+            epochs: records.len(),
+            best_epoch: best.map(|r| r.epoch),
+            best_efficiency: best.map(|r| r.efficiency),
+            total_purity_at_best: best.map(|r| r.total_purity).filter(|p| p.is_finite()),
+            wall_seconds: total(|r| r.epoch_seconds),
+            val_seconds: total(|r| r.val_seconds),
+        }
+    }
+}
+
+/// One line of text: epochs, the best validation efficiency with its total purity, the wall time.
+impl fmt::Display for RunLossSummary {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(out, "{:<24} {:>4} epochs  ", self.run, self.epochs)?;
+        match (self.best_epoch, self.best_efficiency) {
+            (Some(epoch), Some(eff)) => {
+                let purity = self.total_purity_at_best.map_or("-".to_string(), |p| format!("{:.2}%", 100.0 * p));
+                write!(out, "best validation efficiency {:.2}% (epoch {epoch}), total purity {purity}  ", 100.0 * eff)?
+            }
+            _ => write!(out, "no validation efficiency recorded  ")?,
+        }
+        match (self.wall_seconds, self.val_seconds) {
+            (Some(w), Some(v)) => write!(out, "wall {w:.0} s (training {:.0} s, validation {v:.0} s)", w - v),
+            (Some(w), None) => write!(out, "wall {w:.0} s"),
+            _ => write!(out, "wall time not recorded"),
+        }
+    }
+}
+
+/// `trackgnn plot-loss`: the training and validation loss per epoch of each run directory in
+/// `runs`, overlaid in one figure labelled by the directories' names (`<out_stem>.png` and
+/// `.svg`, each written atomically), and each run's [`RunLossSummary`].
+///
+/// # Errors
+/// A directory that is not a run (naming it), an unreadable `metrics.jsonl` (naming the file
+/// and line), or a plot that cannot be written; nothing is written before every run is read.
+pub fn plot_runs_loss(out_stem: &Path, runs: &[PathBuf]) -> Result<Vec<RunLossSummary>> {
+    let mut read = Vec::new();
+    for root in runs {
+        let run = RunDir::open(root)?;
+        let label = root
+            .canonicalize()
+            .ok()
+            .as_deref()
+            .and_then(Path::file_name)
+            .map_or_else(|| root.display().to_string(), |n| n.to_string_lossy().into_owned());
+        read.push((label, run.read_metrics()?));
+    }
+    let epochs: Vec<(String, Vec<EpochLoss>)> = read
+        .iter()
+        .map(|(label, recs)| (label.clone(), recs.iter().map(|r| (r.epoch, r.train_loss, r.val_loss)).collect()))
+        .collect();
+    let runs_epochs: Vec<(&str, &[EpochLoss])> = epochs.iter().map(|(l, e)| (l.as_str(), &e[..])).collect();
+    plot_losses(out_stem, &runs_epochs)?;
+    Ok(read.iter().map(|(label, recs)| RunLossSummary::of_records(label, recs)).collect())
 }
 
 /// Plots named lines, e.g. losses or metrics against epoch, with a legend. Points with a
@@ -339,5 +442,83 @@ mod tests {
         let stem = dir.path().join("no/such/dir/loss");
         let e = plot_series(&stem, "t", "x", "y", &losses(), false).unwrap_err();
         assert!(e.to_string().contains("loss.png"), "{e}");
+    }
+
+    /// A run directory `name` under `dir` whose metrics.jsonl holds `(train, val, eff, total
+    /// purity, epoch seconds)` per epoch (and a config.toml, which makes it a run).
+    fn tiny_run(dir: &Path, name: &str, epochs: &[(f64, f64, f64, f64, f64)]) -> PathBuf {
+        let root = dir.join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("config.toml"), "").unwrap();
+        let mut log = crate::MetricsLog::create(&root).unwrap();
+        for (i, &(train_loss, val_loss, efficiency, total_purity, epoch_seconds)) in epochs.iter().enumerate() {
+            let val_seconds = epoch_seconds / 4.0;
+            let r = EpochRecord {
+                epoch: i as u64,
+                train_loss,
+                val_loss,
+                efficiency,
+                total_purity,
+                epoch_seconds,
+                val_seconds,
+                ..EpochRecord::default()
+            };
+            log.append(&r).unwrap();
+        }
+        root
+    }
+
+    #[test]
+    fn two_runs_losses_overlay_with_a_summary_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let f32_run = tiny_run(dir.path(), "ref_f32", &[(0.5, 0.6, 0.90, 0.80, 8.0), (0.3, 0.4, 0.97, 0.95, 8.0)]);
+        let bf16_run = tiny_run(
+            dir.path(),
+            "ref_bf16",
+            &[(0.5, 0.6, 0.91, 0.81, 6.0), (0.3, 0.4, 0.99, 0.93, 6.0), (0.2, 0.45, 0.98, 0.97, f64::NAN)],
+        );
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        let stem = dir.path().join("out/losses");
+        // The label is the directory's name, also when given with a trailing slash or `..`.
+        let bf16_arg = PathBuf::from(format!("{}/../{}/", f32_run.display(), bf16_run.file_name().unwrap().display()));
+        let s = plot_runs_loss(&stem, &[f32_run, bf16_arg]).unwrap();
+        let svg = check_files(&stem);
+        if font_available() {
+            for label in ["ref_f32 train", "ref_f32 validation", "ref_bf16 train", "ref_bf16 validation"] {
+                assert!(svg.contains(label), "legend names {label}");
+            }
+        }
+        no_temporaries(&dir.path().join("out"));
+        assert_eq!(s[0].run, "ref_f32");
+        assert_eq!(
+            (s[0].epochs, s[0].best_epoch, s[0].best_efficiency, s[0].total_purity_at_best),
+            (2, Some(1), Some(0.97), Some(0.95))
+        );
+        assert_eq!((s[0].wall_seconds, s[0].val_seconds), (Some(16.0), Some(4.0)));
+        // The best efficiency is epoch 1's, with its own purity (not the highest purity, epoch 2's).
+        assert_eq!(s[1].run, "ref_bf16");
+        assert_eq!((s[1].best_epoch, s[1].total_purity_at_best), (Some(1), Some(0.93)));
+        assert_eq!(s[1].wall_seconds, None, "an epoch without its wall time");
+        let text = format!("{}\n{}", s[0], s[1]);
+        assert!(text.contains("best validation efficiency 97.00% (epoch 1), total purity 95.00%"), "{text}");
+        assert!(
+            text.contains("wall 16 s (training 12 s, validation 4 s)") && text.contains("wall time not recorded"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_run_is_named_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = tiny_run(dir.path(), "a", &[(0.5, 0.6, 0.9, 0.8, 1.0)]);
+        let missing = dir.path().join("no_such_run");
+        let stem = dir.path().join("losses");
+        let e = plot_runs_loss(&stem, &[run.clone(), missing]).unwrap_err().to_string();
+        assert!(e.contains("no_such_run") && e.contains("no such run directory"), "{e}");
+        assert!(!trackgnn_plot::with_ext(&stem, "png").exists() && !trackgnn_plot::with_ext(&stem, "svg").exists());
+        std::fs::write(run.join("metrics.jsonl"), "{not json\n").unwrap();
+        let e = plot_runs_loss(&stem, &[run]).unwrap_err().to_string();
+        assert!(e.contains("metrics.jsonl:1"), "{e}");
+        assert!(RunLossSummary::of_records("x", &[]).to_string().contains("no validation efficiency"));
     }
 }

@@ -8,10 +8,10 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use trackgnn_engine::Precision;
-use trackgnn_engine::bench::{StepFigures, Variant, measure_step};
+use trackgnn_engine::bench::{StepFigures, StepRun, Variant, measure_step};
+use trackgnn_engine::{Checkpointing, Precision};
 
-use crate::cli::EngineVariant;
+use crate::cli::{EngineVariant, parse_checkpointing};
 use crate::util::{print_json, thread_pool};
 
 /// `trackgnn bench engine`.
@@ -32,6 +32,10 @@ pub struct BenchEngineArgs {
     /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: f32 with --only, else both.
     #[arg(long, value_name = "f32|bf16")]
     pub precision: Option<trackgnn_engine::Precision>,
+    /// Activation checkpointing of the step, as `train --checkpointing` takes it: none,
+    /// per-iteration or every:K, `+bf16` appended to keep the saved states in bf16.
+    #[arg(long, visible_alias = "checkpointing", value_name = "MODE", value_parser = parse_checkpointing, default_value = "none")]
+    pub checkpoint: Checkpointing,
     #[command(flatten)]
     pub json: crate::cli::JsonArg,
 }
@@ -50,7 +54,8 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     let threads = pool.current_num_threads();
     if let Some(v) = a.only {
         let precision = a.precision.unwrap_or_default();
-        let r = pool.install(|| measure_step(variant(v), precision, a.steps, a.warmup, threads));
+        let run = StepRun { precision, checkpointing: a.checkpoint, steps: a.steps, warmup: a.warmup, threads };
+        let r = pool.install(|| measure_step(variant(v), run));
         if a.json.json {
             print_json(&serde_json::to_value(&r)?);
         } else {
@@ -85,6 +90,8 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
             &a.warmup.to_string(),
             "--precision",
             &precision.to_string(),
+            "--checkpoint",
+            &a.checkpoint.to_string(),
         ]);
         cmd.args(["--threads", &threads.to_string()]);
         let out = cmd.output().context("running a benchmark variant")?;

@@ -12,6 +12,7 @@ pub(crate) mod inspect;
 pub mod metric_learning;
 pub(crate) mod module_map;
 pub(crate) mod parity;
+pub(crate) mod plot_loss;
 pub mod reconstruct;
 pub mod scaling;
 pub mod simulate;
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::BuildGraphs(a) => build_graphs::run(a),
         Command::ExportParity(a) => parity::run(a),
         Command::Export(a) => export::run(a),
+        Command::PlotLoss(a) => plot_loss::run(a),
         Command::Train(a) => train::run(a),
         Command::TrainEmbedding(a) => metric_learning::train_embedding_cmd(a),
         Command::TrainFilter(a) => metric_learning::train_filter_cmd(a),
@@ -69,7 +71,12 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
         d.detector.as_deref()
     }
     match command {
-        Command::Demo(_) | Command::Geometry(_) | Command::Inspect(_) | Command::Train(_) | Command::Scaling(_) => {
+        Command::Demo(_)
+        | Command::Geometry(_)
+        | Command::Inspect(_)
+        | Command::Train(_)
+        | Command::Scaling(_)
+        | Command::PlotLoss(_) => {
             vec![]
         }
         Command::Simulate(a) => vec![a.config.as_deref(), detector(&a.detector)],

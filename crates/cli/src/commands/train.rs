@@ -13,7 +13,7 @@ use trackgnn_train::config::{LrScaling, NonFinite, Oversize, Sampler, TrainOverr
 use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{ResumeArg, parse_bytes};
+use crate::cli::{ResumeArg, parse_bytes, parse_checkpointing};
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -151,10 +151,6 @@ pub struct EvalArgs {
     pub threads: crate::cli::ThreadsArg,
     #[command(flatten)]
     pub json: crate::cli::JsonArg,
-}
-
-fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
-    s.parse()
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
