@@ -3,10 +3,9 @@
 
 use crate::real::Real;
 
-/// Σ x with 16 independent partial sums (a fixed order the compiler can vectorise; a plain
-/// left-to-right float sum cannot be reordered and runs one add at a time).
+/// The 16 partial sums of Σ x that [`sum16`] adds up: element i goes to partial i mod 16.
 #[inline(always)]
-pub fn sum16<T: Real>(x: &[T]) -> T {
+fn partials16<T: Real>(x: &[T]) -> [T; 16] {
     let mut acc = [T::ZERO; 16];
     let mut chunks = x.chunks_exact(16);
     for c in &mut chunks {
@@ -17,12 +16,12 @@ pub fn sum16<T: Real>(x: &[T]) -> T {
     for (j, &v) in chunks.remainder().iter().enumerate() {
         acc[j] += v;
     }
-    acc.iter().copied().sum()
+    acc
 }
 
-/// Σ x·y with 16 independent partial sums (see [`sum16`]).
+/// The 16 partial sums of Σ x·y that [`dot16`] adds up.
 #[inline(always)]
-pub fn dot16<T: Real>(x: &[T], y: &[T]) -> T {
+fn dot_partials16<T: Real>(x: &[T], y: &[T]) -> [T; 16] {
     let mut acc = [T::ZERO; 16];
     let mut cx = x.chunks_exact(16);
     let mut cy = y.chunks_exact(16);
@@ -34,7 +33,40 @@ pub fn dot16<T: Real>(x: &[T], y: &[T]) -> T {
     for (j, (&a, &b)) in cx.remainder().iter().zip(cy.remainder()).enumerate() {
         acc[j] += a * b;
     }
-    acc.iter().copied().sum()
+    acc
+}
+
+/// Σ x with 16 independent partial sums (a fixed order the compiler can vectorise; a plain
+/// left-to-right float sum cannot be reordered and runs one add at a time).
+#[inline(always)]
+pub fn sum16<T: Real>(x: &[T]) -> T {
+    partials16(x).iter().copied().sum()
+}
+
+/// Σ x·y with 16 independent partial sums (see [`sum16`]).
+#[inline(always)]
+pub fn dot16<T: Real>(x: &[T], y: &[T]) -> T {
+    dot_partials16(x, y).iter().copied().sum()
+}
+
+/// Rows reduced together: their final sums of 16 partials run as independent chains.
+const ROW_BLOCK: usize = 16;
+
+/// The totals of the first `n` rows' partials, each added in the order of [`sum16`]
+/// (the empty sum, then partial 0, 1, …, 15), so the bits are those of one row at a time. One
+/// row's 15 dependent additions are latency-bound; rows interleaved here keep the adder busy.
+#[inline(always)]
+// j outermost on purpose: the rows' chains advance together.
+#[allow(clippy::needless_range_loop)]
+fn totals<T: Real>(partials: &[[T; 16]; ROW_BLOCK], n: usize) -> [T; ROW_BLOCK] {
+    let empty: T = std::iter::empty::<T>().sum();
+    let mut tot = [empty; ROW_BLOCK];
+    for j in 0..16 {
+        for r in 0..n {
+            tot[r] += partials[r][j];
+        }
+    }
+    tot
 }
 
 /// PyTorch's default ε.
@@ -47,13 +79,24 @@ crate::dispatch! {
         assert_eq!(x.len(), rstd.len() * d, "layer_norm: shapes");
         let inv_d = T::ONE / T::from_usize(d);
         let eps = T::from_f64(EPS);
-        for (row, r) in x.chunks_exact_mut(d).zip(rstd.iter_mut()) {
-            let mean = sum16(row) * inv_d;
-            row.iter_mut().for_each(|v| *v -= mean);
-            let var = dot16(row, row) * inv_d;
-            let rs = T::ONE / (var + eps).sqrt();
-            row.iter_mut().for_each(|v| *v *= rs);
-            *r = rs;
+        let mut parts = [[T::ZERO; 16]; ROW_BLOCK];
+        for (rows, rs) in x.chunks_mut(ROW_BLOCK * d).zip(rstd.chunks_mut(ROW_BLOCK)) {
+            let n = rs.len();
+            for (p, row) in parts.iter_mut().zip(rows.chunks_exact(d)) {
+                *p = partials16(row);
+            }
+            let sums = totals(&parts, n);
+            for ((p, row), &s) in parts.iter_mut().zip(rows.chunks_exact_mut(d)).zip(&sums) {
+                let mean = s * inv_d;
+                row.iter_mut().for_each(|v| *v -= mean);
+                *p = dot_partials16(row, row);
+            }
+            let vars = totals(&parts, n);
+            for ((r, row), &v) in rs.iter_mut().zip(rows.chunks_exact_mut(d)).zip(&vars) {
+                let rstd = T::ONE / (v * inv_d + eps).sqrt();
+                row.iter_mut().for_each(|v| *v *= rstd);
+                *r = rstd;
+            }
         }
     }
 }
@@ -97,31 +140,47 @@ crate::dispatch! {
             _ => None,
         };
         let inv_d = T::ONE / T::from_usize(d);
-        for ((gr, xr), &rs) in g.chunks_exact_mut(d).zip(xhat.chunks_exact(d)).zip(rstd) {
-            match (&mut dparams, gamma) {
-                (Some((dg, db)), Some(gm)) => {
-                    let rows = dg.iter_mut().zip(db.iter_mut()).zip(gr.iter_mut()).zip(xr).zip(gm);
-                    for ((((dg, db), g), &x), &m) in rows {
-                        *dg += *g * x;
-                        *db += *g;
-                        *g *= m;
-                    }
-                }
-                (Some((dg, db)), None) => {
-                    for (((dg, db), &g), &x) in dg.iter_mut().zip(db.iter_mut()).zip(gr.iter()).zip(xr) {
-                        *dg += g * x;
-                        *db += g;
-                    }
-                }
-                (None, Some(gm)) => gr.iter_mut().zip(gm).for_each(|(g, &m)| *g *= m),
-                (None, None) => {}
+        let (mut pg, mut pgx) = ([[T::ZERO; 16]; ROW_BLOCK], [[T::ZERO; 16]; ROW_BLOCK]);
+        let blocks = g.chunks_mut(ROW_BLOCK * d).zip(xhat.chunks(ROW_BLOCK * d)).zip(rstd.chunks(ROW_BLOCK));
+        for ((gb, xb), rsb) in blocks {
+            let n = rsb.len();
+            for ((gr, xr), (pg, pgx)) in gb.chunks_exact_mut(d).zip(xb.chunks_exact(d)).zip(pg.iter_mut().zip(&mut pgx)) {
+                backward_dparams(gr, xr, gamma, &mut dparams);
+                *pg = partials16(gr);
+                *pgx = dot_partials16(gr, xr);
             }
-            let mean_g = sum16(gr) * inv_d;
-            let mean_gx = dot16(gr, xr) * inv_d;
-            for (g, &x) in gr.iter_mut().zip(xr) {
-                *g = rs * (*g - mean_g - x * mean_gx);
+            let (sg, sgx) = (totals(&pg, n), totals(&pgx, n));
+            for (((gr, xr), &rs), (&sg, &sgx)) in gb.chunks_exact_mut(d).zip(xb.chunks_exact(d)).zip(rsb).zip(sg.iter().zip(&sgx)) {
+                let mean_g = sg * inv_d;
+                let mean_gx = sgx * inv_d;
+                for (g, &x) in gr.iter_mut().zip(xr) {
+                    *g = rs * (*g - mean_g - x * mean_gx);
+                }
             }
         }
+    }
+}
+
+/// One row of the backward before its reductions: dγ += dy ⊙ x̂, dβ += dy, then dy → dx̂ = dy·γ.
+#[inline(always)]
+fn backward_dparams<T: Real>(gr: &mut [T], xr: &[T], gamma: Option<&[T]>, dparams: &mut Option<(&mut [T], &mut [T])>) {
+    match (dparams, gamma) {
+        (Some((dg, db)), Some(gm)) => {
+            let rows = dg.iter_mut().zip(db.iter_mut()).zip(gr.iter_mut()).zip(xr).zip(gm);
+            for ((((dg, db), g), &x), &m) in rows {
+                *dg += *g * x;
+                *db += *g;
+                *g *= m;
+            }
+        }
+        (Some((dg, db)), None) => {
+            for (((dg, db), &g), &x) in dg.iter_mut().zip(db.iter_mut()).zip(gr.iter()).zip(xr) {
+                *dg += g * x;
+                *db += g;
+            }
+        }
+        (None, Some(gm)) => gr.iter_mut().zip(gm).for_each(|(g, &m)| *g *= m),
+        (None, None) => {}
     }
 }
 
@@ -221,6 +280,41 @@ mod tests {
             // Not compared bit for bit: another test may force another SIMD level meanwhile.
             let diff = dx.iter().zip(&dx_only).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
             assert!(diff < 1e-6, "dx does not depend on dγ, dβ being asked for: max |Δ| {diff}");
+        }
+    }
+
+    #[test]
+    fn rows_reduced_in_blocks_have_the_bits_of_one_row_at_a_time() {
+        let mut rng = Rng::new(34);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // 37 rows: two full blocks and a partial one; widths below, at and off 16.
+        for d in [5, 24, 64] {
+            let rows = 37;
+            let x: Vec<f32> = (0..rows * d).map(|_| rng.normal() as f32 * 3.0 + 1.0).collect();
+            let (mut xh, mut rstd) = (x.clone(), vec![0.0f32; rows]);
+            normalize(&mut xh, d, &mut rstd);
+            // One row at a time with the row reductions [`sum16`] and [`dot16`].
+            let (mut xh1, mut rstd1) = (x.clone(), vec![0.0f32; rows]);
+            let inv_d = 1.0 / d as f32;
+            for (row, r) in xh1.chunks_exact_mut(d).zip(rstd1.iter_mut()) {
+                let mean = sum16(row) * inv_d;
+                row.iter_mut().for_each(|v| *v -= mean);
+                *r = 1.0 / (dot16(row, row) * inv_d + EPS as f32).sqrt();
+                row.iter_mut().for_each(|v| *v *= *r);
+            }
+            assert_eq!(bits(&xh), bits(&xh1), "x̂, d = {d}");
+            assert_eq!(bits(&rstd), bits(&rstd1), "rstd, d = {d}");
+            let dy: Vec<f32> = (0..rows * d).map(|_| rng.normal() as f32).collect();
+            let gamma: Vec<f32> = (0..d).map(|_| rng.normal() as f32).collect();
+            let (mut dx, mut dg, mut db) = (dy.clone(), vec![0.0f32; d], vec![0.0f32; d]);
+            backward(&xh, &rstd, d, Some(&gamma), &mut dx, Some(&mut dg), Some(&mut db));
+            let (mut dx1, mut dg1, mut db1) = (dy.clone(), vec![0.0f32; d], vec![0.0f32; d]);
+            for ((g, xr), r) in dx1.chunks_exact_mut(d).zip(xh.chunks_exact(d)).zip(rstd.chunks_exact(1)) {
+                backward(xr, r, d, Some(&gamma), g, Some(&mut dg1), Some(&mut db1));
+            }
+            assert_eq!(bits(&dx), bits(&dx1), "dx, d = {d}");
+            assert_eq!(bits(&dg), bits(&dg1), "dγ, d = {d}");
+            assert_eq!(bits(&db), bits(&db1), "dβ, d = {d}");
         }
     }
 
