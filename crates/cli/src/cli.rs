@@ -160,17 +160,6 @@ pub enum BenchCommand {
     Allreduce(BenchAllreduceArgs),
 }
 
-/// A configuration of `bench engine`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum EngineVariant {
-    /// BENCH_SPEC.md: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
-    BenchSpec,
-    /// trackgnn's default model (H=128, 8 recurrent iterations, SiLU, sum/mean/max/std).
-    Defaults,
-    /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
-    Unfused,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +249,28 @@ mod tests {
         for bad in ["every:0", "none+bf16", "sometimes"] {
             let e = parse(&["--checkpoint", bad]).unwrap_err().to_string();
             assert!(e.contains("every:K") && e.contains(bad), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn bench_engine_only_takes_the_library_variants_by_their_names() {
+        use clap::ValueEnum;
+        use trackgnn_engine::bench::Variant;
+        let only = |name: &str| {
+            Cli::try_parse_from(["trackgnn", "bench", "engine", "--only", name]).map(|cli| match cli.command {
+                Command::Bench(BenchCommand::Engine(a)) => a.only,
+                _ => panic!("not bench engine"),
+            })
+        };
+        assert_eq!(only("bench-spec").unwrap(), Some(Variant::BenchSpec));
+        assert_eq!(only("defaults").unwrap(), Some(Variant::Defaults));
+        assert_eq!(only("unfused").unwrap(), Some(Variant::Unfused));
+        assert!(only("benchspec").is_err(), "the JSON's name is not a flag value");
+        assert!(only("fused").is_err());
+        // The parent passes each variant to its child process by this name.
+        for v in Variant::value_variants() {
+            let name = v.to_possible_value().unwrap().get_name().to_owned();
+            assert_eq!(only(&name).unwrap(), Some(*v), "{name}");
         }
     }
 }

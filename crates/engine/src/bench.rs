@@ -20,12 +20,14 @@ use crate::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig
 
 /// The model of an engine benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Variant {
     /// BENCH_SPEC.md: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
     BenchSpec,
-    /// trackgnn's default model.
+    /// trackgnn's default model (H=128, 8 recurrent iterations, SiLU, sum/mean/max/std).
     Defaults,
-    /// BENCH_SPEC.md's forward without the split Linear and tiles (forward only).
+    // Forward only. (The doc line below is also `bench engine --help`'s text.)
+    /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
     Unfused,
 }
 

@@ -3,12 +3,12 @@
 //! the merge of maps learned apart, and what learning and merging report ([`MapReport`],
 //! [`MergeReport`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use trackgnn_simulate::Generator;
 use trackgnn_simulate::primaries::Produced;
-use trackgnn_trackml::csv::{EventFiles, ReadOptions, read_event};
+use trackgnn_trackml::csv::{EventFiles, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::{Detector, Event};
 
 use crate::error::{Error, Result};
@@ -33,6 +33,26 @@ pub enum MapEvents {
 }
 
 impl MapEvents {
+    /// The events found in `dir` ([`discover_events`]: sorted by event id), the first `limit`
+    /// of them if given.
+    ///
+    /// # Errors
+    /// A directory that does not exist, holds no event or cannot be listed.
+    pub fn in_dir(dir: &Path, limit: Option<usize>) -> Result<MapEvents> {
+        let mut events = discover_events(dir)?;
+        if let Some(n) = limit {
+            events.truncate(n);
+        }
+        Ok(MapEvents::Files(events))
+    }
+
+    /// `count` events drawn by `generator` with `seed`, numbered from `first_event`, at most
+    /// `limit` of them if given.
+    pub fn drawn(generator: Generator, seed: u64, first_event: u64, count: u64, limit: Option<usize>) -> MapEvents {
+        let count = limit.map_or(count, |l| count.min(l as u64));
+        MapEvents::Generated { generator: Box::new(generator), seed, ids: (first_event..first_event + count).collect() }
+    }
+
     /// Number of events.
     pub fn len(&self) -> usize {
         match self {
@@ -131,6 +151,34 @@ mod tests {
     fn drawn(ids: std::ops::Range<u64>) -> MapEvents {
         let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 1.0, ..SimConfig::default() });
         MapEvents::Generated { generator: Box::new(generator), seed: 5, ids: ids.collect() }
+    }
+
+    #[test]
+    fn drawn_events_are_numbered_from_the_first_and_capped_by_the_limit() {
+        let generator = || Generator::new(Detector::trackml(), SimConfig::default());
+        let ids = |e: MapEvents| match e {
+            MapEvents::Generated { ids, seed: 9, .. } => ids,
+            _ => panic!("not drawn with seed 9"),
+        };
+        assert_eq!(ids(MapEvents::drawn(generator(), 9, 5, 3, None)), [5, 6, 7]);
+        assert_eq!(ids(MapEvents::drawn(generator(), 9, 5, 3, Some(2))), [5, 6]);
+        assert_eq!(ids(MapEvents::drawn(generator(), 9, 5, 3, Some(10))), [5, 6, 7], "the limit is a cap");
+    }
+
+    #[test]
+    fn events_in_a_directory_are_sorted_and_capped_by_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for id in [12, 3, 7] {
+            std::fs::write(dir.path().join(format!("event{id:09}-hits.csv")), "").unwrap();
+        }
+        let ids = |e: MapEvents| match e {
+            MapEvents::Files(f) => f.iter().map(|f| f.event_id).collect::<Vec<_>>(),
+            _ => panic!("not files"),
+        };
+        assert_eq!(ids(MapEvents::in_dir(dir.path(), None).unwrap()), [3, 7, 12]);
+        assert_eq!(ids(MapEvents::in_dir(dir.path(), Some(2)).unwrap()), [3, 7]);
+        let Err(e) = MapEvents::in_dir(&dir.path().join("nowhere"), None) else { panic!("a missing directory") };
+        assert!(e.to_string().contains("nowhere"), "{e}");
     }
 
     #[test]

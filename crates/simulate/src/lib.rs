@@ -32,6 +32,7 @@ pub mod helix;
 pub mod io_bench;
 pub mod kinematics;
 pub mod material;
+pub mod overrides;
 pub mod primaries;
 pub mod propagate;
 pub mod species;
@@ -40,3 +41,4 @@ pub mod weights;
 
 pub use config::{ConfigError, DigiConfig, SimConfig};
 pub use generator::{GenStats, Generator};
+pub use overrides::{ResolveError, SimOverrides};

@@ -7,11 +7,12 @@
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use serde_json::json;
 use trackgnn_engine::bench::{StepFigures, StepRun, Variant, measure_step};
 use trackgnn_engine::{Checkpointing, Precision};
 
-use crate::cli::{EngineVariant, parse_checkpointing};
+use crate::cli::parse_checkpointing;
 use crate::util::{print_json, thread_pool};
 
 /// `trackgnn bench engine`.
@@ -19,7 +20,7 @@ use crate::util::{print_json, thread_pool};
 pub struct BenchEngineArgs {
     /// Run one variant only (in this process).
     #[arg(long, value_enum)]
-    pub only: Option<EngineVariant>,
+    pub only: Option<Variant>,
     /// Timed steps.
     #[arg(long, default_value_t = 10)]
     pub steps: usize,
@@ -40,22 +41,13 @@ pub struct BenchEngineArgs {
     pub json: crate::cli::JsonArg,
 }
 
-/// The library's variant of `--only`.
-fn variant(v: EngineVariant) -> Variant {
-    match v {
-        EngineVariant::BenchSpec => Variant::BenchSpec,
-        EngineVariant::Defaults => Variant::Defaults,
-        EngineVariant::Unfused => Variant::Unfused,
-    }
-}
-
 pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
     if let Some(v) = a.only {
         let precision = a.precision.unwrap_or_default();
         let run = StepRun { precision, checkpointing: a.checkpoint, steps: a.steps, warmup: a.warmup, threads };
-        let r = pool.install(|| measure_step(variant(v), run));
+        let r = pool.install(|| measure_step(v, run));
         if a.json.json {
             print_json(&serde_json::to_value(&r)?);
         } else {
@@ -70,13 +62,13 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
         Some(p) => vec![p],
         None => vec![Precision::F32, Precision::Bf16],
     };
-    let runs = [EngineVariant::BenchSpec, EngineVariant::Defaults, EngineVariant::Unfused]
+    let runs = [Variant::BenchSpec, Variant::Defaults, Variant::Unfused]
         .into_iter()
         .flat_map(|v| precisions.iter().map(move |&p| (v, p)))
         // The unfused forward is a reference point in f32 only (unless asked for).
-        .filter(|&(v, p)| v != EngineVariant::Unfused || a.precision.is_some() || p == Precision::F32);
+        .filter(|&(v, p)| v != Variant::Unfused || a.precision.is_some() || p == Precision::F32);
     for (v, precision) in runs {
-        let name = format!("{v:?}").to_lowercase().replace("benchspec", "bench-spec");
+        let name = v.to_possible_value().expect("no variant is skipped").get_name().to_owned();
         let mut cmd = Command::new(&exe);
         cmd.args([
             "bench",

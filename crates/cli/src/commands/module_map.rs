@@ -10,9 +10,8 @@ use trackgnn_graph::ModuleMap;
 use trackgnn_graph::map_learning::{MapEvents, MapReport, MergeReport, learn, merge_maps};
 use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::TargetConfig;
-use trackgnn_simulate::{Generator, SimConfig};
+use trackgnn_simulate::{Generator, SimConfig, SimOverrides};
 use trackgnn_trackml::Detector;
-use trackgnn_trackml::csv::discover_events;
 
 use crate::cli::DetectorArg;
 use crate::progress;
@@ -82,20 +81,11 @@ fn events_of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<MapEvents> {
         anyhow::ensure!(n > 0, "--events must be at least 1");
     }
     Ok(match (&a.input, a.simulate) {
-        (Some(dir), _) => {
-            let mut events = discover_events(dir)?;
-            if let Some(n) = a.events.events {
-                events.truncate(n);
-            }
-            MapEvents::Files(events)
-        }
+        (Some(dir), _) => MapEvents::in_dir(dir, a.events.events)?,
         (None, Some(n)) => {
             anyhow::ensure!(n > 0, "--simulate must be at least 1");
-            let n = a.events.events.map_or(n, |e| n.min(e as u64));
-            let cfg = SimConfig { pileup: a.pileup, ..SimConfig::default() };
-            cfg.validate()?;
-            let generator = Box::new(Generator::new(det.clone(), cfg));
-            MapEvents::Generated { generator, seed: a.seed, ids: (a.first_event..a.first_event + n).collect() }
+            let cfg = SimOverrides { pileup: Some(a.pileup) }.apply(SimConfig::default())?;
+            MapEvents::drawn(Generator::new(det.clone(), cfg), a.seed, a.first_event, n, a.events.events)
         }
         (None, None) => anyhow::bail!("give --input DIR or --simulate N"),
     })

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use trackgnn_simulate::dataset::{DataSetFigures, DataSetReport, RunRecord, write_events};
-use trackgnn_simulate::{Generator, SimConfig};
+use trackgnn_simulate::{Generator, SimOverrides};
 use trackgnn_trackml::csv::write_detectors;
 
 use crate::progress;
@@ -45,24 +45,8 @@ pub struct SimulateArgs {
     pub detector: crate::cli::DetectorArg,
 }
 
-/// Reads the generator settings: the TOML file if given, then the flags.
-fn resolve_config(a: &SimulateArgs) -> Result<SimConfig> {
-    let mut cfg = match &a.config {
-        Some(p) => {
-            let text = fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("{}: invalid simulation config", p.display()))?
-        }
-        None => SimConfig::default(),
-    };
-    if let Some(mu) = a.pileup {
-        cfg.pileup = mu;
-    }
-    cfg.validate()?;
-    Ok(cfg)
-}
-
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
-    let cfg = resolve_config(&a)?;
+    let cfg = SimOverrides { pileup: a.pileup }.resolve(a.config.as_deref())?;
     anyhow::ensure!(a.events > 0, "--events must be at least 1");
     let det = load_detector(a.detector.detector.as_deref())?;
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;

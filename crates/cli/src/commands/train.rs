@@ -189,6 +189,7 @@ fn overrides(a: &TrainArgs) -> TrainOverrides {
         sampler: a.sampler,
         non_finite: a.non_finite,
         replica_check_every_steps: a.replica_check_every,
+        threshold: None,
     }
 }
 
@@ -366,8 +367,9 @@ pub fn eval_run(
 ) -> Result<()> {
     let mut cfg = run.read_config()?;
     if let Some(t) = threshold {
-        cfg.threshold = t;
-        cfg.validate().with_context(|| format!("--threshold {t}"))?;
+        cfg = TrainOverrides { threshold: Some(t), ..Default::default() }
+            .apply(cfg)
+            .with_context(|| format!("--threshold {t}"))?;
     }
     let r = evaluate_run(run, &cfg, graphs, split, weights, precision)?;
     if as_json {

@@ -54,6 +54,8 @@ pub struct TrainOverrides {
     pub non_finite: Option<NonFinite>,
     /// [`TrainConfig::replica_check_every_steps`].
     pub replica_check_every_steps: Option<usize>,
+    /// [`TrainConfig::threshold`] (the edge metrics' score threshold).
+    pub threshold: Option<f64>,
 }
 
 impl TrainOverrides {
@@ -107,6 +109,7 @@ impl TrainOverrides {
         set(&self.sampler, &mut c.sampler);
         set(&self.non_finite, &mut c.non_finite);
         set(&self.replica_check_every_steps, &mut c.replica_check_every_steps);
+        set(&self.threshold, &mut c.threshold);
         c.validate()?;
         Ok(c)
     }
@@ -125,6 +128,16 @@ mod tests {
         assert_eq!((c.epochs, c.optimizer.lr, c.model.hidden, c.sampler), (7, 0.01, 16, Sampler::Random));
         assert_eq!(TrainOverrides::default().apply(base.clone()).unwrap(), base);
         assert!(TrainOverrides { epochs: Some(0), ..Default::default() }.apply(base.clone()).is_err());
+    }
+
+    #[test]
+    fn a_given_threshold_wins_and_is_checked() {
+        let base = TrainConfig { threshold: 0.3, ..TrainConfig::default() };
+        let c = TrainOverrides { threshold: Some(0.7), ..Default::default() }.apply(base.clone()).unwrap();
+        assert_eq!(c, TrainConfig { threshold: 0.7, ..base.clone() }, "only the threshold changes");
+        assert_eq!(TrainOverrides::default().apply(base.clone()).unwrap().threshold, 0.3);
+        let err = TrainOverrides { threshold: Some(1.5), ..Default::default() }.apply(base).unwrap_err();
+        assert!(err.to_string().contains("threshold"), "{err}");
     }
 
     #[test]
