@@ -26,27 +26,38 @@ pub fn eta_of_point(x: f64, y: f64, z: f64) -> f64 {
 /// already in the range is returned unchanged (bit for bit), so a difference of two φ in
 /// (−π, π] is wrapped exactly. For `f32` (graph features) and `f64`.
 pub fn wrap_phi<T: Angle>(phi: T) -> T {
-    if phi > -T::PI && phi <= T::PI {
-        return phi;
+    wrap_period(phi, T::TAU)
+}
+
+/// Wraps `x` into (−period/2, period/2], as [`wrap_phi`] does angles (whose period is 2π):
+/// for an angle in other units, e.g. a feature φ/π of period 2. A value already in the range
+/// is returned unchanged (bit for bit).
+pub fn wrap_period<T: Angle>(x: T, period: T) -> T {
+    let half = period * T::HALF;
+    if x > -half && x <= half {
+        return x;
     }
-    let mut p = phi % T::TAU;
-    if p <= -T::PI {
-        p = p + T::TAU;
-    } else if p > T::PI {
-        p = p - T::TAU;
+    let mut p = x % period;
+    if p <= -half {
+        p = p + period;
+    } else if p > half {
+        p = p - period;
     }
     p
 }
 
-/// The float types [`wrap_phi`] works on.
+/// The float types [`wrap_phi`] and [`wrap_period`] work on.
 pub trait Angle:
     Copy
     + PartialOrd
     + std::ops::Rem<Output = Self>
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
     + std::ops::Neg<Output = Self>
 {
+    /// ½.
+    const HALF: Self;
     /// π.
     const PI: Self;
     /// 2π.
@@ -54,11 +65,13 @@ pub trait Angle:
 }
 
 impl Angle for f32 {
+    const HALF: f32 = 0.5;
     const PI: f32 = std::f32::consts::PI;
     const TAU: f32 = std::f32::consts::TAU;
 }
 
 impl Angle for f64 {
+    const HALF: f64 = 0.5;
     const PI: f64 = std::f64::consts::PI;
     const TAU: f64 = std::f64::consts::TAU;
 }
@@ -125,6 +138,11 @@ mod tests {
         // Many turns away.
         assert!((wrap_phi(0.5 + 7.0 * TAU) - 0.5).abs() < 1e-12);
         assert!((wrap_phi(-0.5 - 7.0 * TAU) + 0.5).abs() < 1e-12);
+        // Another period, as for φ/π (period 2): the same half-open range, in its units.
+        assert_eq!(wrap_period(1.0f32, 2.0), 1.0);
+        assert_eq!(wrap_period(-1.0f32, 2.0), 1.0);
+        assert_eq!(wrap_period(-0.99f32 - 0.98, 2.0).to_bits(), (-0.99f32 - 0.98 + 2.0).to_bits());
+        assert_eq!(wrap_period(0.98f32 + 0.99, 2.0).to_bits(), (0.98f32 + 0.99 - 2.0).to_bits());
         for k in -20..=20 {
             let p = wrap_phi(k as f64 * 0.77);
             assert!(p > -PI && p <= PI, "{k}: {p}");

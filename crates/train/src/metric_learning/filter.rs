@@ -13,6 +13,7 @@ use trackgnn_engine::{DenseNet, DenseNetConfig};
 use trackgnn_graph::features::{Feature, FeatureConfig, HitTable};
 use trackgnn_graph::metric::{EdgeScorer, HitEmbedder, orient, radius_pairs};
 use trackgnn_graph::truth::pair_key;
+use trackgnn_trackml::physics::wrap_period;
 use trackgnn_trackml::rng::Rng;
 
 use super::embedding::{EmbeddingConfig, EmbeddingModel};
@@ -98,16 +99,10 @@ impl EdgeInput {
             out.extend_from_slice(xb);
             if self.difference_scale > 0.0 {
                 for (k, (va, vb)) in xa.iter().zip(xb).enumerate() {
-                    let mut d = vb - va;
-                    if let Some((col, period)) = self.phi
-                        && col == k
-                    {
-                        if d > period / 2.0 {
-                            d -= period;
-                        } else if d <= -period / 2.0 {
-                            d += period;
-                        }
-                    }
+                    let d = match self.phi {
+                        Some((col, period)) if col == k => wrap_period(vb - va, period),
+                        _ => vb - va,
+                    };
                     out.push(d * self.difference_scale);
                 }
             }
