@@ -54,13 +54,14 @@ pub fn plot_loss(dir: &Path, epochs: &[EpochLoss]) -> Result<()> {
 /// Writes `<path_stem>.png` and `<path_stem>.svg`.
 pub fn plot_losses(path_stem: &Path, runs: &[(&str, &[EpochLoss])]) -> Result<()> {
     let named = |label: &str, what: &str| if label.is_empty() { what.to_string() } else { format!("{label} {what}") };
-    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for &(label, epochs) in runs {
+    let names: Vec<[String; 2]> =
+        runs.iter().map(|&(label, _)| [named(label, "train"), named(label, "validation")]).collect();
+    let mut series = Vec::with_capacity(2 * runs.len());
+    for (&(_, epochs), [train, validation]) in runs.iter().zip(&names) {
         let points = |f: fn(&EpochLoss) -> f64| epochs.iter().map(|e| (e.0 as f64, f(e))).collect::<Vec<_>>();
-        series.push((named(label, "train"), points(|e| e.1)));
-        series.push((named(label, "validation"), points(|e| e.2)));
+        series.push((train.as_str(), points(|e| e.1)));
+        series.push((validation.as_str(), points(|e| e.2)));
     }
-    let series: Vec<(&str, Vec<(f64, f64)>)> = series.iter().map(|(n, p)| (n.as_str(), p.clone())).collect();
     plot_series(path_stem, "Loss", "epoch", "loss", &series, true)
 }
 
