@@ -548,12 +548,12 @@ impl Mlp {
         });
     }
 
-    /// Norm (in place on z, caching x̂ and rstd) and affine into `y`; without a norm, y = z.
+    /// Norm (in place on z, caching x̂ and rstd) and affine into `y`, in one row pass; without a
+    /// norm, y = z.
     fn post<T: Real>(&self, ps: &ParamStore<T>, layer: &Layer, z: &mut [T], rstd: &mut [T], y: &mut [T]) {
         match layer.norm {
             Some((g, b)) => {
-                layer_norm::normalize(z, layer.dout, rstd);
-                layer_norm::affine(z, layer.dout, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y);
+                layer_norm::normalize(z, layer.dout, rstd, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y)
             }
             None => y.copy_from_slice(z),
         }
