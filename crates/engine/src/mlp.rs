@@ -725,6 +725,7 @@ impl Mlp {
         };
         let rstd_of = |l: usize| -> &[T] {
             match (source, forward) {
+                _ if self.layers[l].norm.is_none() => &[],
                 (Acts::Cached(c), _) => &c.rstd[l][r0..r0 + tr],
                 (_, Some(f)) => &f.rstd[l][..tr],
                 _ => unreachable!("recompute has scratch"),
@@ -738,53 +739,70 @@ impl Mlp {
                 act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
             }
         }
-        let d_last = self.dout();
+        let n_last = n_layers - 1;
         let lr = r0 - out.rows.start;
-        match (given, out.io.as_deref_mut()) {
-            (Some(dg), _) => g[..tr * d_last].copy_from_slice(&dg[r0 * d_last..(r0 + tr) * d_last]),
-            (None, Some(io)) => {
-                // The tile's output gradient is read before its rows receive the rest gradient
-                // (added to it with a residual, replacing it without).
-                let rows_io = &mut io[lr * d_last..(lr + tr) * d_last];
-                g[..tr * d_last].copy_from_slice(rows_io);
-                if !keep {
-                    rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+        // A split first layer's dz_1 is worked out in place, in the tile's rows of the caller's
+        // dz_1 buffer: no copy from scratch.
+        let d1 = self.layers[0].dout;
+        let mut dz1 = match input {
+            Input::Split { .. } => out.dz1.as_deref_mut().map(|z| &mut z[lr * d1..(lr + tr) * d1]),
+            Input::Dense { .. } => None,
+        };
+        // The last layer's activation backward reads dL/d(output) where the caller keeps it.
+        {
+            let layer = &self.layers[n_last];
+            let d = layer.dout;
+            let gl = match dz1.as_deref_mut() {
+                Some(z) if n_last == 0 => z,
+                _ => &mut g[..tr * d],
+            };
+            let y = &ys[n_last][..tr * d];
+            match (given, out.io.as_deref_mut()) {
+                (Some(dg), _) => act::backward(layer.act, y, &dg[r0 * d..(r0 + tr) * d], gl),
+                (None, Some(io)) => {
+                    // The tile's output gradient is read before its rows receive the rest
+                    // gradient (added to it with a residual, replacing it without).
+                    let rows_io = &mut io[lr * d..(lr + tr) * d];
+                    act::backward(layer.act, y, rows_io, gl);
+                    if !keep {
+                        rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+                    }
                 }
+                _ => unreachable!("every chunk has its output gradient"),
             }
-            _ => unreachable!("every chunk has its output gradient"),
         }
         for l in (0..n_layers).rev() {
             let layer = &self.layers[l];
             let d = layer.dout;
-            act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
-            if let Some((gi, bi)) = layer.norm {
-                let (xhat, rstd) = (pre_of(l), rstd_of(l));
-                let gamma = gi.map(|i| ps.value(i));
-                match (gi, bi) {
-                    (Some(gi), Some(bi)) => {
-                        let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
-                        let (dg, db) =
-                            two_slices(g_local, gr.start - base..gr.end - base, br.start - base..br.end - base);
-                        layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], Some(dg), Some(db));
-                    }
-                    _ => layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], None, None),
-                }
-            }
-            // g = dz_l. Bias and weight gradients, then dz → input gradient.
-            let br = ps.specs[layer.b].range();
-            sum_rows(&g[..tr * d], d, &mut g_local[br.start - base..br.end - base]);
             let wr = ps.specs[layer.w].range();
             let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
-            let gz = MatRef::row_major(&g[..tr * d], tr, d);
-            let dw = &mut g_local[wr.start - base..wr.end - base];
             let packed = packs.bwd.get(l).and_then(Option::as_ref);
+            let act_done = l == n_last;
             if l > 0 {
+                let gl = &mut g[..tr * d];
+                self.dz_of_layer(ps, l, act_done, &ys[l][..tr * d], pre_of(l), rstd_of(l), gl, g_local);
+                let gz = MatRef::row_major(&*gl, tr, d);
+                let dw = &mut g_local[wr.start - base..wr.end - base];
                 let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
-                self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
-                std::mem::swap(g, g_prev);
+                match dz1.as_deref_mut().filter(|_| l == 1) {
+                    Some(z) => {
+                        self.grad_products(gz, gz16, (dw, layer.din), a_in, Some((z, w, Accum::Replace)), packed)
+                    }
+                    None => {
+                        let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
+                        self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
+                        std::mem::swap(g, g_prev);
+                    }
+                }
                 continue;
             }
+            let gl = match dz1.as_deref_mut() {
+                Some(z) => z,
+                None => &mut g[..tr * d],
+            };
+            self.dz_of_layer(ps, l, act_done, &ys[l][..tr * d], pre_of(l), rstd_of(l), gl, g_local);
+            let gz = MatRef::row_major(&*gl, tr, d);
+            let dw = &mut g_local[wr.start - base..wr.end - base];
             match input {
                 Input::Dense { x, dim } => {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
@@ -792,9 +810,6 @@ impl Mlp {
                     self.grad_products(gz, gz16, (dw, dim), xv, dx, packed);
                 }
                 Input::Split { h_dim, rest, .. } => {
-                    if let Some(dz1) = out.dz1.as_deref_mut() {
-                        dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
-                    }
                     if let Some((rx, rd)) = rest {
                         let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
                         let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
@@ -805,6 +820,41 @@ impl Mlp {
                 }
             }
         }
+    }
+
+    /// Turns dL/d(output of layer l) in `gl` into dz_l in place (the activation's backward,
+    /// unless `act_done`, then the norm's with dγ, dβ) and adds the bias gradient; parameter
+    /// gradients into `g_local` (this MLP's parameters only).
+    #[allow(clippy::too_many_arguments)]
+    fn dz_of_layer<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        l: usize,
+        act_done: bool,
+        y: &[T],
+        xhat: &[T],
+        rstd: &[T],
+        gl: &mut [T],
+        g_local: &mut [T],
+    ) {
+        let layer = &self.layers[l];
+        let (d, base) = (layer.dout, self.range.start);
+        if !act_done {
+            act::backward_in_place(layer.act, y, gl);
+        }
+        if let Some((gi, bi)) = layer.norm {
+            let gamma = gi.map(|i| ps.value(i));
+            match (gi, bi) {
+                (Some(gi), Some(bi)) => {
+                    let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
+                    let (dg, db) = two_slices(g_local, gr.start - base..gr.end - base, br.start - base..br.end - base);
+                    layer_norm::backward(xhat, rstd, d, gamma, gl, Some(dg), Some(db));
+                }
+                _ => layer_norm::backward(xhat, rstd, d, gamma, gl, None, None),
+            }
+        }
+        let br = ps.specs[layer.b].range();
+        sum_rows(gl, d, &mut g_local[br.start - base..br.end - base]);
     }
 
     /// The two products of a layer's dz (`gz`, tr × d) in the backward: dW (rows of stride

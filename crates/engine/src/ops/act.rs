@@ -93,6 +93,22 @@ crate::dispatch! {
     }
 }
 
+crate::dispatch! {
+    /// g = dy · f'(x), element-wise: [`backward_in_place`] reading dL/dy from `dy` instead of
+    /// from `g` (the same bits), so the caller's gradient needs no copy into scratch first.
+    pub fn backward<T: Real>(act: Activation, x: &[T], dy: &[T], g: &mut [T]) {
+        assert_eq!(x.len(), g.len(), "activation backward: lengths");
+        assert_eq!(dy.len(), g.len(), "activation backward: lengths");
+        let gs = g.iter_mut().zip(x).zip(dy);
+        match act {
+            Activation::Relu => gs.for_each(|((g, &x), &dy)| *g = if x <= T::ZERO { T::ZERO } else { dy }),
+            Activation::Identity => g.copy_from_slice(dy),
+            Activation::Silu => gs.for_each(|((g, &x), &dy)| *g = dy * Activation::Silu.df(x)),
+            Activation::Tanh => gs.for_each(|((g, &x), &dy)| *g = dy * Activation::Tanh.df(x)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +122,28 @@ mod tests {
                 assert!((fd - act.df(x)).abs() < 1e-8, "{act:?} at {x}: {fd} vs {}", act.df(x));
             }
         }
+    }
+
+    #[test]
+    fn backward_from_dy_has_the_bits_of_backward_in_place() {
+        use crate::simd::{Level, force_level};
+        // Includes 0 and −0 inputs (the ReLU kink) and a NaN.
+        let mut x: Vec<f32> = (0..515).map(|i| (i as f32 - 257.0) / 31.0).collect();
+        x[3] = -0.0;
+        x[4] = f32::NAN;
+        let dy: Vec<f32> = (0..x.len()).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for level in [Level::Scalar, Level::Avx2, Level::Avx512] {
+            force_level(Some(level));
+            for act in [Activation::Relu, Activation::Silu, Activation::Tanh, Activation::Identity] {
+                let mut in_place = dy.clone();
+                backward_in_place(act, &x, &mut in_place);
+                let mut g = vec![9.0f32; x.len()];
+                backward(act, &x, &dy, &mut g);
+                assert_eq!(bits(&g), bits(&in_place), "{act:?} {level:?}");
+            }
+        }
+        force_level(None);
     }
 
     #[test]
