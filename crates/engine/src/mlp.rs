@@ -22,11 +22,18 @@ use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
 use crate::matmul_bf16::{
     Bf16Rows, PackedB, matmul_bf16, matmul_bf16_packed, matmul_bf16_rows_packed, matmul_bf16_rows_t,
+    matmul_bf16_rows_t_packed,
 };
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
 use crate::real::Real;
+
+thread_local! {
+    /// A forward tile's activations as the next layer's bf16 left operand (bf16 MLPs): written
+    /// by the activation pass, read by the next product on the same thread.
+    static A16: std::cell::RefCell<Bf16Rows> = std::cell::RefCell::new(Bf16Rows::default());
+}
 
 /// Rows per tile: a tile's activations stay in L2 while it passes through all layers.
 pub const TILE: usize = 512;
@@ -212,7 +219,10 @@ impl<T> SplitScratch<T> {
 pub struct BackwardScratch<T> {
     /// Per layer, the tile's saved x̂ (or z) unpacked from bf16 (empty when saved in f32).
     unpacked: Vec<Vec<T>>,
+    /// Per layer the recomputed activation a_l (f32 products only).
     acts: Vec<Vec<T>>,
+    /// bf16: the tile's a_{l−1} as the packed right operand of a weight-gradient product.
+    acts16: PackedB,
     ys: Vec<Vec<T>>,
     g: Vec<T>,
     g_prev: Vec<T>,
@@ -519,17 +529,28 @@ impl Mlp {
             let z = &mut *pre[l];
             let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
             let packed = packs.fwd.get(l).and_then(Option::as_ref);
-            if l == 0 {
-                first_layer(self, input, w, packed, layer, r0, tr, z);
-            } else {
-                let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
-                self.matmul_w(z, layer.dout, a_in, w.t(), packed, Accum::Replace);
+            match (l, packed) {
+                (0, _) => first_layer(self, input, w, packed, layer, r0, tr, z),
+                // The bf16 operand the previous layer's activation wrote.
+                (_, Some(p)) => A16.with_borrow(|a16| matmul_bf16_rows_packed(z, layer.dout, a16, p, Accum::Replace)),
+                (_, None) => {
+                    let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
+                    self.matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
+                }
             }
             add_bias(z, ps.value(layer.b));
             let ys = &mut y[..tr * layer.dout];
             self.post(ps, layer, z, rstd[l], ys);
-            let dst = if l + 1 == n_layers { &mut *out } else { &mut a[..tr * layer.dout] };
-            act::forward(layer.act, ys, dst);
+            if l + 1 == n_layers {
+                act::forward(layer.act, ys, out);
+            } else if packs.fwd.get(l + 1).is_some_and(Option::is_some) {
+                // The next layer's bf16 left operand, rounded and paired as it is computed.
+                A16.with_borrow_mut(|a16| {
+                    a16.fill(tr, layer.dout, |o| act::forward_bf16_rows(layer.act, ys, layer.dout, o))
+                });
+            } else {
+                act::forward(layer.act, ys, &mut a[..tr * layer.dout]);
+            }
         }
     }
 
@@ -569,6 +590,7 @@ impl Mlp {
         BackwardScratch {
             unpacked: if unpack { tile_layers() } else { Vec::new() },
             acts: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
+            acts16: PackedB::default(),
             ys: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
             g: vec![T::ZERO; TILE * width],
             g_prev: vec![T::ZERO; TILE * width],
@@ -688,7 +710,7 @@ impl Mlp {
         tr: usize,
     ) {
         let TileStep { ps, input, source, packs, given, keep } = *step;
-        let BackwardScratch { unpacked, acts, ys, g, g_prev, gz16, forward } = scratch;
+        let BackwardScratch { unpacked, acts, acts16, ys, g, g_prev, gz16, forward } = scratch;
         let n_layers = self.layers.len();
         let base = self.range.start;
         // Activations saved in bf16: this tile's rows unpacked once, for all uses below.
@@ -735,7 +757,9 @@ impl Mlp {
         for (l, layer) in self.layers.iter().enumerate() {
             let d = layer.dout;
             self.recompute_y(ps, layer, pre_of(l), &mut ys[l][..tr * d]);
-            if l + 1 < n_layers {
+            // In bf16 the next layer's weight-gradient product takes a_l as its packed operand,
+            // written by that product's caller below.
+            if l + 1 < n_layers && packs.bwd.get(l + 1).is_none_or(Option::is_none) {
                 act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
             }
         }
@@ -783,16 +807,30 @@ impl Mlp {
                 self.dz_of_layer(ps, l, act_done, &ys[l][..tr * d], pre_of(l), rstd_of(l), gl, g_local);
                 let gz = MatRef::row_major(&*gl, tr, d);
                 let dw = &mut g_local[wr.start - base..wr.end - base];
-                let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                match dz1.as_deref_mut().filter(|_| l == 1) {
-                    Some(z) => {
-                        self.grad_products(gz, gz16, (dw, layer.din), a_in, Some((z, w, Accum::Replace)), packed)
+                let din = layer.din;
+                let into_dz1 = dz1.is_some() && l == 1;
+                let dx = match dz1.as_deref_mut().filter(|_| l == 1) {
+                    Some(z) => z,
+                    None => &mut g_prev[..tr * din],
+                };
+                match packed {
+                    Some(p) => {
+                        // bf16: a_{l−1} rounded and paired as the activation computes it, the
+                        // right operand of dW += gzᵀ·a; gz rounded once for its two products.
+                        let prev = &self.layers[l - 1];
+                        let y_prev = &ys[l - 1][..tr * din];
+                        acts16.fill(tr, din, |o, np| act::forward_bf16_row_pairs(prev.act, y_prev, din, np, o));
+                        gz16.pack(&g[..tr * d], tr, d);
+                        matmul_bf16_rows_t_packed(dw, din, gz16, acts16, Accum::Add);
+                        matmul_bf16_rows_packed(dx, din, gz16, p, Accum::Replace);
                     }
                     None => {
-                        let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
-                        self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
-                        std::mem::swap(g, g_prev);
+                        let a_in = MatRef::row_major(&acts[l - 1][..tr * din], tr, din);
+                        self.grad_products(gz, gz16, (dw, din), a_in, Some((dx, w, Accum::Replace)), None);
                     }
+                }
+                if !into_dz1 {
+                    std::mem::swap(g, g_prev);
                 }
                 continue;
             }
