@@ -1004,22 +1004,47 @@ impl Mlp {
 
 /// out\[n\] = Σ_{e ∈ csr.of(n)} x\[e\], rows of width d, in edge order.
 pub fn pull<T: Real>(x: &[T], d: usize, csr: &Csr, out: &mut [T]) {
-    out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| {
-        for local in 0..oc.len() / d {
-            let o = &mut oc[local * d..(local + 1) * d];
-            o.iter_mut().for_each(|v| *v = T::ZERO);
-            for &e in csr.of(t * TILE + local) {
-                add_row(o, &x[e as usize * d..(e as usize + 1) * d]);
-            }
-        }
-    });
+    if d == 0 {
+        return;
+    }
+    out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| pull_tile(x, d, csr, t * TILE, oc));
 }
 
 crate::dispatch! {
-    /// o += x, element-wise.
-    fn add_row<T: Real>(o: &mut [T], x: &[T]) {
-        o.iter_mut().zip(x).for_each(|(o, &x)| *o += x);
+    /// The nodes n0.. of one tile of [`pull`], in one call: the rows are gathered in a loop
+    /// compiled for the SIMD level, not one dispatched call per edge.
+    fn pull_tile<T: Real>(x: &[T], d: usize, csr: &Csr, n0: usize, out: &mut [T]) {
+        let last = csr.num_nodes();
+        for (local, o) in out.chunks_exact_mut(d).enumerate() {
+            // The next node's rows are fetched while this one sums its own: the edge rows are
+            // scattered over an E-row buffer, so the hardware prefetcher cannot guess them.
+            if n0 + local + 1 < last {
+                prefetch_rows(x, d, csr.of(n0 + local + 1));
+            }
+            o.iter_mut().for_each(|v| *v = T::ZERO);
+            for &e in csr.of(n0 + local) {
+                let xr = &x[e as usize * d..(e as usize + 1) * d];
+                o.iter_mut().zip(xr).for_each(|(o, &v)| *o += v);
+            }
+        }
     }
+}
+
+/// A hint to bring rows `edges` of `x` (width d) into the cache; no effect on any value.
+#[inline(always)]
+fn prefetch_rows<T>(x: &[T], d: usize, edges: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for &e in edges {
+        let row = &x[e as usize * d..(e as usize + 1) * d];
+        let bytes = std::mem::size_of_val(row);
+        let p = row.as_ptr().cast::<i8>();
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: `p + off` is inside `row`; a prefetch reads nothing architecturally.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, d, edges);
 }
 
 crate::dispatch! {
@@ -1137,5 +1162,32 @@ impl TileViews {
                 out: out_it.next().expect("tile"),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_trackml::rng::Rng;
+
+    #[test]
+    fn pull_sums_each_nodes_edges_in_edge_order_across_tiles() {
+        let mut rng = Rng::new(40);
+        // Two full tiles of nodes and a partial one; nodes without edges among them.
+        let (n, e, d) = (2 * TILE + 37, 3000, 24);
+        let key: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let csr = Csr::build(&key, n);
+        let x: Vec<f32> = (0..e * d).map(|_| rng.normal() as f32).collect();
+        let mut out = vec![f32::NAN; n * d];
+        pull(&x, d, &csr, &mut out);
+        // The same sums, edge after edge in increasing order, from zero.
+        let mut want = vec![0.0f32; n * d];
+        for (i, &k) in key.iter().enumerate() {
+            for j in 0..d {
+                want[k as usize * d + j] += x[i * d + j];
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&out), bits(&want));
     }
 }
