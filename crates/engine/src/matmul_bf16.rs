@@ -160,6 +160,22 @@ impl PackedB {
         PackedB { path, k, n, np, pairs }
     }
 
+    /// A k × n operand written by `fill(pairs, np)` in the packed layout, for a pass that
+    /// produces the operand (rounds it where it computes it) instead of packing an f32 matrix:
+    /// `pairs[q·np + j]` = the bf16 pair (b(2q, j), b(2q + 1, j)) for j < n, the second half 0
+    /// past the last row. Columns n..np are zeroed here; `fill` writes all others. Reuses
+    /// this operand's buffer; packed for the fastest path this CPU has.
+    pub fn fill(&mut self, k: usize, n: usize, fill: impl FnOnce(&mut [u32], usize)) {
+        let path = best_path();
+        let np = path.padded_columns(n);
+        self.pairs.resize(k.div_ceil(2) * np, 0);
+        if np > n {
+            self.pairs.chunks_exact_mut(np).for_each(|o| o[n..].fill(0));
+        }
+        fill(&mut self.pairs, np);
+        (self.path, self.k, self.n, self.np) = (path, k, n, np);
+    }
+
     /// Rows (the inner dimension of a product).
     pub fn nrows(&self) -> usize {
         self.k
@@ -168,6 +184,13 @@ impl PackedB {
     /// Columns.
     pub fn ncols(&self) -> usize {
         self.n
+    }
+}
+
+impl Default for PackedB {
+    /// An empty operand (0 × 0), to be [`PackedB::fill`]ed.
+    fn default() -> Self {
+        PackedB { path: best_path(), k: 0, n: 0, np: 0, pairs: Vec::new() }
     }
 }
 
@@ -314,6 +337,16 @@ impl Bf16Rows {
         (self.rows, self.cols) = (rows, cols);
     }
 
+    /// A rows × cols operand written by `fill(pairs)` in [`Bf16Rows::pack`]'s layout, for a
+    /// pass that produces the operand (rounds it where it computes it): `pairs[r·⌈cols/2⌉ + q]`
+    /// = the bf16 pair (x(r, 2q), x(r, 2q + 1)), the second half 0 past the row's end. `fill`
+    /// writes every element. Reuses this buffer.
+    pub fn fill(&mut self, rows: usize, cols: usize, fill: impl FnOnce(&mut [u32])) {
+        self.pairs.resize(rows * cols.div_ceil(2), 0);
+        fill(&mut self.pairs);
+        (self.rows, self.cols) = (rows, cols);
+    }
+
     /// The pairs of the transpose (cols × rows), pair column after pair column, as
     /// [`pack_rows`] packs a transposed view: `out[q·cols + c]` = (x(2q, c), x(2q + 1, c)).
     fn pack_transposed(&self, out: &mut Vec<u32>) -> PairLayout {
@@ -414,6 +447,23 @@ pub fn matmul_bf16_rows_t<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows, b: Ma
     }
 }
 
+/// `dst (m × n) = / += aᵀ · b` with `a` ([`Bf16Rows`], k × m) and `b` packed beforehand
+/// ([`PackedB::fill`]): the same bits as [`matmul_bf16_rows_t`] on the f32 `b`.
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+#[track_caller]
+pub fn matmul_bf16_rows_t_packed<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows, b: &PackedB, accum: Accum) {
+    let (m, k) = (a.cols, a.rows);
+    let shape = PackedProduct { name: "matmul_bf16_rows_t_packed", m, k, a_row_major: false };
+    shape.run(dst.len(), ld, b, accum, || {
+        PACK.with_borrow_mut(|p| {
+            let layout = a.pack_transposed(&mut p.a);
+            product_packed(b.path, &p.a, layout, (m, k), &b.pairs, (b.n, b.np), dst, ld, &mut p.out, accum)
+        });
+    });
+}
+
 #[inline(always)]
 fn bf16_value(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
@@ -427,7 +477,7 @@ fn bits<T: Real>(x: &MatRef<'_, T>, i: usize, j: usize) -> u32 {
 
 /// Two values as one bf16 pair: `lo` in the low half (the even element), `hi` in the high one.
 #[inline(always)]
-fn pair_of<T: Real>(lo: T, hi: T) -> u32 {
+pub(crate) fn pair_of<T: Real>(lo: T, hi: T) -> u32 {
     lo.to_bf16_bits() as u32 | ((hi.to_bf16_bits() as u32) << 16)
 }
 
@@ -803,6 +853,42 @@ mod tests {
             matmul_bf16_rows_packed(&mut once, n, &gz16, &packed, Accum::Replace);
             matmul_bf16_packed(&mut each, n, gzv, &packed, Accum::Replace);
             assert!(once.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "gz·W {rows}×{cols}×{n}");
+        }
+    }
+
+    #[test]
+    fn operands_filled_by_the_pass_that_computes_them_give_the_bits_of_packing_them() {
+        use crate::ops::{Activation, act};
+        let mut rng = Rng::new(22);
+        let (mut gz16, mut a16, mut b16) = (Bf16Rows::default(), Bf16Rows::default(), PackedB::default());
+        // Odd and even rows and widths, widths off 16 (padded columns).
+        for (rows, d, n) in [(512, 64, 64), (7, 5, 3), (6, 1, 33), (1, 8, 16), (33, 17, 2)] {
+            let y: Vec<f32> = (0..rows * d).map(|_| rng.normal() as f32).collect();
+            let gz: Vec<f32> = (0..rows * n).map(|_| rng.normal() as f32).collect();
+            let w: Vec<f32> = (0..d * n).map(|_| rng.normal() as f32).collect();
+            let packed = PackedB::new(MatRef::row_major(&w, d, n));
+            gz16.pack(&gz, rows, n);
+            for f in [Activation::Relu, Activation::Silu, Activation::Identity] {
+                let mut a = vec![0.0f32; rows * d];
+                act::forward(f, &y, &mut a);
+                let av = MatRef::row_major(&a, rows, d);
+                // The forward's left operand: a·W.
+                a16.fill(rows, d, |o| act::forward_bf16_rows(f, &y, d, o));
+                let (mut filled, mut each) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
+                matmul_bf16_rows_packed(&mut filled, n, &a16, &packed, Accum::Replace);
+                matmul_bf16_packed(&mut each, n, av, &packed, Accum::Replace);
+                assert!(filled.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "a·W {f:?} {rows}×{d}×{n}");
+                // The backward's right operand: dW += gzᵀ·a.
+                b16.fill(rows, d, |o, np| act::forward_bf16_row_pairs(f, &y, d, np, o));
+                let init: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32).collect();
+                let (mut filled, mut each) = (init.clone(), init);
+                matmul_bf16_rows_t_packed(&mut filled, d, &gz16, &b16, Accum::Add);
+                matmul_bf16_rows_t(&mut each, d, &gz16, av, Accum::Add);
+                assert!(
+                    filled.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "gzᵀ·a {f:?} {rows}×{d}×{n}"
+                );
+            }
         }
     }
 

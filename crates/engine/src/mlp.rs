@@ -22,11 +22,18 @@ use crate::config::Precision;
 use crate::matmul::{Accum, MatRef, matmul};
 use crate::matmul_bf16::{
     Bf16Rows, PackedB, matmul_bf16, matmul_bf16_packed, matmul_bf16_rows_packed, matmul_bf16_rows_t,
+    matmul_bf16_rows_t_packed,
 };
 use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
 use crate::real::Real;
+
+thread_local! {
+    /// A forward tile's activations as the next layer's bf16 left operand (bf16 MLPs): written
+    /// by the activation pass, read by the next product on the same thread.
+    static A16: std::cell::RefCell<Bf16Rows> = std::cell::RefCell::new(Bf16Rows::default());
+}
 
 /// Rows per tile: a tile's activations stay in L2 while it passes through all layers.
 pub const TILE: usize = 512;
@@ -212,7 +219,10 @@ impl<T> SplitScratch<T> {
 pub struct BackwardScratch<T> {
     /// Per layer, the tile's saved x̂ (or z) unpacked from bf16 (empty when saved in f32).
     unpacked: Vec<Vec<T>>,
+    /// Per layer the recomputed activation a_l (f32 products only).
     acts: Vec<Vec<T>>,
+    /// bf16: the tile's a_{l−1} as the packed right operand of a weight-gradient product.
+    acts16: PackedB,
     ys: Vec<Vec<T>>,
     g: Vec<T>,
     g_prev: Vec<T>,
@@ -519,17 +529,28 @@ impl Mlp {
             let z = &mut *pre[l];
             let w = MatRef::row_major(ps.value(layer.w), layer.dout, layer.din);
             let packed = packs.fwd.get(l).and_then(Option::as_ref);
-            if l == 0 {
-                first_layer(self, input, w, packed, layer, r0, tr, z);
-            } else {
-                let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
-                self.matmul_w(z, layer.dout, a_in, w.t(), packed, Accum::Replace);
+            match (l, packed) {
+                (0, _) => first_layer(self, input, w, packed, layer, r0, tr, z),
+                // The bf16 operand the previous layer's activation wrote.
+                (_, Some(p)) => A16.with_borrow(|a16| matmul_bf16_rows_packed(z, layer.dout, a16, p, Accum::Replace)),
+                (_, None) => {
+                    let a_in = MatRef::row_major(&a[..tr * layer.din], tr, layer.din);
+                    self.matmul(z, layer.dout, a_in, w.t(), Accum::Replace);
+                }
             }
             add_bias(z, ps.value(layer.b));
             let ys = &mut y[..tr * layer.dout];
             self.post(ps, layer, z, rstd[l], ys);
-            let dst = if l + 1 == n_layers { &mut *out } else { &mut a[..tr * layer.dout] };
-            act::forward(layer.act, ys, dst);
+            if l + 1 == n_layers {
+                act::forward(layer.act, ys, out);
+            } else if packs.fwd.get(l + 1).is_some_and(Option::is_some) {
+                // The next layer's bf16 left operand, rounded and paired as it is computed.
+                A16.with_borrow_mut(|a16| {
+                    a16.fill(tr, layer.dout, |o| act::forward_bf16_rows(layer.act, ys, layer.dout, o))
+                });
+            } else {
+                act::forward(layer.act, ys, &mut a[..tr * layer.dout]);
+            }
         }
     }
 
@@ -548,12 +569,12 @@ impl Mlp {
         });
     }
 
-    /// Norm (in place on z, caching x̂ and rstd) and affine into `y`; without a norm, y = z.
+    /// Norm (in place on z, caching x̂ and rstd) and affine into `y`, in one row pass; without a
+    /// norm, y = z.
     fn post<T: Real>(&self, ps: &ParamStore<T>, layer: &Layer, z: &mut [T], rstd: &mut [T], y: &mut [T]) {
         match layer.norm {
             Some((g, b)) => {
-                layer_norm::normalize(z, layer.dout, rstd);
-                layer_norm::affine(z, layer.dout, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y);
+                layer_norm::normalize(z, layer.dout, rstd, g.map(|i| ps.value(i)), b.map(|i| ps.value(i)), y)
             }
             None => y.copy_from_slice(z),
         }
@@ -569,6 +590,7 @@ impl Mlp {
         BackwardScratch {
             unpacked: if unpack { tile_layers() } else { Vec::new() },
             acts: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
+            acts16: PackedB::default(),
             ys: self.layers.iter().map(|l| vec![T::ZERO; TILE * l.dout]).collect(),
             g: vec![T::ZERO; TILE * width],
             g_prev: vec![T::ZERO; TILE * width],
@@ -688,7 +710,7 @@ impl Mlp {
         tr: usize,
     ) {
         let TileStep { ps, input, source, packs, given, keep } = *step;
-        let BackwardScratch { unpacked, acts, ys, g, g_prev, gz16, forward } = scratch;
+        let BackwardScratch { unpacked, acts, acts16, ys, g, g_prev, gz16, forward } = scratch;
         let n_layers = self.layers.len();
         let base = self.range.start;
         // Activations saved in bf16: this tile's rows unpacked once, for all uses below.
@@ -725,6 +747,7 @@ impl Mlp {
         };
         let rstd_of = |l: usize| -> &[T] {
             match (source, forward) {
+                _ if self.layers[l].norm.is_none() => &[],
                 (Acts::Cached(c), _) => &c.rstd[l][r0..r0 + tr],
                 (_, Some(f)) => &f.rstd[l][..tr],
                 _ => unreachable!("recompute has scratch"),
@@ -734,57 +757,90 @@ impl Mlp {
         for (l, layer) in self.layers.iter().enumerate() {
             let d = layer.dout;
             self.recompute_y(ps, layer, pre_of(l), &mut ys[l][..tr * d]);
-            if l + 1 < n_layers {
+            // In bf16 the next layer's weight-gradient product takes a_l as its packed operand,
+            // written by that product's caller below.
+            if l + 1 < n_layers && packs.bwd.get(l + 1).is_none_or(Option::is_none) {
                 act::forward(layer.act, &ys[l][..tr * d], &mut acts[l][..tr * d]);
             }
         }
-        let d_last = self.dout();
+        let n_last = n_layers - 1;
         let lr = r0 - out.rows.start;
-        match (given, out.io.as_deref_mut()) {
-            (Some(dg), _) => g[..tr * d_last].copy_from_slice(&dg[r0 * d_last..(r0 + tr) * d_last]),
-            (None, Some(io)) => {
-                // The tile's output gradient is read before its rows receive the rest gradient
-                // (added to it with a residual, replacing it without).
-                let rows_io = &mut io[lr * d_last..(lr + tr) * d_last];
-                g[..tr * d_last].copy_from_slice(rows_io);
-                if !keep {
-                    rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+        // A split first layer's dz_1 is worked out in place, in the tile's rows of the caller's
+        // dz_1 buffer: no copy from scratch.
+        let d1 = self.layers[0].dout;
+        let mut dz1 = match input {
+            Input::Split { .. } => out.dz1.as_deref_mut().map(|z| &mut z[lr * d1..(lr + tr) * d1]),
+            Input::Dense { .. } => None,
+        };
+        // The last layer's activation backward reads dL/d(output) where the caller keeps it.
+        {
+            let layer = &self.layers[n_last];
+            let d = layer.dout;
+            let gl = match dz1.as_deref_mut() {
+                Some(z) if n_last == 0 => z,
+                _ => &mut g[..tr * d],
+            };
+            let y = &ys[n_last][..tr * d];
+            match (given, out.io.as_deref_mut()) {
+                (Some(dg), _) => act::backward(layer.act, y, &dg[r0 * d..(r0 + tr) * d], gl),
+                (None, Some(io)) => {
+                    // The tile's output gradient is read before its rows receive the rest
+                    // gradient (added to it with a residual, replacing it without).
+                    let rows_io = &mut io[lr * d..(lr + tr) * d];
+                    act::backward(layer.act, y, rows_io, gl);
+                    if !keep {
+                        rows_io.iter_mut().for_each(|v| *v = T::ZERO);
+                    }
                 }
+                _ => unreachable!("every chunk has its output gradient"),
             }
-            _ => unreachable!("every chunk has its output gradient"),
         }
         for l in (0..n_layers).rev() {
             let layer = &self.layers[l];
             let d = layer.dout;
-            act::backward_in_place(layer.act, &ys[l][..tr * d], &mut g[..tr * d]);
-            if let Some((gi, bi)) = layer.norm {
-                let (xhat, rstd) = (pre_of(l), rstd_of(l));
-                let gamma = gi.map(|i| ps.value(i));
-                match (gi, bi) {
-                    (Some(gi), Some(bi)) => {
-                        let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
-                        let (dg, db) =
-                            two_slices(g_local, gr.start - base..gr.end - base, br.start - base..br.end - base);
-                        layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], Some(dg), Some(db));
-                    }
-                    _ => layer_norm::backward(xhat, rstd, d, gamma, &mut g[..tr * d], None, None),
-                }
-            }
-            // g = dz_l. Bias and weight gradients, then dz → input gradient.
-            let br = ps.specs[layer.b].range();
-            sum_rows(&g[..tr * d], d, &mut g_local[br.start - base..br.end - base]);
             let wr = ps.specs[layer.w].range();
             let w = MatRef::row_major(ps.value(layer.w), d, layer.din);
-            let gz = MatRef::row_major(&g[..tr * d], tr, d);
-            let dw = &mut g_local[wr.start - base..wr.end - base];
             let packed = packs.bwd.get(l).and_then(Option::as_ref);
+            let act_done = l == n_last;
             if l > 0 {
-                let a_in = MatRef::row_major(&acts[l - 1][..tr * layer.din], tr, layer.din);
-                let dx = Some((&mut g_prev[..tr * layer.din], w, Accum::Replace));
-                self.grad_products(gz, gz16, (dw, layer.din), a_in, dx, packed);
-                std::mem::swap(g, g_prev);
+                let gl = &mut g[..tr * d];
+                self.dz_of_layer(ps, l, act_done, &ys[l][..tr * d], pre_of(l), rstd_of(l), gl, g_local);
+                let gz = MatRef::row_major(&*gl, tr, d);
+                let dw = &mut g_local[wr.start - base..wr.end - base];
+                let din = layer.din;
+                let into_dz1 = dz1.is_some() && l == 1;
+                let dx = match dz1.as_deref_mut().filter(|_| l == 1) {
+                    Some(z) => z,
+                    None => &mut g_prev[..tr * din],
+                };
+                match packed {
+                    Some(p) => {
+                        // bf16: a_{l−1} rounded and paired as the activation computes it, the
+                        // right operand of dW += gzᵀ·a; gz rounded once for its two products.
+                        let prev = &self.layers[l - 1];
+                        let y_prev = &ys[l - 1][..tr * din];
+                        acts16.fill(tr, din, |o, np| act::forward_bf16_row_pairs(prev.act, y_prev, din, np, o));
+                        gz16.pack(&g[..tr * d], tr, d);
+                        matmul_bf16_rows_t_packed(dw, din, gz16, acts16, Accum::Add);
+                        matmul_bf16_rows_packed(dx, din, gz16, p, Accum::Replace);
+                    }
+                    None => {
+                        let a_in = MatRef::row_major(&acts[l - 1][..tr * din], tr, din);
+                        self.grad_products(gz, gz16, (dw, din), a_in, Some((dx, w, Accum::Replace)), None);
+                    }
+                }
+                if !into_dz1 {
+                    std::mem::swap(g, g_prev);
+                }
                 continue;
             }
+            let gl = match dz1.as_deref_mut() {
+                Some(z) => z,
+                None => &mut g[..tr * d],
+            };
+            self.dz_of_layer(ps, l, act_done, &ys[l][..tr * d], pre_of(l), rstd_of(l), gl, g_local);
+            let gz = MatRef::row_major(&*gl, tr, d);
+            let dw = &mut g_local[wr.start - base..wr.end - base];
             match input {
                 Input::Dense { x, dim } => {
                     let xv = MatRef::row_major(&x[r0 * dim..(r0 + tr) * dim], tr, dim);
@@ -792,9 +848,6 @@ impl Mlp {
                     self.grad_products(gz, gz16, (dw, dim), xv, dx, packed);
                 }
                 Input::Split { h_dim, rest, .. } => {
-                    if let Some(dz1) = out.dz1.as_deref_mut() {
-                        dz1[lr * d..(lr + tr) * d].copy_from_slice(&g[..tr * d]);
-                    }
                     if let Some((rx, rd)) = rest {
                         let rv = MatRef::row_major(&rx[r0 * rd..(r0 + tr) * rd], tr, rd);
                         let wc = w.cols(2 * h_dim, 2 * h_dim + rd);
@@ -805,6 +858,41 @@ impl Mlp {
                 }
             }
         }
+    }
+
+    /// Turns dL/d(output of layer l) in `gl` into dz_l in place (the activation's backward,
+    /// unless `act_done`, then the norm's with dγ, dβ) and adds the bias gradient; parameter
+    /// gradients into `g_local` (this MLP's parameters only).
+    #[allow(clippy::too_many_arguments)]
+    fn dz_of_layer<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        l: usize,
+        act_done: bool,
+        y: &[T],
+        xhat: &[T],
+        rstd: &[T],
+        gl: &mut [T],
+        g_local: &mut [T],
+    ) {
+        let layer = &self.layers[l];
+        let (d, base) = (layer.dout, self.range.start);
+        if !act_done {
+            act::backward_in_place(layer.act, y, gl);
+        }
+        if let Some((gi, bi)) = layer.norm {
+            let gamma = gi.map(|i| ps.value(i));
+            match (gi, bi) {
+                (Some(gi), Some(bi)) => {
+                    let (gr, br) = (ps.specs[gi].range(), ps.specs[bi].range());
+                    let (dg, db) = two_slices(g_local, gr.start - base..gr.end - base, br.start - base..br.end - base);
+                    layer_norm::backward(xhat, rstd, d, gamma, gl, Some(dg), Some(db));
+                }
+                _ => layer_norm::backward(xhat, rstd, d, gamma, gl, None, None),
+            }
+        }
+        let br = ps.specs[layer.b].range();
+        sum_rows(gl, d, &mut g_local[br.start - base..br.end - base]);
     }
 
     /// The two products of a layer's dz (`gz`, tr × d) in the backward: dW (rows of stride
@@ -916,22 +1004,47 @@ impl Mlp {
 
 /// out\[n\] = Σ_{e ∈ csr.of(n)} x\[e\], rows of width d, in edge order.
 pub fn pull<T: Real>(x: &[T], d: usize, csr: &Csr, out: &mut [T]) {
-    out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| {
-        for local in 0..oc.len() / d {
-            let o = &mut oc[local * d..(local + 1) * d];
-            o.iter_mut().for_each(|v| *v = T::ZERO);
-            for &e in csr.of(t * TILE + local) {
-                add_row(o, &x[e as usize * d..(e as usize + 1) * d]);
-            }
-        }
-    });
+    if d == 0 {
+        return;
+    }
+    out.par_chunks_mut(TILE * d).enumerate().for_each(|(t, oc)| pull_tile(x, d, csr, t * TILE, oc));
 }
 
 crate::dispatch! {
-    /// o += x, element-wise.
-    fn add_row<T: Real>(o: &mut [T], x: &[T]) {
-        o.iter_mut().zip(x).for_each(|(o, &x)| *o += x);
+    /// The nodes n0.. of one tile of [`pull`], in one call: the rows are gathered in a loop
+    /// compiled for the SIMD level, not one dispatched call per edge.
+    fn pull_tile<T: Real>(x: &[T], d: usize, csr: &Csr, n0: usize, out: &mut [T]) {
+        let last = csr.num_nodes();
+        for (local, o) in out.chunks_exact_mut(d).enumerate() {
+            // The next node's rows are fetched while this one sums its own: the edge rows are
+            // scattered over an E-row buffer, so the hardware prefetcher cannot guess them.
+            if n0 + local + 1 < last {
+                prefetch_rows(x, d, csr.of(n0 + local + 1));
+            }
+            o.iter_mut().for_each(|v| *v = T::ZERO);
+            for &e in csr.of(n0 + local) {
+                let xr = &x[e as usize * d..(e as usize + 1) * d];
+                o.iter_mut().zip(xr).for_each(|(o, &v)| *o += v);
+            }
+        }
     }
+}
+
+/// A hint to bring rows `edges` of `x` (width d) into the cache; no effect on any value.
+#[inline(always)]
+fn prefetch_rows<T>(x: &[T], d: usize, edges: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    for &e in edges {
+        let row = &x[e as usize * d..(e as usize + 1) * d];
+        let bytes = std::mem::size_of_val(row);
+        let p = row.as_ptr().cast::<i8>();
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: `p + off` is inside `row`; a prefetch reads nothing architecturally.
+            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (x, d, edges);
 }
 
 crate::dispatch! {
@@ -1049,5 +1162,32 @@ impl TileViews {
                 out: out_it.next().expect("tile"),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_trackml::rng::Rng;
+
+    #[test]
+    fn pull_sums_each_nodes_edges_in_edge_order_across_tiles() {
+        let mut rng = Rng::new(40);
+        // Two full tiles of nodes and a partial one; nodes without edges among them.
+        let (n, e, d) = (2 * TILE + 37, 3000, 24);
+        let key: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let csr = Csr::build(&key, n);
+        let x: Vec<f32> = (0..e * d).map(|_| rng.normal() as f32).collect();
+        let mut out = vec![f32::NAN; n * d];
+        pull(&x, d, &csr, &mut out);
+        // The same sums, edge after edge in increasing order, from zero.
+        let mut want = vec![0.0f32; n * d];
+        for (i, &k) in key.iter().enumerate() {
+            for j in 0..d {
+                want[k as usize * d + j] += x[i * d + j];
+            }
+        }
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&out), bits(&want));
     }
 }

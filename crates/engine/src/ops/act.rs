@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::matmul_bf16::pair_of;
 use crate::real::Real;
 
 /// An activation function.
@@ -93,6 +94,91 @@ crate::dispatch! {
     }
 }
 
+crate::dispatch! {
+    /// g = dy · f'(x), element-wise: [`backward_in_place`] reading dL/dy from `dy` instead of
+    /// from `g` (the same bits), so the caller's gradient needs no copy into scratch first.
+    pub fn backward<T: Real>(act: Activation, x: &[T], dy: &[T], g: &mut [T]) {
+        assert_eq!(x.len(), g.len(), "activation backward: lengths");
+        assert_eq!(dy.len(), g.len(), "activation backward: lengths");
+        let gs = g.iter_mut().zip(x).zip(dy);
+        match act {
+            Activation::Relu => gs.for_each(|((g, &x), &dy)| *g = if x <= T::ZERO { T::ZERO } else { dy }),
+            Activation::Identity => g.copy_from_slice(dy),
+            Activation::Silu => gs.for_each(|((g, &x), &dy)| *g = dy * Activation::Silu.df(x)),
+            Activation::Tanh => gs.for_each(|((g, &x), &dy)| *g = dy * Activation::Tanh.df(x)),
+        }
+    }
+}
+
+/// f applied to rows × d values, rounded to bf16 and packed in pairs along each row (see
+/// [`forward_bf16_rows`]).
+#[inline(always)]
+fn bf16_rows<T: Real>(f: impl Fn(T) -> T, x: &[T], d: usize, out: &mut [u32]) {
+    let kp = d.div_ceil(2);
+    for (xr, o) in x.chunks_exact(d).zip(out.chunks_exact_mut(kp)) {
+        for (o, p) in o.iter_mut().zip(xr.chunks_exact(2)) {
+            *o = pair_of(f(p[0]), f(p[1]));
+        }
+        if d % 2 == 1 {
+            o[kp - 1] = pair_of(f(xr[d - 1]), T::ZERO);
+        }
+    }
+}
+
+/// f applied to rows × d values, rounded to bf16 and packed in pairs of rows (see
+/// [`forward_bf16_row_pairs`]).
+#[inline(always)]
+fn bf16_row_pairs<T: Real>(f: impl Fn(T) -> T, x: &[T], d: usize, np: usize, out: &mut [u32]) {
+    for (q, o) in out.chunks_exact_mut(np).enumerate() {
+        let r0 = &x[2 * q * d..(2 * q + 1) * d];
+        match x.get((2 * q + 1) * d..(2 * q + 2) * d) {
+            Some(r1) => o.iter_mut().zip(r0).zip(r1).for_each(|((o, &a), &b)| *o = pair_of(f(a), f(b))),
+            None => o.iter_mut().zip(r0).for_each(|(o, &a)| *o = pair_of(f(a), T::ZERO)),
+        }
+    }
+}
+
+crate::dispatch! {
+    /// f(x) of rows × d values as the left operand of a bf16 product, rounded where it is
+    /// computed ([`Bf16Rows::fill`](crate::matmul_bf16::Bf16Rows::fill)): `out[r·⌈d/2⌉ + q]` =
+    /// the bf16 pair (f(x(r, 2q)), f(x(r, 2q + 1))), 0 past the row's end. The bits of
+    /// [`forward`] then packing its output.
+    pub fn forward_bf16_rows<T: Real>(act: Activation, x: &[T], d: usize, out: &mut [u32]) {
+        if d == 0 {
+            return;
+        }
+        assert!(x.len().is_multiple_of(d), "activation bf16 rows: lengths");
+        assert_eq!(out.len(), x.len() / d * d.div_ceil(2), "activation bf16 rows: lengths");
+        match act {
+            Activation::Relu => bf16_rows(|x| Activation::Relu.f(x), x, d, out),
+            Activation::Silu => bf16_rows(|x| Activation::Silu.f(x), x, d, out),
+            Activation::Tanh => bf16_rows(|x| Activation::Tanh.f(x), x, d, out),
+            Activation::Identity => bf16_rows(|x| x, x, d, out),
+        }
+    }
+}
+
+crate::dispatch! {
+    /// f(x) of rows × d values as the right operand of a bf16 product (k = rows, n = d),
+    /// rounded where it is computed ([`PackedB::fill`](crate::matmul_bf16::PackedB::fill)):
+    /// `out[q·np + j]` = the bf16 pair (f(x(2q, j)), f(x(2q + 1, j))) for j < d, the second half
+    /// 0 past the last row; columns d..np are left as they are. The bits of [`forward`] then
+    /// packing its output.
+    pub fn forward_bf16_row_pairs<T: Real>(act: Activation, x: &[T], d: usize, np: usize, out: &mut [u32]) {
+        if d == 0 {
+            return;
+        }
+        assert!(np >= d && x.len().is_multiple_of(d), "activation bf16 row pairs: lengths");
+        assert_eq!(out.len(), (x.len() / d).div_ceil(2) * np, "activation bf16 row pairs: lengths");
+        match act {
+            Activation::Relu => bf16_row_pairs(|x| Activation::Relu.f(x), x, d, np, out),
+            Activation::Silu => bf16_row_pairs(|x| Activation::Silu.f(x), x, d, np, out),
+            Activation::Tanh => bf16_row_pairs(|x| Activation::Tanh.f(x), x, d, np, out),
+            Activation::Identity => bf16_row_pairs(|x| x, x, d, np, out),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +192,28 @@ mod tests {
                 assert!((fd - act.df(x)).abs() < 1e-8, "{act:?} at {x}: {fd} vs {}", act.df(x));
             }
         }
+    }
+
+    #[test]
+    fn backward_from_dy_has_the_bits_of_backward_in_place() {
+        use crate::simd::{Level, force_level};
+        // Includes 0 and −0 inputs (the ReLU kink) and a NaN.
+        let mut x: Vec<f32> = (0..515).map(|i| (i as f32 - 257.0) / 31.0).collect();
+        x[3] = -0.0;
+        x[4] = f32::NAN;
+        let dy: Vec<f32> = (0..x.len()).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for level in [Level::Scalar, Level::Avx2, Level::Avx512] {
+            force_level(Some(level));
+            for act in [Activation::Relu, Activation::Silu, Activation::Tanh, Activation::Identity] {
+                let mut in_place = dy.clone();
+                backward_in_place(act, &x, &mut in_place);
+                let mut g = vec![9.0f32; x.len()];
+                backward(act, &x, &dy, &mut g);
+                assert_eq!(bits(&g), bits(&in_place), "{act:?} {level:?}");
+            }
+        }
+        force_level(None);
     }
 
     #[test]

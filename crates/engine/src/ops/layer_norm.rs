@@ -73,14 +73,22 @@ fn totals<T: Real>(partials: &[[T; 16]; ROW_BLOCK], n: usize) -> [T; ROW_BLOCK] 
 pub const EPS: f64 = 1e-5;
 
 crate::dispatch! {
-    /// Normalises each row of `x` (`rows × d`) in place into x̂ = (x − μ)·rstd and writes rstd
-    /// per row. Applying γ and β is left to the caller ([`affine`]), so x̂ can be cached.
-    pub fn normalize<T: Real>(x: &mut [T], d: usize, rstd: &mut [T]) {
+    /// Normalises each row of `x` (`rows × d`) in place into x̂ = (x − μ)·rstd, writes rstd per
+    /// row, and writes y = x̂·γ + β (x̂ itself for the non-affine LayerNorm, `None` γ and β) into
+    /// `y` in the same row pass, while the row is in registers: x̂ stays in `x` for the backward.
+    /// y has the bits of [`affine`] applied to x̂.
+    pub fn normalize<T: Real>(x: &mut [T], d: usize, rstd: &mut [T], gamma: Option<&[T]>, beta: Option<&[T]>, y: &mut [T]) {
         assert_eq!(x.len(), rstd.len() * d, "layer_norm: shapes");
+        assert_eq!(x.len(), y.len(), "layer_norm: output shape");
+        let gb = match (gamma, beta) {
+            (Some(g), Some(b)) => Some((&g[..d], &b[..d])),
+            _ => None,
+        };
         let inv_d = T::ONE / T::from_usize(d);
         let eps = T::from_f64(EPS);
         let mut parts = [[T::ZERO; 16]; ROW_BLOCK];
-        for (rows, rs) in x.chunks_mut(ROW_BLOCK * d).zip(rstd.chunks_mut(ROW_BLOCK)) {
+        let blocks = x.chunks_mut(ROW_BLOCK * d).zip(rstd.chunks_mut(ROW_BLOCK)).zip(y.chunks_mut(ROW_BLOCK * d));
+        for ((rows, rs), ys) in blocks {
             let n = rs.len();
             for (p, row) in parts.iter_mut().zip(rows.chunks_exact(d)) {
                 *p = partials16(row);
@@ -92,9 +100,25 @@ crate::dispatch! {
                 *p = dot_partials16(row, row);
             }
             let vars = totals(&parts, n);
-            for ((r, row), &v) in rs.iter_mut().zip(rows.chunks_exact_mut(d)).zip(&vars) {
+            let rows = rows.chunks_exact_mut(d).zip(ys.chunks_exact_mut(d));
+            for ((r, (row, yr)), &v) in rs.iter_mut().zip(rows).zip(&vars) {
                 let rstd = T::ONE / (v * inv_d + eps).sqrt();
-                row.iter_mut().for_each(|v| *v *= rstd);
+                match gb {
+                    Some((g, b)) => {
+                        for (((x, y), &g), &b) in row.iter_mut().zip(yr.iter_mut()).zip(g).zip(b) {
+                            let xh = *x * rstd;
+                            *x = xh;
+                            *y = xh * g + b;
+                        }
+                    }
+                    None => {
+                        for (x, y) in row.iter_mut().zip(yr.iter_mut()) {
+                            let xh = *x * rstd;
+                            *x = xh;
+                            *y = xh;
+                        }
+                    }
+                }
                 *r = rstd;
             }
         }
@@ -102,7 +126,8 @@ crate::dispatch! {
 }
 
 crate::dispatch! {
-    /// y = x̂·γ + β row by row (γ, β of length d; `None` for the non-affine LayerNorm).
+    /// y = x̂·γ + β row by row (γ, β of length d; `None` for the non-affine LayerNorm): the
+    /// backward's recompute of y from the saved x̂ ([`normalize`] writes the forward's).
     pub fn affine<T: Real>(xhat: &[T], d: usize, gamma: Option<&[T]>, beta: Option<&[T]>, y: &mut [T]) {
         assert_eq!(xhat.len(), y.len(), "layer_norm affine: shapes");
         match (gamma, beta) {
@@ -205,9 +230,8 @@ mod tests {
     fn forward(x: &[f64], d: usize, g: &[f64], b: &[f64]) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let mut xh = x.to_vec();
         let mut rstd = vec![0.0; x.len() / d];
-        normalize(&mut xh, d, &mut rstd);
         let mut y = vec![0.0; x.len()];
-        affine(&xh, d, Some(g), Some(b), &mut y);
+        normalize(&mut xh, d, &mut rstd, Some(g), Some(b), &mut y);
         (y, xh, rstd)
     }
 
@@ -292,7 +316,18 @@ mod tests {
             let rows = 37;
             let x: Vec<f32> = (0..rows * d).map(|_| rng.normal() as f32 * 3.0 + 1.0).collect();
             let (mut xh, mut rstd) = (x.clone(), vec![0.0f32; rows]);
-            normalize(&mut xh, d, &mut rstd);
+            let (gamma, beta): (Vec<f32>, Vec<f32>) =
+                (0..d).map(|_| (rng.normal() as f32, rng.normal() as f32)).unzip();
+            let mut y = vec![0.0f32; rows * d];
+            normalize(&mut xh, d, &mut rstd, Some(&gamma), Some(&beta), &mut y);
+            // The affine folded into the row pass: the bits of the separate pass over x̂.
+            let mut y_sep = vec![0.0f32; rows * d];
+            affine(&xh, d, Some(&gamma), Some(&beta), &mut y_sep);
+            assert_eq!(bits(&y), bits(&y_sep), "y, d = {d}");
+            let (mut xh_na, mut y_na) = (x.clone(), vec![0.0f32; rows * d]);
+            normalize(&mut xh_na, d, &mut vec![0.0f32; rows], None, None, &mut y_na);
+            assert_eq!(bits(&xh_na), bits(&xh), "x̂ without affine, d = {d}");
+            assert_eq!(bits(&y_na), bits(&xh), "y without affine is x̂, d = {d}");
             // One row at a time with the row reductions [`sum16`] and [`dot16`].
             let (mut xh1, mut rstd1) = (x.clone(), vec![0.0f32; rows]);
             let inv_d = 1.0 / d as f32;
@@ -328,8 +363,8 @@ mod tests {
         for level in [Level::Scalar, Level::Avx2, Level::Avx512] {
             force_level(Some(level));
             let mut xh = x.clone();
-            let mut rstd = vec![0.0f32; 33];
-            normalize(&mut xh, d, &mut rstd);
+            let (mut rstd, mut y) = (vec![0.0f32; 33], vec![0.0f32; d * 33]);
+            normalize(&mut xh, d, &mut rstd, None, None, &mut y);
             outs.push(xh);
         }
         force_level(None);
