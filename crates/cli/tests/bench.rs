@@ -1,4 +1,5 @@
-//! `bench memory` on tiny graphs: rows per mode and size, fits, and the memory plot.
+//! `bench memory` on tiny graphs (rows per mode and size, fits, the memory plot) and `bench
+//! engine` on one BENCH_SPEC step.
 
 use trackgnn_plot::testing::{check_files, no_temporaries};
 
@@ -50,4 +51,42 @@ fn bench_memory_measures_fits_and_plots_tiny_graphs() {
     assert!(ratio > 0.0 && ratio < 1.0, "per-iteration / none bytes per edge = {ratio}");
     check_files(&d.join("plots/memory_vs_edges"));
     no_temporaries(&d.join("plots"));
+}
+
+/// `bench engine --only`: one BENCH_SPEC step, its figures in the JSON, and the text form.
+#[test]
+fn bench_engine_measures_one_step_and_its_gemm_only_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec!["bench", "engine", "--only", "bench-spec", "--steps", "1", "--warmup", "0", "--threads", "1"];
+        a.extend_from_slice(extra);
+        a
+    }
+    let out = json(&ok(trackgnn(d, &args(&["--precision", "bf16", "--checkpoint", "per-iteration", "--json"]))));
+    assert_eq!((out["variant"].as_str(), out["precision"].as_str()), (Some("benchspec"), Some("bf16")), "{out}");
+    assert_eq!(out["checkpointing"], "per-iteration", "{out}");
+    let counts = ["nodes", "edges", "steps"].map(|k| out[k].as_u64());
+    assert_eq!(counts, [Some(20_000), Some(160_000), Some(1)], "{out}");
+    let step = out["step_seconds_mean"].as_f64().unwrap();
+    let gemm_only = out["gemm_only_seconds"].as_f64().unwrap();
+    assert!(step > 0.0 && gemm_only > 0.0, "{out}");
+    let ratio = out["step_over_gemm_only"].as_f64().unwrap();
+    assert!((ratio - step / gemm_only).abs() <= 1e-9 * ratio, "{ratio} against {step} / {gemm_only}");
+    let loss = out["loss_first"].as_f64().unwrap();
+    assert!(loss.is_finite() && loss > 0.0, "{out}");
+    // Every product ran on a named kernel path, and the paths add up to the step's GFLOP.
+    let paths = out["gemm_paths"].as_array().unwrap();
+    assert!(!paths.is_empty() && paths.iter().all(|p| !p["path"].as_str().unwrap().is_empty()), "{out}");
+    let gflop: f64 = paths.iter().map(|p| p["gflop_per_step"].as_f64().unwrap()).sum();
+    let total = out["gemm_gflop_per_step"].as_f64().unwrap();
+    assert!((gflop - total).abs() <= 1e-6 * total, "{gflop} against {total}");
+    assert!(out["peak_rss_bytes"].as_u64().unwrap() > 0, "{out}");
+
+    let text = ok(trackgnn(d, &args(&[])));
+    assert!(text.contains("f32") && text.contains("GEMM-only"), "{text}");
+    // A mode that does not parse is named.
+    let bad = trackgnn(d, &args(&["--checkpoint", "sometimes"]));
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("sometimes"), "{}", String::from_utf8_lossy(&bad.stderr));
 }

@@ -31,6 +31,7 @@
 //! efficiencies in `trackgnn-reco`), or interactive plotting.
 
 use std::fs;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
@@ -90,6 +91,29 @@ pub fn tick_label(v: f64, decimals: usize) -> String {
     } else {
         format!("{v:.1e}")
     }
+}
+
+/// The ticks of a log axis over `range`: `(labelled, light)`. Labelled ticks sit at 1, 2 and 5
+/// times each power of ten inside the range (at every integer multiple when fewer than two of
+/// those fall inside), light ones at every integer multiple. plotters' own log ticks crowd
+/// labels below each power of ten and can draw one twice. Empty unless 0 < start < end.
+pub fn log_ticks(range: &Range<f64>) -> (Vec<f64>, Vec<f64>) {
+    let (lo, hi) = (range.start, range.end);
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return (Vec::new(), Vec::new());
+    }
+    // m·10^e parsed from its decimal text, so 0.3 is the double nearest 0.3, not 3 × 0.1.
+    let value = |m: u32, e: i32| format!("{m}e{e}").parse::<f64>().expect("a decimal literal");
+    let inside = |mantissas: &[u32]| -> Vec<f64> {
+        (lo.log10().floor() as i32..=hi.log10().ceil() as i32)
+            .flat_map(|e| mantissas.iter().map(move |&m| value(m, e)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let every: Vec<u32> = (1..=9).collect();
+    let light = inside(&every);
+    let labelled = inside(&[1, 2, 5]);
+    if labelled.len() >= 2 { (labelled, light) } else { (light.clone(), light) }
 }
 
 /// Checks for the tests of crates that write figures (feature `testing`).
@@ -200,6 +224,21 @@ mod tests {
         assert!(fs::read(with_ext(&stem, "png")).unwrap().starts_with(b"\x89PNG"));
         assert!(fs::read_to_string(with_ext(&stem, "svg")).unwrap().contains("<svg"));
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn log_ticks_label_one_two_five_per_decade_and_light_every_multiple() {
+        let (labelled, light) = log_ticks(&(0.004..0.25));
+        assert_eq!(labelled, [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]);
+        assert_eq!(light.len(), 6 + 9 + 2, "{light:?}");
+        assert_eq!((light[0], light[light.len() - 1]), (0.004, 0.2));
+        assert!(light.windows(2).all(|w| w[0] < w[1]), "{light:?}");
+        // Fewer than two of 1, 2, 5 inside: every multiple is labelled.
+        assert_eq!(log_ticks(&(0.055..0.095)).0, [0.06, 0.07, 0.08, 0.09]);
+        assert_eq!(log_ticks(&(1.0..100.0)).0, [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]);
+        for bad in [0.0..1.0, 1.0..1.0, 2.0..1.0, 1.0..f64::INFINITY, f64::NAN..1.0] {
+            assert_eq!(log_ticks(&bad), (vec![], vec![]), "{bad:?}");
+        }
     }
 
     #[test]

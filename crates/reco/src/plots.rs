@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::metrics::{EfficiencyBin, TrackMetrics};
 
 pub use trackgnn_plot::font_available;
-use trackgnn_plot::{FAMILY, tick_label, with_ext, write_figure};
+use trackgnn_plot::{FAMILY, log_ticks, tick_label, with_ext, write_figure};
 
 /// Series colours: the first ones of matplotlib's `tab10`.
 const COLORS: [RGBColor; 4] =
@@ -150,7 +150,9 @@ fn draw<DB: DrawingBackend>(
     }
     let y = 0.0..1.05;
     if fig.log_x {
-        let chart = b.build_cartesian_2d(fig.x.clone().log_scale(), y).map_err(err)?;
+        let (labelled, light) = log_ticks(&fig.x);
+        let x = fig.x.clone().log_scale().with_key_points(labelled).with_light_points(light);
+        let chart = b.build_cartesian_2d(x, y).map_err(err)?;
         fill(chart, fig, text)
     } else {
         let chart = b.build_cartesian_2d(fig.x.clone(), y).map_err(err)?;

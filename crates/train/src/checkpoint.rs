@@ -28,7 +28,7 @@ use trackgnn_engine::optim::AdamWState;
 
 use crate::error::{Error, Result};
 
-mod tensors;
+pub(crate) mod tensors;
 #[cfg(test)]
 mod testutil;
 

@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::{EpochRecord, RunDir};
 
-use trackgnn_plot::{FAMILY, tick_label, write_figure};
+use trackgnn_plot::{FAMILY, log_ticks, tick_label, write_figure};
 pub use trackgnn_plot::{font_available, with_ext};
 
 /// Line colours: the matplotlib `tab10` palette.
@@ -256,7 +256,9 @@ fn draw<DB: DrawingBackend>(
         b.caption(fig.title, (FAMILY, 24)).x_label_area_size(50).y_label_area_size(80);
     }
     if fig.log_y {
-        let chart = b.build_cartesian_2d(fig.x.clone(), fig.y.clone().log_scale()).map_err(err)?;
+        let (labelled, light) = log_ticks(&fig.y);
+        let y = fig.y.clone().log_scale().with_key_points(labelled).with_light_points(light);
+        let chart = b.build_cartesian_2d(fig.x.clone(), y).map_err(err)?;
         fill(chart, fig, text)
     } else {
         let chart = b.build_cartesian_2d(fig.x.clone(), fig.y.clone()).map_err(err)?;
@@ -380,6 +382,26 @@ mod tests {
         plot_series(&dir.path().join("lin"), "Metrics", "epoch", "fraction", &losses(), false).unwrap();
         check_files(&dir.path().join("lin"));
         no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn a_log_axis_labels_one_two_five_per_decade_once_each() {
+        if !font_available() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("loss");
+        let falling = [("a", (0..26).map(|e| (e as f64, 0.17 * 0.88f64.powi(e))).collect())];
+        plot_series(&stem, "Loss", "epoch", "loss", &falling, true).unwrap();
+        let svg = check_files(&stem);
+        let labels: Vec<&str> =
+            svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+        for want in ["0.005", "0.01", "0.02", "0.05", "0.1", "0.2"] {
+            assert_eq!(labels.iter().filter(|&&l| l == want).count(), 1, "{want} once in {labels:?}");
+        }
+        for crowded in ["0.09", "0.08", "0.07", "0.06", "0.04", "0.03"] {
+            assert!(!labels.contains(&crowded), "{crowded} in {labels:?}");
+        }
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! (every parameter present with its shape and dtype, nothing else), and the weights-only
 //! export for PyTorch.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use safetensors::tensor::TensorView;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::tensor::{TensorView, View};
+use safetensors::{Dtype, SafeTensorError, SafeTensors};
 use trackgnn_engine::optim::AdamWState;
 use trackgnn_engine::{ParamSpec, ParamStore};
 
@@ -77,7 +77,33 @@ fn encode(path: &Path, tensors: Vec<(String, Vec<usize>, Vec<u8>)>, meta: HashMa
             Ok((name.as_str(), TensorView::new(Dtype::F32, shape.clone(), bytes).map_err(wrap)?))
         })
         .collect::<Result<Vec<_>>>()?;
-    safetensors::serialize(views, Some(meta)).map_err(wrap)
+    serialize_sorted(views, meta).map_err(wrap)
+}
+
+/// `safetensors::serialize` with the metadata's entries in key order, so that the same tensors
+/// and metadata always give the same bytes: safetensors writes its `HashMap` in hash order,
+/// which differs from one map to the next. The sorted object has the same length, and it
+/// replaces the one safetensors writes first in the header only where that one holds the
+/// same entries (else the bytes stay as written: still valid, only not canonical).
+pub(crate) fn serialize_sorted<S, V, I>(
+    data: I,
+    meta: HashMap<String, String>,
+) -> std::result::Result<Vec<u8>, SafeTensorError>
+where
+    S: AsRef<str> + Ord + std::fmt::Display,
+    V: View,
+    I: IntoIterator<Item = (S, V)>,
+{
+    const PREFIX: &[u8] = b"{\"__metadata__\":";
+    let sorted = serde_json::to_vec(&meta.iter().collect::<BTreeMap<_, _>>()).expect("strings serialise");
+    let expected = meta.clone();
+    let mut bytes = safetensors::serialize(data, Some(meta))?;
+    let start = size_of::<u64>() + PREFIX.len();
+    let written = bytes.get(start..start + sorted.len()).filter(|_| bytes[size_of::<u64>()..].starts_with(PREFIX));
+    if written.and_then(|w| serde_json::from_slice::<HashMap<String, String>>(w).ok()) == Some(expected) {
+        bytes[start..start + sorted.len()].copy_from_slice(&sorted);
+    }
+    Ok(bytes)
 }
 
 /// The bytes of `model.safetensors` for `params`.
@@ -204,6 +230,25 @@ mod tests {
     use super::super::{OPTIMIZER_FILE, load_checkpoint, save_checkpoint};
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_same_tensors_and_metadata_give_the_same_bytes() {
+        let path = Path::new("same.safetensors");
+        let meta = || (0..12).map(|i| (format!("key{i}"), format!("value {i}"))).collect::<HashMap<_, _>>();
+        let tensors =
+            || vec![("w".to_owned(), vec![2], le_bytes(&[1.0, -2.0])), ("b".to_owned(), vec![1], le_bytes(&[0.5]))];
+        let first = encode(path, tensors(), meta()).unwrap();
+        for _ in 0..4 {
+            assert_eq!(encode(path, tensors(), meta()).unwrap(), first, "a new HashMap, the same file");
+        }
+        let (_, read) = SafeTensors::read_metadata(&first).unwrap();
+        let back = read.metadata().clone().unwrap();
+        assert_eq!(back, meta());
+        let header = String::from_utf8_lossy(&first[8..200]);
+        let at = |k: &str| header.find(&format!("\"{k}\"")).unwrap();
+        assert!(at("key0") < at("key1") && at("key1") < at("key10") && at("key10") < at("key2"), "{header}");
+        assert_eq!(read.tensors().len(), 2);
+    }
 
     #[test]
     fn model_file_is_plain_safetensors_for_pytorch() {
