@@ -22,8 +22,9 @@
 #
 # Times on 2 cores (release binary; estimates from the quick run, the reference recipe and
 # the issue-22 notes, not measured end to end): events ~15 min, map ~10 min, embedding
-# 12,800 steps (~2-4 h), filter 10 epochs (~1 h), graphs of 120 events by 3 methods (~1 h),
-# GNN 30 epochs (~6-8 h), tracks ~5 min: about 12-15 h.
+# 12,800 steps (~2-4 h), filter 10 epochs (~5-15 min: 32×3, 960 steps of 10,000 edges per
+# epoch; 10 epochs of 840 took 120 s), graphs of 120 events by 3 methods (~1 h), GNN 30
+# epochs (~6-8 h), tracks ~5 min: about 11-14 h.
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the

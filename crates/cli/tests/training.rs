@@ -59,6 +59,14 @@ fn train_and_eval_from_the_command_line() {
     let (r3, t3) = reco(&["--out", "t3", "--method", "walkthrough", "--min-hits", "3"]);
     let (r6, t6) = reco(&["--out", "t6", "--method", "walkthrough", "--min-hits", "6"]);
     assert_eq!((r3["min_hits"].as_u64(), r6["min_hits"].as_u64()), (Some(3), Some(6)));
+    // The metrics count particles of at least --min-hits hits unless told otherwise.
+    let hits = |r: &serde_json::Value| (r["min_particle_hits"].as_u64(), r["min_track_hits"].as_u64());
+    assert_eq!((hits(&r3), hits(&r6)), ((Some(3), Some(3)), (Some(6), Some(6))));
+    let (r63, _) = reco(&["--out", "t63", "--method", "walkthrough", "--min-hits", "6", "--min-particle-hits", "3"]);
+    assert_eq!(hits(&r63), (Some(3), Some(6)));
+    let particles = |r: &serde_json::Value| r["metrics"]["n_reconstructable_particles"].as_u64().unwrap();
+    assert_eq!(particles(&r63), particles(&r3));
+    assert!(particles(&r6) < particles(&r3), "{} particles of >= 6 hits, {} of >= 3", particles(&r6), particles(&r3));
     assert!(t6 <= t3, "{t6} tracks of >= 6 hits, {t3} of >= 3");
     let m3 = r3["metrics"]["n_candidates"].as_u64().unwrap();
     assert!(r6["metrics"]["n_candidates"].as_u64().unwrap() <= m3);

@@ -55,11 +55,13 @@ pub trait HitEmbedder: Sync {
 
 /// A learned score in \[0, 1\] for candidate edges (the edge filter).
 pub trait EdgeScorer: Sync {
-    /// One score per edge (src\[i\], dst\[i\]).
+    /// One score per edge (src\[i\], dst\[i\]), given the table's hits and their
+    /// `embedding` (nodes × `dim`, row-major: the [`HitEmbedder`]'s, whose distances a
+    /// filter may use).
     ///
     /// # Errors
     /// A feature the table cannot give.
-    fn score(&self, table: &HitTable, src: &[u32], dst: &[u32]) -> Result<Vec<f32>>;
+    fn score(&self, table: &HitTable, embedding: &[f32], dim: usize, src: &[u32], dst: &[u32]) -> Result<Vec<f32>>;
 }
 
 /// Unordered pairs (i < j) of rows of `emb` (rows × dim) with i among the `k_max` nearest rows
@@ -155,7 +157,7 @@ pub fn build(
     let Some(filter) = filter else {
         return Ok((src, dst));
     };
-    let scores = filter.score(t, &src, &dst)?;
+    let scores = filter.score(t, &emb, embedder.dim(), &src, &dst)?;
     let cut = cfg.filter_cut as f32;
     Ok(src.iter().zip(&dst).zip(&scores).filter(|&(_, &s)| s >= cut).map(|((&a, &b), _)| (a, b)).unzip())
 }
@@ -195,7 +197,7 @@ mod tests {
     /// A fixed "filter": short edges score high.
     struct Short;
     impl EdgeScorer for Short {
-        fn score(&self, t: &HitTable, src: &[u32], dst: &[u32]) -> Result<Vec<f32>> {
+        fn score(&self, t: &HitTable, _: &[f32], _: usize, src: &[u32], dst: &[u32]) -> Result<Vec<f32>> {
             Ok(src
                 .iter()
                 .zip(dst)

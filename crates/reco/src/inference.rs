@@ -148,6 +148,9 @@ pub struct Reconstructor {
     surfaces: Vec<Surface>,
     builder: TrackBuilder,
     truth_scores: bool,
+    /// The smallest reconstructable particle the metrics count, in hits, when it is not the
+    /// track builder's `min_hits`.
+    min_particle_hits: Option<usize>,
     /// The GNN's buffers, reused from event to event.
     cache: Mutex<ForwardCache<f32>>,
 }
@@ -186,6 +189,7 @@ impl Reconstructor {
             surfaces,
             builder,
             truth_scores: false,
+            min_particle_hits: None,
             cache: Mutex::new(ForwardCache::default()),
         })
     }
@@ -193,6 +197,23 @@ impl Reconstructor {
     /// The same, building tracks with `config` (checked).
     pub fn with_tracks(self, config: TrackBuilderConfig) -> Result<Reconstructor> {
         Ok(Reconstructor { builder: TrackBuilder::new(config)?, ..self })
+    }
+
+    /// The same, counting particles of at least `min_particle_hits` hits as reconstructable
+    /// (and as targets) in the metrics; `None` takes the track builder's `min_hits`, so that
+    /// every counted particle could make a candidate (see [`metrics_config`](Self::metrics_config)).
+    pub fn with_min_particle_hits(self, min_particle_hits: Option<usize>) -> Result<Reconstructor> {
+        if min_particle_hits == Some(0) {
+            return Err(Error::config("min_particle_hits", "must be at least 1, got 0"));
+        }
+        Ok(Reconstructor { min_particle_hits, ..self })
+    }
+
+    /// The track metrics' settings: [`MetricsConfig::for_min_hits`] of the track builder's
+    /// `min_hits` (candidates and reconstructable particles of at least as many hits), with
+    /// [`with_min_particle_hits`](Self::with_min_particle_hits)'s override.
+    pub fn metrics_config(&self) -> MetricsConfig {
+        MetricsConfig::for_min_hits(self.builder.config().min_hits, self.min_particle_hits)
     }
 
     /// The same, scoring edges from the truth instead of the GNN when `truth_scores` (a
@@ -358,8 +379,8 @@ impl Reconstructor {
     }
 
     /// Reconstructs the events `files` into submission files in `out` (created if needed); then
-    /// scores the tracks of the events that have truth and particles files, and plots the
-    /// efficiency into `out/plots`. Calls `done` after each event.
+    /// scores the tracks of the events that have truth and particles files (with
+    /// [`metrics_config`](Self::metrics_config)), and plots the efficiency into `out/plots`. Calls `done` after each event.
     pub fn reconstruct_events(
         &self,
         files: &[EventFiles],
@@ -369,7 +390,7 @@ impl Reconstructor {
         std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
         let per_event = self.write_submissions(files, out, done)?;
         let tracks: Vec<&[u32]> = per_event.iter().map(|(_, t)| t.as_slice()).collect();
-        let metrics = score_against_truth(files, &tracks, &MetricsConfig::default())?;
+        let metrics = score_against_truth(files, &tracks, &self.metrics_config())?;
         let plots = match &metrics {
             Some(m) => crate::plots::plot_track_efficiency(&out.join("plots"), m)?,
             None => Vec::new(),

@@ -100,6 +100,18 @@ impl Default for MetricsConfig {
 }
 
 impl MetricsConfig {
+    /// The reference values for candidates of at least `min_hits` hits: candidates and
+    /// reconstructable particles both of at least `min_hits` hits (acorn's and Exa.TrkX's
+    /// `min_track_length` = `min_particle_length`), so that a particle too short to ever make
+    /// a candidate is not counted as missed; `min_particle_hits` overrides the particles'.
+    pub fn for_min_hits(min_hits: usize, min_particle_hits: Option<usize>) -> MetricsConfig {
+        MetricsConfig {
+            min_track_hits: min_hits,
+            min_particle_hits: min_particle_hits.unwrap_or(min_hits),
+            ..MetricsConfig::default()
+        }
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<()> {
         if !(self.target_pt_min.is_finite() && self.target_pt_min >= 0.0) {
@@ -432,6 +444,32 @@ mod tests {
 
     fn total(bins: &[EfficiencyBin]) -> (u64, u64) {
         bins.iter().fold((0, 0), |(n, k), b| (n + b.2, k + b.3))
+    }
+
+    #[test]
+    fn particles_shorter_than_a_candidate_are_not_counted() {
+        // Particle 1 (4 hits) can make a candidate at min-hits 3, never at 5: a builder at 5
+        // leaves its hits in no track.
+        let ev = Ev::default().particle(1, 2.0, 0.3, 4, 0.1).particle(2, 3.0, -0.5, 5, 0.1);
+        let eval = |tracks: &[u32], cfg: &MetricsConfig| {
+            let t = EventTruth { particle_id: &ev.pid, weight: &ev.w, kinematics: &ev.kin };
+            evaluate(&t, tracks, cfg).unwrap()
+        };
+        let at5 = [0, 0, 0, 0, 1, 1, 1, 1, 1];
+        let m = eval(&at5, &MetricsConfig::for_min_hits(5, None));
+        assert_eq!((m.n_target_particles, m.n_target_matched, m.efficiency_primary), (1, 1, 1.0));
+        assert_eq!(m.n_reconstructable_particles, 1);
+        // Overridden to 3, the 4-hit particle is a target again, and missed.
+        let m = eval(&at5, &MetricsConfig::for_min_hits(5, Some(3)));
+        assert_eq!((m.n_target_particles, m.n_target_matched, m.efficiency), (2, 1, 0.5));
+        // At min-hits 3 it is a target, and the builder can find it.
+        let at3 = [1, 1, 1, 1, 2, 2, 2, 2, 2];
+        let cfg = MetricsConfig::for_min_hits(3, None);
+        assert_eq!((cfg.min_particle_hits, cfg.min_track_hits), (3, 3));
+        let m = eval(&at3, &cfg);
+        assert_eq!((m.n_target_particles, m.n_target_matched, m.efficiency_primary), (2, 2, 1.0));
+        // A candidate of 4 hits is no candidate at min-hits 5.
+        assert_eq!((eval(&at3, &MetricsConfig::for_min_hits(5, None)).n_candidates), 1);
     }
 
     #[test]

@@ -114,6 +114,12 @@ fn a_run_reconstructs_events_and_directories() {
     let graph_s = (done.events[0].graph_seconds + done.events[1].graph_seconds) / 2.0;
     assert_eq!(json["mean_seconds_per_event"]["graph_seconds"].as_f64(), Some(graph_s));
     assert_eq!(json["metrics"]["efficiency"].as_f64(), Some(m.efficiency));
+    // The metrics count particles as long as a candidate, unless overridden.
+    let min_hits = rec.track_config().min_hits as u64;
+    assert_eq!((json["min_particle_hits"].as_u64(), json["min_track_hits"].as_u64()), (Some(min_hits), Some(min_hits)));
+    let rec = rec.with_min_particle_hits(Some(1)).unwrap();
+    assert_eq!((rec.metrics_config().min_particle_hits, rec.metrics_config().min_track_hits), (1, min_hits as usize));
+    assert!(rec.with_min_particle_hits(Some(0)).is_err());
 }
 
 #[test]

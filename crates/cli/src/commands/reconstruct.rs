@@ -42,6 +42,12 @@ pub struct ReconstructArgs {
     /// `min_track_length`); 3 keeps every candidate the metrics count.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub min_hits: u32,
+    /// The metrics count particles of at least this many hits as reconstructable (and as
+    /// targets). Default: `--min-hits`, as the field's evaluation does (acorn's
+    /// `min_particle_length` = `min_track_length`): a shorter particle can never make a
+    /// candidate. Graph efficiency's target edges keep particles of >= 3 hits.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_particle_hits: Option<u32>,
     /// Walk-through only: branchings whose second edge scores at least this are explored
     /// (the longest path wins). Default: the larger of 0.8 and the score cut.
     #[arg(long)]
@@ -87,6 +93,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     let weights: Weights = a.weights.parse()?;
     let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?
         .with_tracks(track_config(&a))?
+        .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);
     let mut events = discover_events(&a.input)?;

@@ -36,6 +36,11 @@ pub struct RecoReport<'a> {
     pub score_cut: f64,
     /// Smallest track candidate, in hits.
     pub min_hits: usize,
+    /// Smallest reconstructable (and target) particle the metrics count, in hits: `min_hits`
+    /// unless overridden.
+    pub min_particle_hits: usize,
+    /// Smallest candidate the metrics count, in hits (`min_hits`).
+    pub min_track_hits: usize,
     /// The walk-through's branching cut (the score cut when unset).
     pub branch_cut: f64,
     /// Whether track following searches hits beyond the graph's edges.
@@ -61,6 +66,7 @@ impl<'a> RecoReport<'a> {
     /// The report of `done`, what `rec` reconstructed into `out`.
     pub fn new(out: &'a Path, rec: &Reconstructor, done: &'a DirReco) -> Self {
         let c = rec.track_config();
+        let metrics_config = rec.metrics_config();
         let n = done.events.len().max(1) as f64;
         let mean = |f: fn(&EventSummary) -> f64| done.events.iter().map(f).sum::<f64>() / n;
         RecoReport {
@@ -68,6 +74,8 @@ impl<'a> RecoReport<'a> {
             method: format!("{:?}", c.method).to_lowercase(),
             score_cut: c.score_cut,
             min_hits: c.min_hits,
+            min_particle_hits: metrics_config.min_particle_hits,
+            min_track_hits: metrics_config.min_track_hits,
             branch_cut: c.branch_cut.unwrap_or(c.score_cut),
             hit_search: c.hit_search(),
             truth_scores: rec.truth_scores(),
@@ -81,7 +89,7 @@ impl<'a> RecoReport<'a> {
             },
             metrics: &done.metrics,
             plots: &done.plots,
-            metrics_config: MetricsConfig::default(),
+            metrics_config,
             track_method: c.method,
         }
     }
@@ -126,13 +134,15 @@ impl fmt::Display for RecoReport<'_> {
             let cfg = &self.metrics_config;
             writeln!(
                 f,
-                "track efficiency {:.4} over primary targets (pT >= {} GeV, >= {} hits, produced within {} mm of the beam line; double majority), {:.4} over all targets (secondaries included), {:.4} over all reconstructable particles; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
+                "track efficiency {:.4} over primary targets (pT >= {} GeV, >= {} hits, produced within {} mm of the beam line; double majority), {:.4} over all targets (secondaries included), {:.4} over all reconstructable particles (>= {} hits); candidates of >= {} hits; fake rate {:.4}; duplicate rate {:.4}; TrackML score {:.4}",
                 m.efficiency_primary,
                 cfg.target_pt_min,
                 cfg.min_particle_hits,
                 cfg.prompt_max_vertex_r,
                 m.efficiency,
                 m.efficiency_all,
+                cfg.min_particle_hits,
+                cfg.min_track_hits,
                 m.fake_rate,
                 m.duplicate_rate,
                 m.trackml_score

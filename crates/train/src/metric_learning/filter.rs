@@ -1,17 +1,20 @@
 //! The edge filter: a small [`DenseNet`] on the two hits' features of each candidate edge of
-//! the embedding's radius graph, trained with binary cross-entropy against module-wise truth
-//! (every particle); edges scoring below the cut are dropped before the GNN.
+//! the embedding's radius graph (with, when asked, their differences and their distance in the
+//! embedding), trained with binary cross-entropy against module-wise truth (every particle);
+//! edges scoring below the cut are dropped before the GNN.
 
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::loss::{bce_with_logits, sigmoid};
 use trackgnn_engine::mlp::MlpCache;
 use trackgnn_engine::{DenseNet, DenseNetConfig};
 use trackgnn_graph::features::{Feature, FeatureConfig, HitTable};
 use trackgnn_graph::metric::{EdgeScorer, HitEmbedder, orient, radius_pairs};
+use trackgnn_graph::recipe::PROMPT_R;
 use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::physics::wrap_period;
 use trackgnn_trackml::rng::Rng;
@@ -44,6 +47,15 @@ pub struct FilterConfig {
     /// resolves only after many steps (at 48 neighbours per hit it stayed at the constant
     /// predictor's loss). 0, the default, leaves them out, as before the key.
     pub difference_scale: f64,
+    /// When positive, the input also holds the two hits' Euclidean distance in the embedding
+    /// times this (the embedding pulls a track's neighbouring hits within its margin, so
+    /// 1 / margin puts the margin at 1). 0, the default, leaves it out, as before the key.
+    pub distance_scale: f64,
+    /// Weight of the true edges of secondaries (particles produced beyond 1 mm of the beam
+    /// line) relative to the other true edges, whose weight is `pos_weight`: > 1 keeps more of
+    /// the displaced tracks' edges, which a prompt-dominated sample otherwise sacrifices. 1,
+    /// the default, weighs them alike, as before the key.
+    pub secondary_weight: f64,
     /// Optimisation.
     pub training: StageTraining,
 }
@@ -59,6 +71,8 @@ impl Default for FilterConfig {
             pos_weight: 2.0,
             edges_per_step: 50_000,
             difference_scale: 0.0,
+            distance_scale: 0.0,
+            secondary_weight: 1.0,
             training: StageTraining::default(),
         }
     }
@@ -73,6 +87,23 @@ struct EdgeInput {
     difference_scale: f32,
     /// The φ feature's column and its period in feature units (2π / scale).
     phi: Option<(usize, f32)>,
+    /// [`FilterConfig::distance_scale`] (0: no distance).
+    distance_scale: f32,
+}
+
+/// The hits' embedding, rows × `dim` (for the distance input).
+#[derive(Clone, Copy, Debug)]
+struct Embedded<'a> {
+    rows: &'a [f32],
+    dim: usize,
+}
+
+impl Embedded<'_> {
+    fn distance(&self, a: u32, b: u32) -> f32 {
+        let (a, b) = (a as usize * self.dim, b as usize * self.dim);
+        let (ea, eb) = (&self.rows[a..a + self.dim], &self.rows[b..b + self.dim]);
+        ea.iter().zip(eb).map(|(u, v)| (u - v) * (u - v)).sum::<f32>().sqrt()
+    }
 }
 
 impl EdgeInput {
@@ -80,17 +111,24 @@ impl EdgeInput {
         let f = &cfg.features.features;
         let phi =
             f.iter().position(|s| s.name == Feature::Phi).map(|i| (i, (std::f64::consts::TAU / f[i].scale) as f32));
-        EdgeInput { dim: f.len(), difference_scale: cfg.difference_scale as f32, phi }
+        EdgeInput {
+            dim: f.len(),
+            difference_scale: cfg.difference_scale as f32,
+            phi,
+            distance_scale: cfg.distance_scale as f32,
+        }
     }
 
     /// Width of a row.
     fn width(&self) -> usize {
-        if self.difference_scale > 0.0 { 3 * self.dim } else { 2 * self.dim }
+        let hits = if self.difference_scale > 0.0 { 3 * self.dim } else { 2 * self.dim };
+        hits + (self.distance_scale > 0.0) as usize
     }
 
     /// The rows of edges `src → dst`: the two hits' features, source first, then (with a
-    /// difference scale) their differences.
-    fn rows(&self, x: &[f32], src: &[u32], dst: &[u32]) -> Vec<f32> {
+    /// difference scale) their differences, then (with a distance scale) their scaled distance
+    /// in `emb`.
+    fn rows(&self, x: &[f32], emb: Embedded<'_>, src: &[u32], dst: &[u32]) -> Vec<f32> {
         let dim = self.dim;
         let mut out = Vec::with_capacity(src.len() * self.width());
         for (&a, &b) in src.iter().zip(dst) {
@@ -105,6 +143,9 @@ impl EdgeInput {
                     };
                     out.push(d * self.difference_scale);
                 }
+            }
+            if self.distance_scale > 0.0 {
+                out.push(emb.distance(a, b) * self.distance_scale);
             }
         }
         out
@@ -125,29 +166,55 @@ impl StageConfig for FilterConfig {
     }
 }
 
-/// The logits of edges `src → dst` by `net` over node features `x`, in slices, so the input
-/// rows and activations of millions of edges never exist at once.
-fn edge_logits(net: &DenseNet<f32>, input: &EdgeInput, x: &[f32], src: &[u32], dst: &[u32]) -> Vec<f32> {
-    let mut out = Vec::with_capacity(src.len());
-    for (s, d) in src.chunks(1 << 16).zip(dst.chunks(1 << 16)) {
-        out.extend(net.infer(&input.rows(x, s, d)));
-    }
-    out
+/// The logits of edges `src → dst` by `net` over node features `x`, in slices of 2^14 edges
+/// on the current rayon pool's threads, so the input rows and activations of millions of
+/// edges never exist at once.
+fn edge_logits(
+    net: &DenseNet<f32>,
+    input: &EdgeInput,
+    x: &[f32],
+    emb: Embedded<'_>,
+    src: &[u32],
+    dst: &[u32],
+) -> Vec<f32> {
+    const SLICE: usize = 1 << 14;
+    let slices: Vec<Vec<f32>> =
+        src.par_chunks(SLICE).zip(dst.par_chunks(SLICE)).map(|(s, d)| net.infer(&input.rows(x, emb, s, d))).collect();
+    slices.concat()
 }
 
 impl EdgeScorer for FilterModel {
-    fn score(&self, table: &HitTable, src: &[u32], dst: &[u32]) -> trackgnn_graph::Result<Vec<f32>> {
+    fn score(
+        &self,
+        table: &HitTable,
+        embedding: &[f32],
+        dim: usize,
+        src: &[u32],
+        dst: &[u32],
+    ) -> trackgnn_graph::Result<Vec<f32>> {
         let x = table.features(&self.config.features)?;
-        Ok(edge_logits(&self.net, &EdgeInput::new(&self.config), &x, src, dst).into_iter().map(sigmoid).collect())
+        let emb = Embedded { rows: embedding, dim };
+        Ok(edge_logits(&self.net, &EdgeInput::new(&self.config), &x, emb, src, dst).into_iter().map(sigmoid).collect())
     }
 }
 
-/// The embedding's candidate edges of one event, their inputs and labels.
+/// The embedding's candidate edges of one event, their inputs, labels and loss weights.
 struct Candidates {
     src: Vec<u32>,
     dst: Vec<u32>,
     x: Vec<f32>,
+    /// The hits' embedding and its width.
+    emb: Vec<f32>,
+    dim: usize,
     y: Vec<u8>,
+    /// Each edge's weight in the loss, when some true edges weigh more than others.
+    w: Option<Vec<f32>>,
+}
+
+impl Candidates {
+    fn embedded(&self) -> Embedded<'_> {
+        Embedded { rows: &self.emb, dim: self.dim }
+    }
 }
 
 fn candidates(
@@ -161,8 +228,20 @@ fn candidates(
     let pairs = radius_pairs(&e, emb.dim(), radius, k_max)?;
     let (src, dst) = orient(&ev.table, &pairs);
     let x = ev.table.features(&cfg.features)?;
-    let y = src.iter().zip(&dst).map(|(&a, &b)| ev.true_keys.contains(&pair_key(a, b)) as u8).collect();
-    Ok(Candidates { src, dst, x, y })
+    let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| ev.true_keys.contains(&pair_key(a, b)) as u8).collect();
+    let w = ev.table.truth.as_ref().and_then(|t| loss_weights(&src, &y, &t.vertex_r, cfg.secondary_weight));
+    Ok(Candidates { src, dst, x, emb: e, dim: emb.dim(), y, w })
+}
+
+/// Each edge's weight in the loss: `secondary_weight` for true edges whose source hit's
+/// particle was produced beyond [`PROMPT_R`] of the beam line (`vertex_r` per node), 1 for the
+/// others; `None` when every weight is 1.
+fn loss_weights(src: &[u32], y: &[u8], vertex_r: &[f32], secondary_weight: f64) -> Option<Vec<f32>> {
+    if secondary_weight == 1.0 {
+        return None;
+    }
+    let secondary = |a: u32| vertex_r[a as usize] > PROMPT_R;
+    Some(src.iter().zip(y).map(|(&a, &t)| if t == 1 && secondary(a) { secondary_weight as f32 } else { 1.0 }).collect())
 }
 
 /// BCE of edges `idx` of an event's candidates, accumulating the gradients.
@@ -170,11 +249,12 @@ fn edges_loss(net: &mut DenseNet<f32>, cfg: &FilterConfig, c: &Candidates, idx: 
     let src: Vec<u32> = idx.iter().map(|&i| c.src[i]).collect();
     let dst: Vec<u32> = idx.iter().map(|&i| c.dst[i]).collect();
     let y: Vec<u8> = idx.iter().map(|&i| c.y[i]).collect();
-    let x = EdgeInput::new(cfg).rows(&c.x, &src, &dst);
+    let w: Option<Vec<f32>> = c.w.as_ref().map(|w| idx.iter().map(|&i| w[i]).collect());
+    let x = EdgeInput::new(cfg).rows(&c.x, c.embedded(), &src, &dst);
     let mut cache = MlpCache::default();
     let logits = net.forward(&x, &mut cache);
     let mut dl = vec![0.0f32; logits.len()];
-    let loss = bce_with_logits(&logits, &y, None, cfg.pos_weight, &mut dl);
+    let loss = bce_with_logits(&logits, &y, w.as_deref(), cfg.pos_weight, &mut dl);
     net.backward(&x, &cache, &dl);
     loss
 }
@@ -238,9 +318,9 @@ pub fn train_filter(
         let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
         for (ev, c) in val.iter().zip(&val_c) {
             // Every candidate edge, without the training pass's cache (gigabytes at k = 48).
-            let logits = edge_logits(&net, &EdgeInput::new(cfg), &c.x, &c.src, &c.dst);
+            let logits = edge_logits(&net, &EdgeInput::new(cfg), &c.x, c.embedded(), &c.src, &c.dst);
             let mut dl = vec![0.0f32; logits.len()];
-            val_loss += bce_with_logits(&logits, &c.y, None, cfg.pos_weight, &mut dl) / val.len() as f64;
+            val_loss += bce_with_logits(&logits, &c.y, c.w.as_deref(), cfg.pos_weight, &mut dl) / val.len() as f64;
             let keys: HashSet<u64> = (0..c.src.len())
                 .filter(|&i| sigmoid(logits[i]) as f64 >= cfg.cut)
                 .map(|i| pair_key(c.src[i], c.dst[i]))
@@ -269,11 +349,12 @@ mod tests {
         let plain = FilterConfig::default();
         let input = EdgeInput::new(&plain);
         assert_eq!((input.width(), plain.input_width()), (12, 12));
-        assert_eq!(input.rows(&x, &[0], &[1]), x.to_vec());
+        let none = Embedded { rows: &[], dim: 0 };
+        assert_eq!(input.rows(&x, none, &[0], &[1]), x.to_vec());
         let cfg = FilterConfig { difference_scale: 10.0, ..FilterConfig::default() };
         let input = EdgeInput::new(&cfg);
         assert_eq!((input.width(), cfg.input_width()), (18, 18));
-        let row = input.rows(&x, &[0, 1], &[1, 0]);
+        let row = input.rows(&x, none, &[0, 1], &[1, 0]);
         assert_eq!(row.len(), 36);
         let expect = [0.5, 0.3, 0.5, 0.0, 0.0, 0.3];
         for (k, e) in expect.iter().enumerate() {
@@ -282,5 +363,24 @@ mod tests {
         }
         // The φ difference is 0.03 of π (rad / π), not −1.97.
         assert!((row[13] / 10.0 * pi - 0.03 * pi).abs() < 1e-5);
+        // With a distance scale, one more column: the scaled distance in the embedding.
+        let cfg = FilterConfig { distance_scale: 5.0, ..cfg };
+        let input = EdgeInput::new(&cfg);
+        assert_eq!((input.width(), cfg.input_width()), (19, 19));
+        let emb = Embedded { rows: &[0.0, 0.0, 0.03, 0.04], dim: 2 };
+        let row = input.rows(&x, emb, &[0, 1], &[1, 0]);
+        assert_eq!(row.len(), 38);
+        assert!((row[18] - 0.25).abs() < 1e-6 && (row[37] - 0.25).abs() < 1e-6, "{row:?}");
+        assert_eq!(&row[..18], &input.rows(&x, emb, &[0], &[1])[..18]);
+    }
+
+    /// Only true edges of secondaries weigh more; a weight of 1 needs no weights.
+    #[test]
+    fn secondary_true_edges_get_their_weight() {
+        // Nodes 0, 1 prompt (0.1 mm), 2, 3 secondary (30 mm).
+        let vertex_r = [0.1, 0.1, 30.0, 30.0];
+        let (src, y) = ([0, 2, 2, 1], [1, 1, 0, 0]);
+        assert_eq!(loss_weights(&src, &y, &vertex_r, 1.0), None);
+        assert_eq!(loss_weights(&src, &y, &vertex_r, 3.0), Some(vec![1.0, 3.0, 1.0, 1.0]));
     }
 }
