@@ -131,9 +131,21 @@ fn bf16_rows<T: Real>(f: impl Fn(T) -> T, x: &[T], d: usize, out: &mut [u32]) {
 fn bf16_row_pairs<T: Real>(f: impl Fn(T) -> T, x: &[T], d: usize, np: usize, out: &mut [u32]) {
     for (q, o) in out.chunks_exact_mut(np).enumerate() {
         let r0 = &x[2 * q * d..(2 * q + 1) * d];
+        let o = &mut o[..d];
+        // Index loops over slices of length d: they inline into the dispatched function and
+        // vectorise, where a zipped `for_each` stayed a scalar out-of-line fold (SiLU's exp
+        // one value at a time).
         match x.get((2 * q + 1) * d..(2 * q + 2) * d) {
-            Some(r1) => o.iter_mut().zip(r0).zip(r1).for_each(|((o, &a), &b)| *o = pair_of(f(a), f(b))),
-            None => o.iter_mut().zip(r0).for_each(|(o, &a)| *o = pair_of(f(a), T::ZERO)),
+            Some(r1) => {
+                for j in 0..d {
+                    o[j] = pair_of(f(r0[j]), f(r1[j]));
+                }
+            }
+            None => {
+                for j in 0..d {
+                    o[j] = pair_of(f(r0[j]), T::ZERO);
+                }
+            }
         }
     }
 }
