@@ -21,8 +21,8 @@
 # Interrupt at any time: re-running skips finished steps and resumes the trainings.
 #
 # Times on 2 cores (release binary, nice 19, sharing the machine with developers' builds):
-# events and map ~25 min; embedding 8 epochs of 320 steps plus validation, 303-372 s per epoch
-# alone, up to 783 s beside other work (~45-100 min); filter 10 epochs (~5-15 min: 32×3, 960
+# events and map ~25 min; embedding 5 epochs of 320 steps plus validation, 303-372 s per epoch
+# alone, up to 783 s beside other work (~25-65 min); filter 10 epochs (~5-15 min: 32×3, 960
 # steps of 10,000 edges per epoch); graphs of 120 events by 3 methods (~15-30 min: ~3 s per
 # hybrid event); GNN 20 epochs of ~8 min (~2.7 h, see gnn.toml); tracks ~5 min: about 4-5 h.
 #
