@@ -20,29 +20,27 @@
 #   building the release one.
 # Interrupt at any time: re-running skips finished steps and resumes the trainings.
 #
-# Times on 2 cores (release binary; estimates from the quick run, the reference recipe and
-# the issue-22 notes, not measured end to end): events ~15 min, map ~10 min, embedding
-# 12,800 steps (~2-4 h), filter 10 epochs (~5-15 min: 32×3, 960 steps of 10,000 edges per
-# epoch; 10 epochs of 840 took 120 s), graphs of 120 events by 3 methods (~1 h), GNN 30
-# epochs (~6-8 h), tracks ~5 min: about 11-14 h.
+# Times on 2 cores (release binary, nice 19, sharing the machine with developers' builds):
+# events and map ~25 min; embedding 5 epochs of 320 steps plus validation, 303-372 s per epoch
+# alone, up to 783 s beside other work (~25-65 min); filter 10 epochs (~5-15 min: 32×3, 960
+# steps of 10,000 edges per epoch); graphs of 120 events by 3 methods (~15-30 min: ~3 s per
+# hybrid event); GNN 20 epochs of ~8 min (~2.7 h, see gnn.toml); tracks ~5 min: about 4-5 h.
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
-# embedding (a 64-wide network), 5 of the filter, 10 GNN epochs of a 32-wide, 4-iteration
-# model. It checks the chain end to end and prints the same tables; it learns little. Measured
-# here (debug binary, TRACKGNN=target/debug/trackgnn, 2 cores shared with 5 other developers'
-# builds, so indicative): 504 s wall (200 s CPU): events 3 s, map 44 s, embedding 45 s, filter
-# 149 s, graphs 12 s, GNN 243 s, tracks 8 s. Its held-out table (2 events, pile-up 20):
+# embedding (a 64-wide network), 5 of the filter, 15 GNN epochs of a 32-wide model at lr 1e-3.
+# It checks the chain end to end and prints the same tables; it learns little. Measured here
+# (release 30e03d7, TRACKGNN=..., 2 cores shared with a niced training and a developer's
+# build, so indicative): 126 s wall: events 1 s, map 13 s, embedding and filter 17 s, graphs
+# 7 s, GNN 84 s, tracks 4 s. Its held-out table (2 events, pile-up 20):
 #   method            edges/event  eff prompt  eff second     eff all   purity   build s
-#   module-map               6521      0.9318      0.4858      0.9085   0.8491     0.182
-#   metric-learning        148975      0.9358      0.8178      0.9297   0.0820     1.451
-#   hybrid                 149524      0.9953      0.8421      0.9873   0.0839     1.737
-# (That run predates the graph at 48 neighbours and whole_event/filter.toml's settings; their
-# mu=200 measurements are in filter.toml's header.)
-# The embedding's best epoch (3 of 0-3) had efficiency 0.9648 at the 16-neighbour budget; the
-# filter, after 5 short epochs, kept every edge at its cut 0.05. The GNN (10 epochs of 10
-# graphs) reached a test AUC of 0.61: track efficiency 0.362 (primary) / 0.362 (all), fake
-# rate 0.388, against a --truth-scores ceiling of the hybrid graph of 0.9878 / 0.9771.
+#   module-map               6598      0.9293      0.4016      0.9012   0.8352     0.067
+#   metric-learning        323384      0.9838      0.8443      0.9764   0.0437     0.846
+#   hybrid                 323538      0.9970      0.8484      0.9891   0.0439     0.853
+# The filter, after 5 short epochs, keeps half the embedding's edges. The GNN (15 epochs of 9
+# graphs) reaches a validation AUC of 0.78, still rising: track efficiency 0.240 (primary) /
+# 0.235 (all), against a --truth-scores ceiling of the hybrid graph of 0.9975 / 0.9724. (At
+# gnn.toml's former pos_weight 3 it stayed at the constant prediction, AUC 0.5; see gnn.toml.)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 quick=0
@@ -67,7 +65,7 @@ if [ $quick = 1 ]; then
   # quick run gets its own copy.
   sed -e 's/^hidden = 128/hidden = 64/' -e 's/^hidden_layers = 4/hidden_layers = 3/' "$cfg/embedding.toml" > embedding.toml
   emb_cfg=embedding.toml
-  gnn_flags=(--epochs 10 --hidden 32 --iterations 4)
+  gnn_flags=(--epochs 15 --hidden 32 --lr 0.001)
 else
   n_train=100 n_eval=20 pileup=200 map_events=10000
   emb_flags=() filt_flags=() gnn_flags=()
