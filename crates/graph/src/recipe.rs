@@ -266,8 +266,9 @@ pub fn build_graph_with(
         Method::ModuleMap => map_edges(&table)?,
         Method::MetricLearning => metric_edges(&table)?,
         Method::Hybrid => {
-            let (mut src, mut dst) = map_edges(&table)?;
-            let (s2, d2) = metric_edges(&table)?;
+            // The two stages are independent: each runs on the pool's threads the other leaves.
+            let (mapped, metric) = rayon::join(|| map_edges(&table), || metric_edges(&table));
+            let ((mut src, mut dst), (s2, d2)) = (mapped?, metric?);
             src.extend(s2);
             dst.extend(d2);
             (src, dst)
