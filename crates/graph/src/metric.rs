@@ -8,11 +8,14 @@
 
 use std::num::NonZero;
 
-use kiddo::{ImmutableKdTree, SquaredEuclidean};
+use kiddo::SquaredEuclidean;
+use kiddo::immutable::float::kdtree::ImmutableKdTree;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::features::HitTable;
+use crate::truth::pair_key;
 
 /// How a metric-learning graph is built: the runs of the two networks and their cuts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,7 +68,8 @@ pub trait EdgeScorer: Sync {
 }
 
 /// Unordered pairs (i < j) of rows of `emb` (rows × dim) with i among the `k_max` nearest rows
-/// of j within `radius`, or j among those of i; sorted. Uses a k-d tree (dim 1 to 16).
+/// of j within `radius`, or j among those of i; sorted. Uses a k-d tree (dim 1 to 16), queried
+/// in parallel on the current rayon pool; the pairs do not depend on the pool's size.
 ///
 /// # Errors
 /// A dimension outside 1..=16 or a `k_max` of 0.
@@ -79,34 +83,76 @@ pub fn radius_pairs(emb: &[f32], dim: usize, radius: f64, k_max: usize) -> Resul
             }
         };
     }
-    let mut pairs = dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-    pairs.sort_unstable();
-    pairs.dedup();
-    Ok(pairs)
+    let mut keys = dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    keys.par_sort_unstable();
+    keys.dedup();
+    Ok(keys.par_iter().map(|&key| ((key >> 32) as u32, key as u32)).collect())
 }
 
-fn radius_pairs_k<const K: usize>(emb: &[f32], radius: f32, k: NonZero<usize>) -> Vec<(u32, u32)> {
+/// Query points per rayon task. Each task's pairs are kept in task order, so the result is the
+/// same whatever the number of threads.
+const QUERY_CHUNK: usize = 1024;
+
+/// Up to this many neighbours, kiddo's sorted query collects them in a sorted vector; beyond,
+/// in the same binary heap as its unsorted query (`MAX_VEC_RESULT_SIZE` in kiddo 5.3), so only
+/// there the unsorted query finds the same neighbours, ties included.
+const KIDDO_SORTED_MAX: usize = 20;
+
+/// The k-d tree: kiddo's default leaf size (another one breaks ties between equally distant
+/// neighbours otherwise), point indices as u32 (smaller query heaps than the default u64).
+type Tree<const K: usize> = ImmutableKdTree<f32, u32, K, 32>;
+
+/// The pairs of [`radius_pairs`] as [`pair_key`]s, unsorted, with repeats.
+fn radius_pairs_k<const K: usize>(emb: &[f32], radius: f32, k: NonZero<usize>) -> Vec<u64> {
     let points: Vec<[f32; K]> = emb.chunks_exact(K).map(|c| std::array::from_fn(|i| c[i])).collect();
     if points.is_empty() {
         return Vec::new();
     }
-    let tree: ImmutableKdTree<f32, K> = ImmutableKdTree::new_from_slice(&points);
+    let tree: Tree<K> = ImmutableKdTree::new_from_slice(&points);
+    let chunks: Vec<Vec<u64>> = points
+        .par_chunks(QUERY_CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut keys = Vec::with_capacity(chunk.len() * k.get());
+            for (o, p) in chunk.iter().enumerate() {
+                nearest_keys(&tree, p, c * QUERY_CHUNK + o, radius * radius, k, &mut keys);
+            }
+            keys
+        })
+        .collect();
+    chunks.concat()
+}
+
+/// Appends the pairs of point `i` (at `p`) and its `k` nearest other points within squared
+/// distance `r2`.
+fn nearest_keys<const K: usize>(
+    tree: &Tree<K>,
+    p: &[f32; K],
+    i: usize,
+    r2: f32,
+    k: NonZero<usize>,
+    keys: &mut Vec<u64>,
+) {
+    let key = |j: u32| pair_key(i as u32, j);
     // One more than k: the query point itself is its own nearest neighbour.
     let k1 = k.saturating_add(1);
-    let mut pairs = Vec::new();
-    for (i, p) in points.iter().enumerate() {
-        let found = tree.nearest_n_within::<SquaredEuclidean>(p, radius * radius, k1, true);
-        let mut kept = 0;
-        for nb in found {
-            let j = nb.item as usize;
-            if j == i || kept == k.get() {
-                continue;
-            }
-            kept += 1;
-            pairs.push(if i < j { (i as u32, j as u32) } else { (j as u32, i as u32) });
-        }
+    if k1.get() <= KIDDO_SORTED_MAX {
+        // kiddo keeps so few neighbours in a sorted vector (another tie order than its heap).
+        let sorted = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, true);
+        keys.extend(sorted.iter().filter(|nb| nb.item != i as u32).take(k.get()).map(|nb| key(nb.item)));
+        return;
     }
-    pairs
+    // Unsorted: the order of the k + 1 found does not matter when the point is among them, and
+    // sorting them costs a tenth of the query (k = 48, 8 dimensions).
+    let found = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, false);
+    if found.iter().any(|nb| nb.item == i as u32) {
+        keys.extend(found.iter().filter(|nb| nb.item != i as u32).map(|nb| key(nb.item)));
+        return;
+    }
+    // The point is missing only when k + 1 others lie at distance 0 from it (duplicates) or its
+    // embedding is not finite: the k nearest in the tree's sorted order, ties as it breaks them.
+    let sorted = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, true);
+    keys.extend(sorted.iter().filter(|nb| nb.item != i as u32).take(k.get()).map(|nb| key(nb.item)));
 }
 
 /// The slow twin of [`radius_pairs`]: every pair's distance. For tests.
@@ -184,6 +230,66 @@ mod tests {
         assert!(radius_pairs(&[], 4, 1.0, 3).unwrap().is_empty());
     }
 
+    /// The k-d tree graph as built before the queries ran in parallel: one point after another,
+    /// each point's neighbours sorted by the tree. Ties at the k-th distance are broken by the
+    /// tree's order, which brute force cannot reproduce, so duplicated points are checked
+    /// against this.
+    fn radius_pairs_serial<const K: usize>(emb: &[f32], radius: f32, k: usize) -> Vec<(u32, u32)> {
+        let points: Vec<[f32; K]> = emb.chunks_exact(K).map(|c| std::array::from_fn(|i| c[i])).collect();
+        let tree: kiddo::ImmutableKdTree<f32, K> = kiddo::ImmutableKdTree::new_from_slice(&points);
+        let mut pairs = Vec::new();
+        for (i, p) in points.iter().enumerate() {
+            let found =
+                tree.nearest_n_within::<SquaredEuclidean>(p, radius * radius, NonZero::new(k + 1).unwrap(), true);
+            for j in found.iter().map(|nb| nb.item as usize).filter(|&j| j != i).take(k) {
+                pairs.push(if i < j { (i as u32, j as u32) } else { (j as u32, i as u32) });
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        pairs
+    }
+
+    #[test]
+    fn the_parallel_queries_give_the_serial_graph_at_any_thread_count() {
+        let mut rng = Rng::new(29);
+        let pools: Vec<rayon::ThreadPool> =
+            [1, 2, 3, 4].iter().map(|&n| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()).collect();
+        // Several query chunks, with a ragged last one.
+        let n = 3 * QUERY_CHUNK + 17;
+        let emb: Vec<f32> = (0..n * 4).map(|_| rng.normal() as f32).collect();
+        let slow = radius_pairs_brute(&emb, 4, 1.0, 7);
+        // Most points have more than k neighbours within the radius: the cut at k matters.
+        assert!(
+            slow.len() > 3 * n && radius_pairs_brute(&emb, 4, 1.0, 1000).len() > 2 * slow.len(),
+            "{} pairs",
+            slow.len()
+        );
+        assert_eq!(radius_pairs_serial::<4>(&emb, 1.0, 7), slow);
+        for pool in &pools {
+            let fast = pool.install(|| radius_pairs(&emb, 4, 1.0, 7).unwrap());
+            assert_eq!(fast, slow, "{} threads", pool.current_num_threads());
+        }
+        // Duplicated points: clusters of up to 40 copies at distance 0, more than k + 1, so the
+        // tree breaks ties and some points are not among their own k + 1 nearest; k on both
+        // sides of kiddo's sorted-vector size.
+        let mut dup: Vec<f32> = Vec::new();
+        for c in 0..(3 * QUERY_CHUNK / 20) {
+            let centre = [rng.normal() as f32, rng.normal() as f32, rng.normal() as f32];
+            for _ in 0..1 + c % 40 {
+                dup.extend(centre);
+            }
+        }
+        for k in [6, 30] {
+            let serial = radius_pairs_serial::<3>(&dup, 0.5, k);
+            assert!(serial.len() > dup.len() / 3);
+            for pool in &pools {
+                let fast = pool.install(|| radius_pairs(&dup, 3, 0.5, k).unwrap());
+                assert!(fast == serial, "duplicates, k {k}, {} threads", pool.current_num_threads());
+            }
+        }
+    }
+
     /// A fixed "embedding": the hit position in metres (learned ones behave the same here).
     struct Position;
     impl HitEmbedder for Position {
@@ -203,6 +309,45 @@ mod tests {
                 .zip(dst)
                 .map(|(&a, &b)| 1.0 / (1.0 + (t.r[b as usize] - t.r[a as usize]).abs() / 50.0))
                 .collect())
+        }
+    }
+
+    #[test]
+    fn the_hybrid_graph_is_the_same_at_any_thread_count() {
+        use crate::recipe::{GraphRecipe, Method, Stages, build_graph_with};
+        use trackgnn_simulate::{Generator, SimConfig};
+        use trackgnn_trackml::Detector;
+        let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 10.0, ..SimConfig::default() });
+        let det = generator.detector();
+        let mut map = crate::ModuleMap::new(Default::default());
+        for id in 1..=3 {
+            map.add_training_event(&generator.event(7, id).0, det).unwrap();
+        }
+        let (event, _) = generator.event(7, 4);
+        let mut recipe = GraphRecipe::new(Method::Hybrid);
+        recipe.map_margin.relative = 0.3;
+        recipe.metric_learning = Some(MetricLearningConfig {
+            embedding_run: "unused".into(),
+            embedding_hash: None,
+            radius: 0.1,
+            k_max: 24,
+            filter_run: Some("unused".into()),
+            filter_hash: None,
+            filter_cut: 0.3,
+        });
+        let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
+        let build = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| build_graph_with(&event, det, &recipe, stages).unwrap().0)
+        };
+        let one = build(1);
+        // Enough nodes and edges for many parallel tasks of every stage.
+        assert!(one.num_nodes() > 4 * QUERY_CHUNK && one.num_edges() > 5 * one.num_nodes());
+        for threads in [2, 3, 4] {
+            let many = build(threads);
+            assert!(many.src == one.src && many.dst == one.dst, "{threads} threads: other edges");
+            assert_eq!(many.edge_features, one.edge_features, "{threads} threads");
+            assert_eq!(many.truth.as_ref().unwrap().y, one.truth.as_ref().unwrap().y);
         }
     }
 

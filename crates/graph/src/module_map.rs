@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use trackgnn_trackml::ids::ModuleId;
 use trackgnn_trackml::{Detector, Event};
@@ -56,6 +58,24 @@ impl PairQuantities {
     pub fn as_array(&self) -> [f32; 4] {
         [self.dphi, self.dz, self.z0, self.phi_slope]
     }
+}
+
+/// `in_window(&PairQuantities::of(t, a, b).as_array(), lo, hi)`, each quantity computed only
+/// if the ones before are in their windows (most candidate pairs fail on Δφ, and the divisions
+/// of the last two are the expensive part). The same arithmetic, so the same answer.
+#[inline]
+fn pair_in_window(t: &HitTable, a: usize, b: usize, lo: &[f32; 4], hi: &[f32; 4]) -> bool {
+    let ok = |k: usize, q: f32| !lo[k].is_finite() || (q >= lo[k] && q <= hi[k]);
+    let dp = dphi(t.phi[a], t.phi[b]);
+    if !ok(0, dp) {
+        return false;
+    }
+    let dz = t.z[b] - t.z[a];
+    if !ok(1, dz) {
+        return false;
+    }
+    let dr = t.r[b] - t.r[a];
+    ok(2, t.z[a] - t.r[a] * dz / dr) && ok(3, dp / dr)
 }
 
 /// Ranges of N quantities seen for one module pair or triplet: how many true edges (or
@@ -133,14 +153,55 @@ impl Ranges<2> {
     }
 }
 
-/// Edge indices grouped by node (`key[e]` is edge e's node), each node's run sorted by `order`:
-/// the edges of node i are `idx[start[i]..start[i + 1]]`.
-fn edges_by_node<K: Ord>(n: usize, key: &[u32], order: impl Fn(u32) -> K) -> (Vec<u32>, Vec<u32>) {
+/// A hash map with a fast, fixed hash (module ids are not chosen by an adversary); nothing
+/// depends on its iteration order.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
+/// Nodes (or edges) per rayon task in the loops over them. Each task's output is kept in task
+/// order, so the edges are the same, in the same order, whatever the number of threads.
+const PAR_CHUNK: usize = 512;
+
+/// Edge indices grouped by node (`key[e]` is edge e's node), each node's run sorted by `order`
+/// (the runs in parallel): the edges of node i are `idx[start[i]..start[i + 1]]`.
+fn edges_by_node<K: Ord>(n: usize, key: &[u32], order: impl Fn(u32) -> K + Sync) -> (Vec<u32>, Vec<u32>) {
     let trackgnn_trackml::index::Csr { offsets: start, edges: mut idx } = trackgnn_trackml::index::Csr::build(key, n);
+    let mut runs: Vec<&mut [u32]> = Vec::with_capacity(n);
+    let mut rest = idx.as_mut_slice();
     for i in 0..n {
-        idx[start[i] as usize..start[i + 1] as usize].sort_unstable_by_key(|&e| order(e));
+        let (run, tail) = rest.split_at_mut((start[i + 1] - start[i]) as usize);
+        runs.push(run);
+        rest = tail;
     }
+    runs.par_iter_mut().with_min_len(PAR_CHUNK).for_each(|run| run.sort_unstable_by_key(|&e| order(e)));
     (start, idx)
+}
+
+/// A run of a node's edges whose other ends lie on one module: (module, first, end) as
+/// positions in the node's edge list.
+type ModuleRun = (ModuleId, usize, usize);
+
+/// The runs of `edges` (sorted by the module of their `end` node) by that module, into `out`.
+fn module_runs(t: &HitTable, edges: &[u32], end: &[u32], out: &mut Vec<ModuleRun>) {
+    out.clear();
+    for (k, &e) in edges.iter().enumerate() {
+        let m = t.module[end[e as usize] as usize];
+        match out.last_mut() {
+            Some(last) if last.0 == m => last.2 = k + 1,
+            _ => out.push((m, k, k + 1)),
+        }
+    }
+}
+
+/// One node's share of the triplet check, reused from node to node by a rayon task: its in-
+/// and out-edges' directions, whether each is kept, and their module runs.
+#[derive(Default)]
+struct NodeScratch {
+    din: Vec<[f32; 2]>,
+    dout: Vec<[f32; 2]>,
+    kin: Vec<bool>,
+    kout: Vec<bool>,
+    in_runs: Vec<ModuleRun>,
+    out_runs: Vec<ModuleRun>,
 }
 
 /// True if every quantity lies in its window; a bound that is not finite (a quantity never seen
@@ -275,8 +336,8 @@ pub struct ModuleMap {
     pub config: MapConfig,
     /// Training events seen.
     pub events: u64,
-    entries: HashMap<(ModuleId, ModuleId), PairRanges>,
-    triplets: HashMap<(ModuleId, ModuleId, ModuleId), TripletRanges>,
+    entries: FastMap<(ModuleId, ModuleId), PairRanges>,
+    triplets: FastMap<(ModuleId, ModuleId, ModuleId), TripletRanges>,
 }
 
 /// What the map file records besides the entries.
@@ -292,7 +353,7 @@ struct MapHeader {
 impl ModuleMap {
     /// An empty map recording edges of particles selected by `config`.
     pub fn new(config: MapConfig) -> Self {
-        ModuleMap { config, events: 0, entries: HashMap::new(), triplets: HashMap::new() }
+        ModuleMap { config, events: 0, entries: FastMap::default(), triplets: FastMap::default() }
     }
 
     /// Number of module pairs.
@@ -381,13 +442,13 @@ impl ModuleMap {
     /// The edges (src, dst) of a graph: node pairs on mapped module pairs whose quantities
     /// lie within the recorded ranges grown by `margin`.
     pub fn build_edges(&self, t: &HitTable, margin: &MapMargin) -> (Vec<u32>, Vec<u32>) {
-        let mut by_module: HashMap<ModuleId, Vec<u32>> = HashMap::new();
+        let mut by_module: FastMap<ModuleId, Vec<u32>> = FastMap::default();
         for (i, m) in t.module.iter().enumerate() {
             by_module.entry(*m).or_default().push(i as u32);
         }
         // Per source module: (destination module, lower bounds, upper bounds).
         type Window = (ModuleId, [f32; 4], [f32; 4]);
-        let mut targets: HashMap<ModuleId, Vec<Window>> = HashMap::new();
+        let mut targets: FastMap<ModuleId, Vec<Window>> = FastMap::default();
         for (&(a, b), r) in &self.entries {
             if by_module.contains_key(&a) && by_module.contains_key(&b) {
                 let (lo, hi) = r.window(margin);
@@ -396,22 +457,34 @@ impl ModuleMap {
         }
         let mut modules: Vec<&ModuleId> = targets.keys().collect();
         modules.sort_unstable();
-        let (mut src, mut dst) = (Vec::new(), Vec::new());
-        for a_mod in modules {
-            let mut outs = targets[a_mod].clone();
-            outs.sort_unstable_by_key(|o| o.0);
-            for &a in &by_module[a_mod] {
-                for (b_mod, lo, hi) in &outs {
-                    for &b in &by_module[b_mod] {
-                        let q = PairQuantities::of(t, a as usize, b as usize).as_array();
-                        if a != b && in_window(&q, lo, hi) {
-                            src.push(a);
-                            dst.push(b);
+        // Source modules in parallel, their edges concatenated in module order.
+        let parts: Vec<(Vec<u32>, Vec<u32>)> = modules
+            .par_iter()
+            .with_min_len(PAR_CHUNK / 64)
+            .map(|a_mod| {
+                let mut outs = targets[*a_mod].clone();
+                outs.sort_unstable_by_key(|o| o.0);
+                // Each destination module's nodes looked up once, not once per source node.
+                let outs: Vec<(&[u32], [f32; 4], [f32; 4])> =
+                    outs.iter().map(|(b_mod, lo, hi)| (by_module[b_mod].as_slice(), *lo, *hi)).collect();
+                let (mut src, mut dst) = (Vec::new(), Vec::new());
+                for &a in &by_module[*a_mod] {
+                    for (b_nodes, lo, hi) in &outs {
+                        for &b in *b_nodes {
+                            if a != b && pair_in_window(t, a as usize, b as usize, lo, hi) {
+                                src.push(a);
+                                dst.push(b);
+                            }
                         }
                     }
                 }
-            }
-        }
+                (src, dst)
+            })
+            .collect();
+        let (src, dst): (Vec<u32>, Vec<u32>) = (
+            parts.iter().flat_map(|p| p.0.iter().copied()).collect(),
+            parts.iter().flat_map(|p| p.1.iter().copied()).collect(),
+        );
         if self.triplets.is_empty() {
             return (src, dst);
         }
@@ -433,54 +506,55 @@ impl ModuleMap {
         // module so edges to one module form a run.
         let (in_start, in_idx) = edges_by_node(n, &dst, |e| t.module[src[e as usize] as usize]);
         let (out_start, out_idx) = edges_by_node(n, &src, |e| t.module[dst[e as usize] as usize]);
-        let runs = |edges: &[u32], end: &[u32]| -> Vec<(ModuleId, usize, usize)> {
-            let mut out: Vec<(ModuleId, usize, usize)> = Vec::new();
-            for (k, &e) in edges.iter().enumerate() {
-                let m = t.module[end[e as usize] as usize];
-                match out.last_mut() {
-                    Some(last) if last.0 == m => last.2 = k + 1,
-                    _ => out.push((m, k, k + 1)),
-                }
-            }
-            out
-        };
         // Each edge's direction once: a node's in × out combinations then cost a subtraction.
         let dir: Vec<[f32; 2]> =
-            src.iter().zip(&dst).map(|(&a, &b)| segment_direction(t, a as usize, b as usize)).collect();
-        let mut keep = vec![false; src.len()];
-        for b in 0..n {
+            src.par_iter().zip(&dst).map(|(&a, &b)| segment_direction(t, a as usize, b as usize)).collect();
+        // Nodes in parallel. An edge is kept as the in-edge of its destination node or as the
+        // out-edge of its source node: each flag is set by one node only.
+        let keep_in: Vec<AtomicBool> = src.iter().map(|_| AtomicBool::new(false)).collect();
+        let keep_out: Vec<AtomicBool> = src.iter().map(|_| AtomicBool::new(false)).collect();
+        (0..n).into_par_iter().with_min_len(PAR_CHUNK).for_each_init(NodeScratch::default, |s, b| {
             let ins = &in_idx[in_start[b] as usize..in_start[b + 1] as usize];
             let outs = &out_idx[out_start[b] as usize..out_start[b + 1] as usize];
             if ins.is_empty() || outs.is_empty() {
-                continue;
+                return;
             }
+            let NodeScratch { din, dout, kin, kout, in_runs, out_runs } = s;
+            module_runs(t, ins, &src, in_runs);
+            module_runs(t, outs, &dst, out_runs);
+            // The node's edges' directions and flags side by side (the edges' own are scattered).
+            din.clear();
+            din.extend(ins.iter().map(|&e| dir[e as usize]));
+            dout.clear();
+            dout.extend(outs.iter().map(|&e| dir[e as usize]));
+            kin.clear();
+            kin.resize(ins.len(), false);
+            kout.clear();
+            kout.resize(outs.len(), false);
             let mb = t.module[b];
-            let out_runs = runs(outs, &dst);
-            for (ma, i0, i1) in runs(ins, &src) {
-                for &(mc, o0, o1) in &out_runs {
+            for &(ma, i0, i1) in in_runs.iter() {
+                for &(mc, o0, o1) in out_runs.iter() {
                     let Some(r) = self.triplets.get(&(ma, mb, mc)) else { continue };
                     let (lo, hi) = r.window(margin);
-                    for &e1 in &ins[i0..i1] {
-                        let e1 = e1 as usize;
-                        for &e2 in &outs[o0..o1] {
-                            let e2 = e2 as usize;
-                            if !(keep[e1] && keep[e2]) && in_window(&direction_change(dir[e1], dir[e2]), &lo, &hi) {
-                                keep[e1] = true;
-                                keep[e2] = true;
+                    for i in i0..i1 {
+                        for o in o0..o1 {
+                            if !(kin[i] && kout[o]) && in_window(&direction_change(din[i], dout[o]), &lo, &hi) {
+                                kin[i] = true;
+                                kout[o] = true;
                             }
                         }
                     }
                 }
             }
-        }
-        let (mut s2, mut d2) = (Vec::new(), Vec::new());
-        for (e, k) in keep.into_iter().enumerate() {
-            if k {
-                s2.push(src[e]);
-                d2.push(dst[e]);
+            for (&e, _) in ins.iter().zip(kin.iter()).filter(|&(_, &k)| k) {
+                keep_in[e as usize].store(true, Ordering::Relaxed);
             }
-        }
-        (s2, d2)
+            for (&e, _) in outs.iter().zip(kout.iter()).filter(|&(_, &k)| k) {
+                keep_out[e as usize].store(true, Ordering::Relaxed);
+            }
+        });
+        let kept = |e: usize| keep_in[e].load(Ordering::Relaxed) || keep_out[e].load(Ordering::Relaxed);
+        (0..src.len()).filter(|&e| kept(e)).map(|e| (src[e], dst[e])).unzip()
     }
 
     /// Drops each edge a → c for which edges a → b and b → c exist and (a, b, c) lies in the
@@ -512,7 +586,12 @@ impl ModuleMap {
                 }
             })
         };
-        src.iter().zip(&dst).filter(|&(&a, &c)| !explained(a, c)).map(|(&a, &c)| (a, c)).unzip()
+        (0..src.len())
+            .into_par_iter()
+            .with_min_len(PAR_CHUNK)
+            .filter(|&e| !explained(src[e], dst[e]))
+            .map(|e| (src[e], dst[e]))
+            .unzip()
     }
 
     /// Writes the map atomically; returns its size in bytes.
@@ -601,7 +680,7 @@ impl ModuleMap {
             return Err(corrupt("checksum mismatch (corrupt file)".into()));
         }
         let f32_at = |c: &[u8], i: usize| f32::from_le_bytes(c[i..i + 4].try_into().unwrap());
-        let mut entries = HashMap::with_capacity(header.entries as usize);
+        let mut entries = FastMap::with_capacity_and_hasher(header.entries as usize, Default::default());
         for c in body[..pairs_len].chunks_exact(PAIR_BYTES) {
             let a = ModuleId::from_raw(u64::from_le_bytes(c[0..8].try_into().unwrap()));
             let b = ModuleId::from_raw(u64::from_le_bytes(c[8..16].try_into().unwrap()));
@@ -613,7 +692,7 @@ impl ModuleMap {
             }
             entries.insert((a, b), r);
         }
-        let mut triplets = HashMap::with_capacity(header.triplets as usize);
+        let mut triplets = FastMap::with_capacity_and_hasher(header.triplets as usize, Default::default());
         for c in body[pairs_len..].chunks_exact(TRIPLET_BYTES) {
             let m = |i: usize| ModuleId::from_raw(u64::from_le_bytes(c[i..i + 8].try_into().unwrap()));
             let count = u32::from_le_bytes(c[24..28].try_into().unwrap());
@@ -629,4 +708,34 @@ impl ModuleMap {
 pub fn file_hash(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
     Ok(format!("crc32:{:08x}:{}", crc32fast::hash(&bytes), bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trackgnn_simulate::{Generator, SimConfig};
+
+    #[test]
+    fn the_lazy_pair_check_answers_as_the_full_quantities_do() {
+        let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 1.0, ..SimConfig::default() });
+        let (event, _) = generator.event(3, 1);
+        let t = HitTable::build(&event, generator.detector(), &NodeCuts::default()).unwrap();
+        let windows = [
+            ([-0.05, -200.0, -300.0, -1e-3], [0.05, 200.0, 300.0, 1e-3]),
+            ([-0.2, -500.0, f32::NEG_INFINITY, f32::NAN], [0.2, 500.0, f32::INFINITY, f32::NAN]),
+            ([f32::NAN, -50.0, -100.0, -2e-4], [f32::NAN, 50.0, 100.0, 2e-4]),
+        ];
+        let (mut accepted, mut rejected) = (0, 0);
+        for a in (0..t.len()).step_by(7) {
+            // Every node after a few, and a itself (Δr = 0: z0 and Δφ/Δr are not finite).
+            for b in (0..t.len()).step_by(3).chain([a]) {
+                for (lo, hi) in &windows {
+                    let full = in_window(&PairQuantities::of(&t, a, b).as_array(), lo, hi);
+                    assert_eq!(pair_in_window(&t, a, b, lo, hi), full, "nodes {a} → {b}, window {lo:?} {hi:?}");
+                    if full { accepted += 1 } else { rejected += 1 }
+                }
+            }
+        }
+        assert!(accepted > 1000 && rejected > 1000, "{accepted} accepted, {rejected} rejected");
+    }
 }

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use trackgnn_trackml::Event;
 use trackgnn_trackml::geometry::Detector;
@@ -266,8 +267,9 @@ pub fn build_graph_with(
         Method::ModuleMap => map_edges(&table)?,
         Method::MetricLearning => metric_edges(&table)?,
         Method::Hybrid => {
-            let (mut src, mut dst) = map_edges(&table)?;
-            let (s2, d2) = metric_edges(&table)?;
+            // The two stages are independent: each runs on the pool's threads the other leaves.
+            let (mapped, metric) = rayon::join(|| map_edges(&table), || metric_edges(&table));
+            let ((mut src, mut dst), (s2, d2)) = (mapped?, metric?);
             src.extend(s2);
             dst.extend(d2);
             (src, dst)
@@ -279,17 +281,14 @@ pub fn build_graph_with(
     }
     let (src, dst) = dedup_undirected(src, dst);
     let node_features = table.features(&recipe.features)?;
-    let mut edge_features = Vec::new();
-    if recipe.edge_features {
-        edge_features.reserve(src.len() * 4);
-        for (&a, &b) in src.iter().zip(&dst) {
-            let (a, b) = (a as usize, b as usize);
-            edge_features.push((table.r[b] - table.r[a]) / 1000.0);
-            edge_features.push(dphi(table.phi[a], table.phi[b]) / std::f32::consts::PI);
-            edge_features.push((table.z[b] - table.z[a]) / 1000.0);
-            edge_features.push(table.eta[b] - table.eta[a]);
-        }
-    }
+    let mut edge_features = vec![0.0; if recipe.edge_features { src.len() * EDGE_FEATURE_NAMES.len() } else { 0 }];
+    edge_features.par_chunks_mut(EDGE_FEATURE_NAMES.len()).zip(src.par_iter().zip(&dst)).for_each(|(f, (&a, &b))| {
+        let (a, b) = (a as usize, b as usize);
+        f[0] = (table.r[b] - table.r[a]) / 1000.0;
+        f[1] = dphi(table.phi[a], table.phi[b]) / std::f32::consts::PI;
+        f[2] = (table.z[b] - table.z[a]) / 1000.0;
+        f[3] = table.eta[b] - table.eta[a];
+    });
     let mut stats = BuildStats {
         event_id: event.event_id,
         nodes: table.len() as u64,
@@ -298,11 +297,11 @@ pub fn build_graph_with(
     };
     let truth = table.truth.as_ref().map(|nt| {
         let te = truth_edges(&table, &recipe.target);
-        let all: HashSet<u64> = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
-        let targets: HashSet<u64> =
-            (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
-        let y: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
-        let target: Vec<u8> = src.iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
+        let all: KeySet = (0..te.len()).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let targets: KeySet = (0..te.len()).filter(|&i| te.target[i]).map(|i| pair_key(te.src[i], te.dst[i])).collect();
+        let y: Vec<u8> = src.par_iter().zip(&dst).map(|(&a, &b)| all.contains(&pair_key(a, b)) as u8).collect();
+        let target: Vec<u8> =
+            src.par_iter().zip(&dst).map(|(&a, &b)| targets.contains(&pair_key(a, b)) as u8).collect();
         stats.true_edges = y.iter().map(|&v| v as u64).sum();
         stats.target_edges = target.iter().map(|&v| v as u64).sum();
         stats.event_true_edges = all.len() as u64;
@@ -356,6 +355,9 @@ pub fn build_graph_with(
     Ok((graph, stats))
 }
 
+/// A set of [`pair_key`]s with a fast, fixed hash.
+type KeySet = HashSet<u64, foldhash::fast::FixedState>;
+
 /// Keeps one edge per unordered node pair (the first built), in a deterministic order: sorted by
 /// (src, dst). Sorting rather than hashing: a full event has over a million edges. Which of two
 /// opposite edges is first depends on the builders' order unless the edges were turned
@@ -363,8 +365,9 @@ pub fn build_graph_with(
 fn dedup_undirected(src: Vec<u32>, dst: Vec<u32>) -> (Vec<u32>, Vec<u32>) {
     let mut edges: Vec<(u32, u32)> = src.into_iter().zip(dst).collect();
     // Stable: among duplicates the first built comes first and is kept.
-    edges.sort_by_key(|&(a, b)| pair_key(a, b));
+    edges.par_sort_by_key(|&(a, b)| pair_key(a, b));
     edges.dedup_by_key(|&mut (a, b)| pair_key(a, b));
-    edges.sort_unstable();
+    // The pairs are distinct now: any sort gives the one order.
+    edges.par_sort_unstable();
     edges.into_iter().unzip()
 }
