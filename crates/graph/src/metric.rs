@@ -213,6 +213,19 @@ mod tests {
     use super::*;
     use trackgnn_trackml::rng::Rng;
 
+    /// A metric-learning stage of test embedder and filter (never read from disk).
+    fn test_config(radius: f64, k_max: usize, filter_cut: f64) -> MetricLearningConfig {
+        MetricLearningConfig {
+            embedding_run: "unused".into(),
+            embedding_hash: None,
+            radius,
+            k_max,
+            filter_run: Some("unused".into()),
+            filter_hash: None,
+            filter_cut,
+        }
+    }
+
     #[test]
     fn the_kd_tree_radius_graph_equals_brute_force() {
         let mut rng = Rng::new(11);
@@ -326,15 +339,7 @@ mod tests {
         let (event, _) = generator.event(7, 4);
         let mut recipe = GraphRecipe::new(Method::Hybrid);
         recipe.map_margin.relative = 0.3;
-        recipe.metric_learning = Some(MetricLearningConfig {
-            embedding_run: "unused".into(),
-            embedding_hash: None,
-            radius: 0.1,
-            k_max: 24,
-            filter_run: Some("unused".into()),
-            filter_hash: None,
-            filter_cut: 0.3,
-        });
+        recipe.metric_learning = Some(test_config(0.1, 24, 0.3));
         let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
         let build = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -362,15 +367,7 @@ mod tests {
         let mut map = crate::ModuleMap::new(Default::default());
         map.add_training_event(&event, det).unwrap();
         let mut recipe = GraphRecipe::new(Method::MetricLearning);
-        recipe.metric_learning = Some(MetricLearningConfig {
-            embedding_run: "unused".into(),
-            embedding_hash: None,
-            radius: 0.12,
-            k_max: 6,
-            filter_run: Some("unused".into()),
-            filter_hash: None,
-            filter_cut: 0.5,
-        });
+        recipe.metric_learning = Some(test_config(0.12, 6, 0.5));
         let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
         let mut no_truth = event.clone();
         no_truth.truth = None;
