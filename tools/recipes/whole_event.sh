@@ -20,11 +20,13 @@
 #   building the release one.
 # Interrupt at any time: re-running skips finished steps and resumes the trainings.
 #
-# Times on 2 cores (release binary, nice 19, sharing the machine with developers' builds):
-# events and map ~25 min; embedding 5 epochs of 320 steps plus validation, 303-372 s per epoch
-# alone, up to 783 s beside other work (~25-65 min); filter 10 epochs (~5-15 min: 32×3, 960
-# steps of 10,000 edges per epoch); graphs of 120 events by 3 methods (~15-30 min: ~3 s per
-# hybrid event); GNN 20 epochs of ~8 min (~2.7 h, see gnn.toml); tracks ~5 min: about 4-5 h.
+# Times on 2 cores (release binary, nice 19, measured in sittings that shared the machine with
+# developers' builds): events and map ~25 min; embedding 5 epochs of 320 steps plus
+# validation, 303-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
+# 577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and of
+# the 20 held-out events by each method, 265 s; GNN 20 epochs of 356-487 s (~2-2.5 h, see
+# gnn.toml); tracks ~5 min: about 4 h. Re-running a finished embedding or filter re-reads and
+# re-scores its validation events (the filter: 192 s).
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
