@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::features::HitTable;
-use crate::truth::pair_key;
+use crate::truth::{key_pair, pair_key};
 
 /// How a metric-learning graph is built: the runs of the two networks and their cuts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ pub fn radius_pairs(emb: &[f32], dim: usize, radius: f64, k_max: usize) -> Resul
     let mut keys = dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
     keys.par_sort_unstable();
     keys.dedup();
-    Ok(keys.par_iter().map(|&key| ((key >> 32) as u32, key as u32)).collect())
+    Ok(keys.par_iter().map(|&key| key_pair(key)).collect())
 }
 
 /// Query points per rayon task. Each task's pairs are kept in task order, so the result is the
@@ -136,21 +136,19 @@ fn nearest_keys<const K: usize>(
     let key = |j: u32| pair_key(i as u32, j);
     // One more than k: the query point itself is its own nearest neighbour.
     let k1 = k.saturating_add(1);
-    if k1.get() <= KIDDO_SORTED_MAX {
-        // kiddo keeps so few neighbours in a sorted vector (another tie order than its heap).
-        let sorted = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, true);
-        keys.extend(sorted.iter().filter(|nb| nb.item != i as u32).take(k.get()).map(|nb| key(nb.item)));
-        return;
+    if k1.get() > KIDDO_SORTED_MAX {
+        // Unsorted: the order of the k + 1 found does not matter when the point is among them,
+        // and sorting them costs a tenth of the query (k = 48, 8 dimensions).
+        let found = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, false);
+        if found.iter().any(|nb| nb.item == i as u32) {
+            keys.extend(found.iter().filter(|nb| nb.item != i as u32).map(|nb| key(nb.item)));
+            return;
+        }
+        // The point is missing only when k + 1 others lie at distance 0 from it (duplicates) or
+        // its embedding is not finite: then the sorted query below, ties as the tree breaks them.
     }
-    // Unsorted: the order of the k + 1 found does not matter when the point is among them, and
-    // sorting them costs a tenth of the query (k = 48, 8 dimensions).
-    let found = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, false);
-    if found.iter().any(|nb| nb.item == i as u32) {
-        keys.extend(found.iter().filter(|nb| nb.item != i as u32).map(|nb| key(nb.item)));
-        return;
-    }
-    // The point is missing only when k + 1 others lie at distance 0 from it (duplicates) or its
-    // embedding is not finite: the k nearest in the tree's sorted order, ties as it breaks them.
+    // Up to KIDDO_SORTED_MAX, kiddo keeps the neighbours in a sorted vector (another tie order
+    // than its heap): the k nearest in that order.
     let sorted = tree.nearest_n_within::<SquaredEuclidean>(p, r2, k1, true);
     keys.extend(sorted.iter().filter(|nb| nb.item != i as u32).take(k.get()).map(|nb| key(nb.item)));
 }

@@ -65,7 +65,7 @@ impl PairQuantities {
 /// of the last two are the expensive part). The same arithmetic, so the same answer.
 #[inline]
 fn pair_in_window(t: &HitTable, a: usize, b: usize, lo: &[f32; 4], hi: &[f32; 4]) -> bool {
-    let ok = |k: usize, q: f32| !lo[k].is_finite() || (q >= lo[k] && q <= hi[k]);
+    let ok = |k: usize, q: f32| in_bound(q, lo[k], hi[k]);
     let dp = dphi(t.phi[a], t.phi[b]);
     if !ok(0, dp) {
         return false;
@@ -208,7 +208,13 @@ struct NodeScratch {
 /// finite in training) does not constrain.
 #[inline]
 fn in_window<const N: usize>(q: &[f32; N], lo: &[f32; N], hi: &[f32; N]) -> bool {
-    (0..N).all(|k| !lo[k].is_finite() || (q[k] >= lo[k] && q[k] <= hi[k]))
+    (0..N).all(|k| in_bound(q[k], lo[k], hi[k]))
+}
+
+/// One quantity of [`in_window`]: within [lo, hi], or unconstrained when lo is not finite.
+#[inline]
+fn in_bound(q: f32, lo: f32, hi: f32) -> bool {
+    !lo.is_finite() || (q >= lo && q <= hi)
 }
 
 /// How far \[mm\] a hit b on the layer of a or c may lie from the line a → c in the transverse

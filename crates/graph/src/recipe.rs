@@ -16,7 +16,7 @@ use crate::geometric::{self, GeometricConfig, dphi};
 use crate::graph::{Graph, GraphTruth};
 use crate::metric::{self, EdgeScorer, HitEmbedder, MetricLearningConfig};
 use crate::module_map::{MapMargin, ModuleMap};
-use crate::truth::{TargetConfig, pair_key, truth_edges};
+use crate::truth::{TargetConfig, key_pair, pair_key, truth_edges};
 
 mod overrides;
 pub use overrides::{EmbeddingRun, FilterRun, LearnedRun, OverrideError, RecipeOverrides, absolute};
@@ -308,7 +308,7 @@ pub fn build_graph_with(
         stats.event_target_edges = targets.len() as u64;
         // Both ends of a target edge are hits of one particle, so either end's vertex tells.
         let prompt = |a: u32| nt.vertex_r[a as usize] <= PROMPT_R;
-        stats.event_prompt_target_edges = targets.iter().filter(|&&k| prompt((k >> 32) as u32)).count() as u64;
+        stats.event_prompt_target_edges = targets.iter().filter(|&&k| prompt(key_pair(k).0)).count() as u64;
         stats.prompt_target_edges = src.iter().zip(&target).filter(|&(&a, &t)| t == 1 && prompt(a)).count() as u64;
         GraphTruth {
             particle_id: nt.particle_id.clone(),

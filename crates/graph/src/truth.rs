@@ -101,6 +101,11 @@ pub fn pair_key(a: u32, b: u32) -> u64 {
     ((lo as u64) << 32) | hi as u64
 }
 
+/// The node pair (lower, higher) of a [`pair_key`].
+pub fn key_pair(key: u64) -> (u32, u32) {
+    ((key >> 32) as u32, key as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
