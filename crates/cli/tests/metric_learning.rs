@@ -72,6 +72,41 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     }
     let csv = std::fs::read_to_string(d.join("emb/metrics.csv")).unwrap();
     assert!(csv.lines().next().unwrap().contains(",wide_k_max,efficiency_wide,"), "{csv}");
+    // Resumed once more when all its epochs are done, the run reports them without reading an
+    // event: the truth files are hidden, and the report is the same.
+    let hits: Vec<_> = std::fs::read_dir(d.join("ev"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-truth.csv"))
+        .collect();
+    assert_eq!(hits.len(), 4);
+    for h in &hits {
+        std::fs::rename(h, h.with_extension("hidden")).unwrap();
+    }
+    let again = json(&ok(trackgnn(
+        d,
+        &[
+            "train-embedding",
+            "--input",
+            "ev",
+            "--out",
+            "emb",
+            "--config",
+            "emb.toml",
+            "--val-events",
+            "1",
+            "--epochs",
+            "3",
+            "--resume",
+            "--json",
+        ],
+    )));
+    for h in &hits {
+        std::fs::rename(h.with_extension("hidden"), h).unwrap();
+    }
+    assert_eq!(again["epochs"], resumed["epochs"]);
+    assert_eq!(again["best"], resumed["best"]);
+    assert_eq!((again["train_events"].as_u64(), again["val_events"].as_u64()), (Some(3), Some(1)));
 
     std::fs::write(
         d.join("filt.toml"),

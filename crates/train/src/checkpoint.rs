@@ -131,23 +131,38 @@ pub fn save_checkpoint(
 /// Every parameter of `params` must be in both files with its shape, and the files must hold
 /// nothing else; errors name the tensor and the file. `params` is left untouched on error.
 pub fn load_checkpoint(dir: &Path, params: &mut ParamStore<f32>) -> Result<(AdamWState, serde_json::Value)> {
-    let dir = if dir.is_dir() {
-        dir.to_owned()
-    } else {
-        let aside = aside_path(dir);
-        if !aside.is_dir() {
-            return Err(Error::NoCheckpoint { path: dir.to_owned(), aside });
-        }
-        aside
-    };
+    let dir = existing(dir)?;
     check_store(&dir, params)?;
     let weights = read_weights(&dir.join(MODEL_FILE), params)?;
     let opt = read_optimizer(&dir.join(OPTIMIZER_FILE), params)?;
-    let state_path = dir.join(STATE_FILE);
-    let bytes = fs::read(&state_path).map_err(|e| Error::io(&state_path, e))?;
-    let state = serde_json::from_slice(&bytes).map_err(|e| Error::Json { path: state_path, source: e })?;
+    let state = read_state(&dir)?;
     params.data.copy_from_slice(&weights);
     Ok((opt, state))
+}
+
+/// The trainer's state of the checkpoint in `dir` (or at its [aside name](aside_path)), without
+/// reading the weights: enough to tell how far a run got.
+pub fn load_checkpoint_state(dir: &Path) -> Result<serde_json::Value> {
+    read_state(&existing(dir)?)
+}
+
+/// `dir` if it is a directory, else its aside name if that is.
+fn existing(dir: &Path) -> Result<PathBuf> {
+    if dir.is_dir() {
+        return Ok(dir.to_owned());
+    }
+    let aside = aside_path(dir);
+    if !aside.is_dir() {
+        return Err(Error::NoCheckpoint { path: dir.to_owned(), aside });
+    }
+    Ok(aside)
+}
+
+/// The parsed `state.json` of checkpoint directory `dir`.
+fn read_state(dir: &Path) -> Result<serde_json::Value> {
+    let state_path = dir.join(STATE_FILE);
+    let bytes = fs::read(&state_path).map_err(|e| Error::io(&state_path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Json { path: state_path, source: e })
 }
 
 /// The parent directory and the file name of `path`.

@@ -368,6 +368,60 @@ struct StageState {
     best_val_loss: f64,
 }
 
+/// The configuration as a run directory stores it.
+fn config_toml<C: Serialize>(c: &C) -> Result<String> {
+    toml::to_string(c).map_err(|e| Error::context("serialising the configuration", e))
+}
+
+/// Checks that `config` may resume the run in `root`: its `config.toml` (read with the defaults
+/// of keys newer than it) equals `config` but for the number of epochs, which may change.
+fn check_resumed_config<C: Serialize + serde::de::DeserializeOwned>(root: &Path, config: &C) -> Result<()> {
+    let cfg_path = root.join(CONFIG_FILE);
+    let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
+    let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
+    let without_epochs = |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
+    if without_epochs(&config_toml(&then)?) != without_epochs(&config_toml(config)?) {
+        return Err(Error::Inconsistent {
+            path: cfg_path,
+            message: "the configuration differs from the run's (only epochs may change); resume with the same one"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
+/// The stage state in checkpoint `ckpt`'s `state.json`.
+fn stage_state(ckpt: &Path, state: serde_json::Value) -> Result<StageState> {
+    serde_json::from_value(state)
+        .map_err(|e| Error::Corrupt { path: ckpt.to_owned(), message: format!("state.json: {e}") })
+}
+
+/// The epoch records of the run in `root` if resuming it under `config` would train no epoch:
+/// its checkpoint holds epoch `epochs − 1` or later. `None` if the run has no checkpoint or has
+/// epochs left. A finished stage re-run with `--resume` (as the recipes do) then skips
+/// reading and scoring its events.
+///
+/// # Errors
+/// A configuration that differs from the run's (as on resume), an unreadable checkpoint state
+/// or metrics file.
+pub fn finished_records<C: Serialize + serde::de::DeserializeOwned>(
+    root: &Path,
+    config: &C,
+    epochs: u64,
+) -> Result<Option<Vec<StageRecord>>> {
+    let ckpt = root.join(CHECKPOINT_DIR);
+    if !ckpt.is_dir() && !checkpoint::aside_path(&ckpt).is_dir() {
+        return Ok(None);
+    }
+    check_resumed_config(root, config)?;
+    let state = stage_state(&ckpt, checkpoint::load_checkpoint_state(&ckpt)?)?;
+    if state.epoch + 1 < epochs {
+        return Ok(None);
+    }
+    let records = read_records(&root.join(METRICS_JSONL_FILE))?;
+    Ok(Some(records.into_iter().filter(|r| r.epoch <= state.epoch).collect()))
+}
+
 /// A learned stage being trained: the run directory's writer and the loop around the
 /// stage-specific epoch.
 pub(crate) struct StageRun<'a> {
@@ -396,27 +450,12 @@ impl<'a> StageRun<'a> {
         let cfg_path = root.join(CONFIG_FILE);
         let ckpt = root.join(CHECKPOINT_DIR);
         let adam = AdamWConfig { lr, ..AdamWConfig::default() };
-        let to_toml = |c: &C| toml::to_string(c).map_err(|e| Error::context("serialising the configuration", e));
-        let config_toml = &to_toml(config)?;
+        let config_toml = &config_toml(config)?;
         if resume {
-            let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
-            let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
-            let written = to_toml(&then)?;
-            // The number of epochs may grow on resume; everything else must stay.
-            let without_epochs =
-                |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
-            if without_epochs(&written) != without_epochs(config_toml) {
-                return Err(Error::Inconsistent {
-                    path: cfg_path,
-                    message:
-                        "the configuration differs from the run's (only epochs may change); resume with the same one"
-                            .into(),
-                });
-            }
+            check_resumed_config(root, config)?;
             trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
             let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
-            let state: StageState = serde_json::from_value(state)
-                .map_err(|e| Error::Corrupt { path: ckpt.clone(), message: format!("state.json: {e}") })?;
+            let state = stage_state(&ckpt, state)?;
             let records: Vec<StageRecord> =
                 read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= state.epoch).collect();
             return Ok(StageRun {
@@ -773,6 +812,23 @@ mod tests {
         let err = StageRun::open(&dir, &decayed, &mut net, 1e-3, true, BestBy::ValLoss).err().unwrap();
         assert!(err.to_string().contains("differs from the run's"), "{err}");
         assert!((decayed.lr_at(2) - decayed.lr * 0.81).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_run_is_finished_once_its_checkpoint_holds_the_last_epoch() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let cfg = StageTraining::default();
+        assert!(finished_records(&dir, &cfg, 2).unwrap().is_none(), "no run yet");
+        run_epochs(&dir, BestBy::ValLoss, false, &[(0, 1.0, None)]);
+        assert!(finished_records(&dir, &cfg, 2).unwrap().is_none(), "epoch 1 is left");
+        run_epochs(&dir, BestBy::ValLoss, true, &[(1, 0.5, None)]);
+        let records = finished_records(&dir, &cfg, 2).unwrap().expect("both epochs done");
+        assert_eq!(records.iter().map(|r| r.epoch).collect::<Vec<_>>(), [0, 1]);
+        assert!(finished_records(&dir, &cfg, 3).unwrap().is_none(), "more epochs asked");
+        let decayed = StageTraining { lr_decay: 0.9, ..cfg };
+        let err = finished_records(&dir, &decayed, 2).unwrap_err();
+        assert!(err.to_string().contains("differs from the run's"), "{err}");
     }
 
     #[test]

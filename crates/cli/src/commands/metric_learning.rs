@@ -9,9 +9,11 @@ use anyhow::Result;
 use trackgnn_graph::features::FeatureConfig;
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
-use trackgnn_train::metric_learning::events::prepare_events;
+use trackgnn_train::metric_learning::events::{prepare_events, split_sizes};
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
-use trackgnn_train::metric_learning::{BestBy, PreparedEvent, StageRecord, StageReport, read_stage_config};
+use trackgnn_train::metric_learning::{
+    BestBy, PreparedEvent, StageRecord, StageReport, finished_records, read_stage_config,
+};
 
 use crate::util::{load_detector, print_json, thread_pool};
 
@@ -82,6 +84,32 @@ fn prepare(
     Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
 }
 
+/// With `--resume` on a run that has trained all its epochs: its report, without reading the
+/// events (only counting them), and `true`.
+fn report_if_finished<C: serde::Serialize + serde::de::DeserializeOwned>(
+    a: &StageArgs,
+    stage: &'static str,
+    best_by: BestBy,
+    cfg: &C,
+    epochs: u64,
+) -> Result<bool> {
+    if !a.resume {
+        return Ok(false);
+    }
+    let Some(records) = finished_records(&a.out, cfg, epochs)? else {
+        return Ok(false);
+    };
+    let mut n = discover_events(&a.input)?.len();
+    if let Some(max) = a.events.events {
+        n = n.min(max);
+    }
+    if !a.json.json {
+        println!("{}: all {epochs} epochs already trained; nothing to do", a.out.display());
+    }
+    report(a, &StageReport::new(&a.out, stage, best_by, &records, split_sizes(n, a.val_events), 0.0))?;
+    Ok(true)
+}
+
 /// Prints each epoch's line (unless the output is JSON).
 fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
     move |r| {
@@ -106,6 +134,9 @@ pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
     let mut cfg: EmbeddingConfig = read_stage_config(a.config.as_deref())?;
     if let Some(e) = a.epochs {
         cfg.training.epochs = e;
+    }
+    if report_if_finished(&a, "embedding", BestBy::EfficiencyAtBudget, &cfg, cfg.training.epochs)? {
+        return Ok(ExitCode::SUCCESS);
     }
     let pool = thread_pool(a.threads.threads)?;
     let wall = Instant::now();
@@ -132,6 +163,9 @@ pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
     let mut cfg: FilterConfig = read_stage_config(a_stage.config.as_deref())?;
     if let Some(e) = a_stage.epochs {
         cfg.training.epochs = e;
+    }
+    if report_if_finished(&a_stage, "filter", BestBy::ValLoss, &cfg, cfg.training.epochs)? {
+        return Ok(ExitCode::SUCCESS);
     }
     let pool = thread_pool(a_stage.threads.threads)?;
     let wall = Instant::now();

@@ -43,7 +43,31 @@ pub fn prepare_events(
                 .map_err(|e| Error::InEvent { event_id: f.event_id, source: Box::new(e) })
         })
         .collect::<Result<_>>()?;
-    let n_val = val_events.unwrap_or(events.len() / 5).clamp(1, events.len() - 1);
+    let (_, n_val) = split_sizes(events.len(), val_events);
     let val = events.split_off(events.len() - n_val);
     Ok((events, val))
+}
+
+/// How [`prepare_events`] splits `n` events: (training, validation), the validation events
+/// `val_events` or a fifth, at least one of each (fewer than 2 events: all training).
+pub fn split_sizes(n: usize, val_events: Option<usize>) -> (usize, usize) {
+    if n < 2 {
+        return (n, 0);
+    }
+    let n_val = val_events.unwrap_or(n / 5).clamp(1, n - 1);
+    (n - n_val, n_val)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_sizes;
+
+    #[test]
+    fn a_fifth_validates_with_at_least_one_of_each() {
+        assert_eq!(split_sizes(100, None), (80, 20));
+        assert_eq!(split_sizes(4, None), (3, 1));
+        assert_eq!(split_sizes(12, Some(2)), (10, 2));
+        assert_eq!(split_sizes(5, Some(9)), (1, 4));
+        assert_eq!(split_sizes(1, None), (1, 0));
+    }
 }
