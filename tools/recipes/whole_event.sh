@@ -12,7 +12,9 @@
 #      metric learning at 32 neighbours + filter, and their union, the hybrid), with the per-method table
 #      (`build-graphs --compare`: edges per event, graph efficiency over prompt and secondary
 #      target edges, purity, build seconds per event);
-#   5. the GNN (whole_event/gnn.toml) on the hybrid graphs;
+#   5. the GNN, pretrained (whole_event/gnn_pretrain.toml) on the training events' hybrid graphs
+#      cut to the hits of pT >= 1 GeV particles, then trained (whole_event/gnn.toml) on the full
+#      hybrid graphs;
 #   6. tracks of the held-out events (no truth read), primary and all-target efficiency, and
 #      the --truth-scores ceiling of the hybrid graph.
 # Usage: tools/recipes/whole_event.sh [--quick] [WORKDIR]   (default ./whole_event, with
@@ -24,25 +26,28 @@
 # developers' builds): events and map ~25 min; embedding 5 epochs of 320 steps plus
 # validation, 303-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
 # 577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and of
-# the 20 held-out events by each method, 265 s; GNN 20 epochs of 356-487 s (~2-2.5 h, see
-# gnn.toml); tracks ~5 min: about 4 h. Re-running a finished embedding or filter re-reads and
-# re-scores its validation events (the filter: 192 s).
+# the 20 held-out events by each method, 265 s; GNN pretraining 16 epochs of 28-50 s (~10
+# min), then 10 epochs of 356-428 s (~1 h, see gnn.toml); tracks 81 s and the ceiling as much:
+# about 3 h. A finished embedding or filter, re-run, only reports
+# its epochs (it reads no event).
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
-# embedding (a 64-wide network), 5 of the filter, 15 GNN epochs of a 32-wide model at lr 1e-3.
-# It checks the chain end to end and prints the same tables; it learns little. Measured here
-# (release 30e03d7, TRACKGNN=..., 2 cores shared with a niced training and a developer's
-# build, so indicative): 126 s wall: events 1 s, map 13 s, embedding and filter 17 s, graphs
-# 7 s, GNN 84 s, tracks 4 s. Its held-out table (2 events, pile-up 20):
+# embedding (a 64-wide network), 5 of the filter, 30 epochs of GNN pretraining and 15 of
+# training, 32 wide, the training at lr 1e-3. It checks the chain end to end and prints the same
+# tables. Measured here (release f4128ff, TRACKGNN=..., 2 cores shared with a niced training,
+# so indicative): 82 s wall: events and map 8 s, embedding and filter 11 s, graphs 3 s, GNN
+# 59 s, tracks 1 s. Its held-out table (2 events, pile-up 20):
 #   method            edges/event  eff prompt  eff second     eff all   purity   build s
-#   module-map               6598      0.9293      0.4016      0.9012   0.8352     0.067
-#   metric-learning        323384      0.9838      0.8443      0.9764   0.0437     0.846
-#   hybrid                 323538      0.9970      0.8484      0.9891   0.0439     0.853
-# The filter, after 5 short epochs, keeps half the embedding's edges. The GNN (15 epochs of 9
-# graphs) reaches a validation AUC of 0.78, still rising: track efficiency 0.240 (primary) /
-# 0.235 (all), against a --truth-scores ceiling of the hybrid graph of 0.9975 / 0.9724. (At
-# gnn.toml's former pos_weight 3 it stayed at the constant prediction, AUC 0.5; see gnn.toml.)
+#   module-map               6598      0.9293      0.4016      0.9012   0.8352     0.029
+#   metric-learning        249205      0.9794      0.8115      0.9705   0.0550     0.307
+#   hybrid                 249422      0.9963      0.8197      0.9869   0.0554     0.323
+# (32 neighbours; the filter, after 5 short epochs, keeps about half the embedding's edges.) The pretrained GNN
+# reaches a validation AUC of 0.987 on the truth-cut graphs, then 0.940 on the full ones: track
+# efficiency 0.7995 (primary) / 0.7719 (all), fake rate 0.189 at follow's default cut 0.02,
+# against a --truth-scores ceiling of the hybrid graph of 0.9975 / 0.9700. Without the
+# pretraining the same 15 epochs gave an AUC of 0.78 and track efficiencies of 0.240 / 0.235;
+# at gnn.toml's former pos_weight 3, the constant prediction (AUC 0.5; see gnn.toml).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 quick=0
@@ -67,10 +72,10 @@ if [ $quick = 1 ]; then
   # quick run gets its own copy.
   sed -e 's/^hidden = 128/hidden = 64/' -e 's/^hidden_layers = 4/hidden_layers = 3/' "$cfg/embedding.toml" > embedding.toml
   emb_cfg=embedding.toml
-  gnn_flags=(--epochs 15 --hidden 32 --lr 0.001)
+  pre_flags=(--epochs 30 --hidden 32) gnn_flags=(--epochs 15 --hidden 32 --lr 0.001)
 else
   n_train=100 n_eval=20 pileup=200 map_events=10000
-  emb_flags=() filt_flags=() gnn_flags=()
+  emb_flags=() filt_flags=() pre_flags=() gnn_flags=()
   emb_cfg="$cfg/embedding.toml"
 fi
 
@@ -112,11 +117,22 @@ rm -rf heldout_hybrid  # rebuilt every time: it prints the table
 "$tg" build-graphs --input heldout --out heldout_hybrid --method hybrid "${map[@]}" "${ml[@]}" \
   --compare heldout_map --compare heldout_ml
 
-stage "5. the GNN on the hybrid graphs"
+stage "5. the GNN: pretrained on truth-cut hybrid graphs, then trained on the full ones"
+# From scratch on full hybrid graphs the GNN learns very slowly (see gnn.toml), as model (c)
+# would have without models (a) and (b) before it: first the same graphs of the training events
+# restricted to the hits of pT >= 1 GeV particles (truth cut, noise removed; ~12.6k nodes and
+# 65k edges per event), then the full graphs from those weights.
+build graphs_hybrid_pt1 events --method hybrid "${map[@]}" "${ml[@]}" --pt-min 1 --remove-noise
+if [ -d runs/gnn_pretrain ]; then
+  "$tg" train --graphs graphs_hybrid_pt1 --out runs/gnn_pretrain --resume --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
+else
+  "$tg" train --graphs graphs_hybrid_pt1 --out runs/gnn_pretrain --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
+fi
 if [ -d runs/gnn ]; then
   "$tg" train --graphs graphs_hybrid --out runs/gnn --resume --config "$cfg/gnn.toml" "${gnn_flags[@]}"
 else
-  "$tg" train --graphs graphs_hybrid --out runs/gnn --config "$cfg/gnn.toml" "${gnn_flags[@]}"
+  "$tg" train --graphs graphs_hybrid --out runs/gnn --config "$cfg/gnn.toml" --init-weights runs/gnn_pretrain \
+    "${gnn_flags[@]}"
 fi
 "$tg" eval --run runs/gnn --graphs graphs_hybrid
 
