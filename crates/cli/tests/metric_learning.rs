@@ -35,24 +35,22 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     // A second run into the same directory is refused; resume continues to more epochs.
     let err = fails(trackgnn(d, &["train-embedding", "--input", "ev", "--out", "emb", "--config", "emb.toml"]));
     assert!(err.contains("--resume"), "{err}");
-    let resumed = json(&ok(trackgnn(
-        d,
-        &[
-            "train-embedding",
-            "--input",
-            "ev",
-            "--out",
-            "emb",
-            "--config",
-            "emb.toml",
-            "--val-events",
-            "1",
-            "--epochs",
-            "3",
-            "--resume",
-            "--json",
-        ],
-    )));
+    let resume = [
+        "train-embedding",
+        "--input",
+        "ev",
+        "--out",
+        "emb",
+        "--config",
+        "emb.toml",
+        "--val-events",
+        "1",
+        "--epochs",
+        "3",
+        "--resume",
+        "--json",
+    ];
+    let resumed = json(&ok(trackgnn(d, &resume)));
     let epochs: Vec<u64> = resumed["epochs"].as_array().unwrap().iter().map(|r| r["epoch"].as_u64().unwrap()).collect();
     assert_eq!(epochs, [0, 1, 2]);
     // The best epoch is the one of the highest efficiency at the k_max-neighbour budget.
@@ -83,24 +81,7 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     for h in &hits {
         std::fs::rename(h, h.with_extension("hidden")).unwrap();
     }
-    let again = json(&ok(trackgnn(
-        d,
-        &[
-            "train-embedding",
-            "--input",
-            "ev",
-            "--out",
-            "emb",
-            "--config",
-            "emb.toml",
-            "--val-events",
-            "1",
-            "--epochs",
-            "3",
-            "--resume",
-            "--json",
-        ],
-    )));
+    let again = json(&ok(trackgnn(d, &resume)));
     for h in &hits {
         std::fs::rename(h.with_extension("hidden"), h).unwrap();
     }
