@@ -123,11 +123,7 @@ stage "5. the GNN: pretrained on truth-cut hybrid graphs, then trained on the fu
 # restricted to the hits of pT >= 1 GeV particles (truth cut, noise removed; ~12.6k nodes and
 # 65k edges per event), then the full graphs from those weights.
 build graphs_hybrid_pt1 events --method hybrid "${map[@]}" "${ml[@]}" --pt-min 1 --remove-noise
-if [ -d runs/gnn_pretrain ]; then
-  "$tg" train --graphs graphs_hybrid_pt1 --out runs/gnn_pretrain --resume --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
-else
-  "$tg" train --graphs graphs_hybrid_pt1 --out runs/gnn_pretrain --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
-fi
+train_stage train runs/gnn_pretrain --graphs graphs_hybrid_pt1 --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
 if [ -d runs/gnn ]; then
   "$tg" train --graphs graphs_hybrid --out runs/gnn --resume --config "$cfg/gnn.toml" "${gnn_flags[@]}"
 else

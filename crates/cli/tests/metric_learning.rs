@@ -72,17 +72,17 @@ fn embedding_filter_and_metric_learning_graphs_end_to_end() {
     assert!(csv.lines().next().unwrap().contains(",wide_k_max,efficiency_wide,"), "{csv}");
     // Resumed once more when all its epochs are done, the run reports them without reading an
     // event: the truth files are hidden, and the report is the same.
-    let hits: Vec<_> = std::fs::read_dir(d.join("ev"))
+    let truth: Vec<_> = std::fs::read_dir(d.join("ev"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with("-truth.csv"))
         .collect();
-    assert_eq!(hits.len(), 4);
-    for h in &hits {
+    assert_eq!(truth.len(), 4);
+    for h in &truth {
         std::fs::rename(h, h.with_extension("hidden")).unwrap();
     }
     let again = json(&ok(trackgnn(d, &resume)));
-    for h in &hits {
+    for h in &truth {
         std::fs::rename(h.with_extension("hidden"), h).unwrap();
     }
     assert_eq!(again["epochs"], resumed["epochs"]);

@@ -410,16 +410,22 @@ pub fn finished_records<C: Serialize + serde::de::DeserializeOwned>(
     epochs: u64,
 ) -> Result<Option<Vec<StageRecord>>> {
     let ckpt = root.join(CHECKPOINT_DIR);
-    if !ckpt.is_dir() && !checkpoint::aside_path(&ckpt).is_dir() {
-        return Ok(None);
-    }
+    let state = match checkpoint::load_checkpoint_state(&ckpt) {
+        Ok(state) => stage_state(&ckpt, state)?,
+        Err(Error::NoCheckpoint { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     check_resumed_config(root, config)?;
-    let state = stage_state(&ckpt, checkpoint::load_checkpoint_state(&ckpt)?)?;
     if state.epoch + 1 < epochs {
         return Ok(None);
     }
-    let records = read_records(&root.join(METRICS_JSONL_FILE))?;
-    Ok(Some(records.into_iter().filter(|r| r.epoch <= state.epoch).collect()))
+    Ok(Some(records_through(root, state.epoch)?))
+}
+
+/// The epoch records of the run in `root` up to epoch `last` (a resumed run drops those of
+/// epochs after its checkpoint).
+fn records_through(root: &Path, last: u64) -> Result<Vec<StageRecord>> {
+    Ok(read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= last).collect())
 }
 
 /// A learned stage being trained: the run directory's writer and the loop around the
@@ -456,8 +462,7 @@ impl<'a> StageRun<'a> {
             trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
             let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
             let state = stage_state(&ckpt, state)?;
-            let records: Vec<StageRecord> =
-                read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= state.epoch).collect();
+            let records = records_through(root, state.epoch)?;
             return Ok(StageRun {
                 root,
                 opt: AdamW::from_state(adam, opt_state),

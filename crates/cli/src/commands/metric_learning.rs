@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use trackgnn_graph::features::FeatureConfig;
-use trackgnn_trackml::csv::discover_events;
+use trackgnn_trackml::csv::{EventFiles, discover_events};
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
 use trackgnn_train::metric_learning::events::{prepare_events, split_sizes};
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
@@ -77,11 +77,17 @@ fn prepare(
     train_pt_min: f64,
 ) -> Result<(Vec<PreparedEvent>, Vec<PreparedEvent>)> {
     let det = load_detector(a.detector.detector.as_deref())?;
+    let files = event_files(a)?;
+    Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
+}
+
+/// The event files used: those of `--input`, the first `--events` of them if given.
+fn event_files(a: &StageArgs) -> Result<Vec<EventFiles>> {
     let mut files = discover_events(&a.input)?;
     if let Some(n) = a.events.events {
         files.truncate(n);
     }
-    Ok(prepare_events(&a.input, &files, &det, features, train_pt_min, a.val_events)?)
+    Ok(files)
 }
 
 /// With `--resume` on a run that has trained all its epochs: its report, without reading the
@@ -99,10 +105,7 @@ fn report_if_finished<C: serde::Serialize + serde::de::DeserializeOwned>(
     let Some(records) = finished_records(&a.out, cfg, epochs)? else {
         return Ok(false);
     };
-    let mut n = discover_events(&a.input)?.len();
-    if let Some(max) = a.events.events {
-        n = n.min(max);
-    }
+    let n = event_files(a)?.len();
     if !a.json.json {
         println!("{}: all {epochs} epochs already trained; nothing to do", a.out.display());
     }
