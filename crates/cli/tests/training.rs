@@ -78,6 +78,25 @@ fn train_and_eval_from_the_command_line() {
     let (plain, _) = reco(&["--out", "tp", "--method", "follow", "--no-hit-search"]);
     assert_eq!((searched["hit_search"].as_bool(), plain["hit_search"].as_bool()), (Some(true), Some(false)));
     assert_eq!(searched["score_cut"], 0.02);
+    // Selecting candidates by their edges' scores keeps some of them, and says by what cut.
+    let (selected, _) = reco(&["--out", "ts", "--method", "follow", "--min-candidate-score", "0.5"]);
+    let cut = |r: &serde_json::Value| r["min_candidate_score"].as_f64();
+    assert_eq!((cut(&selected), cut(&searched)), (Some(0.5), Some(0.0)));
+    let candidates = |r: &serde_json::Value| r["metrics"]["n_candidates"].as_u64().unwrap();
+    assert!(candidates(&selected) <= candidates(&searched), "{} > {}", candidates(&selected), candidates(&searched));
+    // ... and, limited to the short candidates, keeps at least as many.
+    let short = ["--min-candidate-score", "0.5", "--candidate-score-max-hits", "6"];
+    let (short_only, _) = reco(&[&["--out", "t56", "--method", "follow"][..], &short].concat());
+    assert_eq!(short_only["candidate_score_max_hits"], 6);
+    assert!(
+        candidates(&short_only) >= candidates(&selected),
+        "{} < {}",
+        candidates(&short_only),
+        candidates(&selected)
+    );
+    let bad_cut = ["reconstruct", "--run", "run", "--input", "ev", "--out", "tb", "--min-candidate-score", "1.5"];
+    let err = fails(trackgnn(d, &bad_cut));
+    assert!(err.contains("min_candidate_score") && err.contains("1.5"), "{err}");
     // Truth in place of the GNN: the same graphs, and the builder's ceiling above the model.
     let (ceiling, _) = reco(&["--out", "tt", "--method", "follow", "--truth-scores"]);
     assert_eq!((ceiling["truth_scores"].as_bool(), searched["truth_scores"].as_bool()), (Some(true), Some(false)));

@@ -15,6 +15,9 @@
 //!   the nodes' layers ([`ScoredEdges::with_layers`]) it then extends the paths by a hit
 //!   search beyond the edges ([`search`]).
 //!
+//! With [`TrackBuilderConfig::min_candidate_score`], the (short) candidates then built on
+//! weakly scored edges are dropped ([`select_candidates`]).
+//!
 //! # Output convention
 //! The result has one `u32` per node. Tracks of at least `min_hits` nodes are numbered
 //! `1, 2, …` in the order of their smallest node index (so the numbering does not depend on
@@ -29,6 +32,7 @@
 mod components;
 mod follow;
 pub mod search;
+mod selection;
 mod walkthrough;
 
 use serde::{Deserialize, Serialize};
@@ -38,6 +42,7 @@ use crate::error::{Error, Result};
 
 pub use components::connected_components;
 pub use follow::{FollowConfig, follow};
+pub use selection::{candidate_scores, select_candidates};
 pub use walkthrough::walkthrough;
 
 /// The track id of nodes that are in no track of at least `min_hits` nodes.
@@ -103,6 +108,14 @@ pub struct TrackBuilderConfig {
     pub max_paths: usize,
     /// Track following only: its windows and weights.
     pub follow: FollowConfig,
+    /// Candidates of at most [`candidate_score_max_hits`](Self::candidate_score_max_hits)
+    /// hits whose score ([`candidate_scores`]: the mean over their hits of the best edge
+    /// joining the hit to the candidate) is below this are dropped after building
+    /// ([`select_candidates`]), in [0, 1]. Default 0: every candidate is kept.
+    pub min_candidate_score: f64,
+    /// The longest candidate, in hits, that `min_candidate_score` applies to. Default: `None`
+    /// (all).
+    pub candidate_score_max_hits: Option<usize>,
 }
 
 impl Default for TrackBuilderConfig {
@@ -114,6 +127,8 @@ impl Default for TrackBuilderConfig {
             branch_cut: Some(0.8),
             max_paths: 64,
             follow: FollowConfig::default(),
+            min_candidate_score: 0.0,
+            candidate_score_max_hits: None,
         }
     }
 }
@@ -159,6 +174,12 @@ impl TrackBuilderConfig {
         }
         if self.max_paths == 0 {
             return Err(Error::config("max_paths", "must be at least 1, got 0"));
+        }
+        if !(0.0..=1.0).contains(&self.min_candidate_score) {
+            return Err(Error::config(
+                "min_candidate_score",
+                format!("must be in [0, 1], got {}", self.min_candidate_score),
+            ));
         }
         self.follow.validate()
     }
@@ -350,11 +371,13 @@ impl TrackBuilder {
     /// If the slices of `edges` differ in length.
     #[track_caller]
     pub fn build(&self, edges: &ScoredEdges<'_>) -> Result<Vec<u32>> {
-        match self.config.method {
+        let ids = match self.config.method {
             Method::Cc => connected_components(edges, &self.config),
             Method::Walkthrough => walkthrough(edges, &self.config),
             Method::Follow => follow(edges, &self.config),
-        }
+        }?;
+        let c = &self.config;
+        Ok(select_candidates(edges, &ids, c.min_candidate_score, c.candidate_score_max_hits.unwrap_or(usize::MAX)))
     }
 }
 
@@ -399,6 +422,7 @@ mod tests {
             TrackBuilderConfig { min_hits: 0, ..Default::default() },
             TrackBuilderConfig { branch_cut: Some(0.3), ..Default::default() },
             TrackBuilderConfig { max_paths: 0, ..Default::default() },
+            TrackBuilderConfig { min_candidate_score: -0.1, ..Default::default() },
         ];
         let fields: Vec<&str> = bad
             .into_iter()
@@ -407,7 +431,7 @@ mod tests {
                 other => panic!("expected a config error, got {other:?}"),
             })
             .collect();
-        assert_eq!(fields, ["score_cut", "score_cut", "min_hits", "branch_cut", "max_paths"]);
+        assert_eq!(fields, ["score_cut", "score_cut", "min_hits", "branch_cut", "max_paths", "min_candidate_score"]);
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct RecoReport<'a> {
     pub branch_cut: f64,
     /// Whether track following searches hits beyond the graph's edges.
     pub hit_search: bool,
+    /// Candidates scoring below this (the mean over their hits of the best edge joining the
+    /// hit to the candidate) were dropped; 0 keeps all.
+    pub min_candidate_score: f64,
+    /// The longest candidate, in hits, that `min_candidate_score` applied to (`None`: all).
+    pub candidate_score_max_hits: Option<usize>,
     /// Whether the edge scores came from the truth (a diagnostic).
     pub truth_scores: bool,
     /// Each event's sizes and seconds.
@@ -78,6 +83,8 @@ impl<'a> RecoReport<'a> {
             min_track_hits: metrics_config.min_track_hits,
             branch_cut: c.branch_cut.unwrap_or(c.score_cut),
             hit_search: c.hit_search(),
+            min_candidate_score: c.min_candidate_score,
+            candidate_score_max_hits: c.candidate_score_max_hits,
             truth_scores: rec.truth_scores(),
             events: &done.events,
             mean_seconds_per_event: MeanSeconds {
@@ -102,9 +109,14 @@ impl<'a> RecoReport<'a> {
 
 impl fmt::Display for RecoReport<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let selection = match (self.min_candidate_score > 0.0, self.candidate_score_max_hits) {
+            (false, _) => String::new(),
+            (true, None) => format!(" scoring >= {}", self.min_candidate_score),
+            (true, Some(n)) => format!(", those of <= {n} hits scoring >= {}", self.min_candidate_score),
+        };
         writeln!(
             f,
-            "{} events reconstructed into {} ({:?}, score cut {}, candidates of >= {} hits)",
+            "{} events reconstructed into {} ({:?}, score cut {}, candidates of >= {} hits{selection})",
             self.events.len(),
             self.out.display(),
             self.track_method,

@@ -1,0 +1,101 @@
+//! Candidate selection after track building, by the edge scores a candidate is built on.
+//!
+//! Track following keeps edges down to a low score cut, so that a target whose true edge
+//! scores 0.05 among fakes is still followed; in dense events the same low cut also chains
+//! hits of different particles into candidates held together by low-scoring edges. A
+//! candidate's score ([`candidate_scores`]) sums up how strongly the GNN joins its hits, and
+//! [`select_candidates`] drops the candidates below a cut: the track selection after
+//! finding that combinatorial track finders apply with their fit quality.
+
+use super::{NO_TRACK, ScoredEdges, number_tracks};
+
+/// The score of each candidate of `track_ids` (one id per node, [`NO_TRACK`] for none), at
+/// index `id − 1`: the mean over its hits of the best score among the edges joining the hit
+/// to another hit of the same candidate. A hit that no such edge reaches (one the hit search
+/// added beyond the graph's edges) counts 0; NaN scores count 0.
+///
+/// # Panics
+/// If `track_ids.len() != edges.num_nodes` or an edge's node is out of range.
+#[track_caller]
+pub fn candidate_scores(edges: &ScoredEdges<'_>, track_ids: &[u32]) -> Vec<f64> {
+    assert_eq!(track_ids.len(), edges.num_nodes, "one track id per node");
+    let mut best = vec![0.0f32; edges.num_nodes];
+    for ((&s, &d), &score) in edges.src.iter().zip(edges.dst).zip(edges.scores) {
+        let (s, d) = (s as usize, d as usize);
+        if s != d && track_ids[s] != NO_TRACK && track_ids[s] == track_ids[d] && score > 0.0 {
+            best[s] = best[s].max(score);
+            best[d] = best[d].max(score);
+        }
+    }
+    let num = track_ids.iter().copied().max().unwrap_or(NO_TRACK) as usize;
+    let mut sum = vec![0.0f64; num];
+    let mut hits = vec![0usize; num];
+    for (&id, &b) in track_ids.iter().zip(&best) {
+        if id != NO_TRACK {
+            sum[id as usize - 1] += f64::from(b);
+            hits[id as usize - 1] += 1;
+        }
+    }
+    sum.iter().zip(&hits).map(|(&s, &n)| if n == 0 { 0.0 } else { s / n as f64 }).collect()
+}
+
+/// `track_ids` without the candidates of at most `max_hits` hits whose [`candidate_scores`]
+/// are below `min_score` (their nodes get [`NO_TRACK`]), the others renumbered `1, 2, …` in
+/// the order of their smallest node, as every builder numbers them. `min_score ≤ 0` keeps
+/// every candidate.
+///
+/// Why only the short ones: in dense events most candidates of 5 or 6 hits chain hits of
+/// several particles (on held-out mu = 200 events, 70% of the 5-hit candidates of track
+/// following were fakes, against 2% of those of 10 hits), while a long candidate is seldom
+/// one, whatever its score, and may hold hits the hit search added without an edge.
+///
+/// # Panics
+/// As [`candidate_scores`].
+#[track_caller]
+pub fn select_candidates(edges: &ScoredEdges<'_>, track_ids: &[u32], min_score: f64, max_hits: usize) -> Vec<u32> {
+    if min_score <= 0.0 {
+        return track_ids.to_vec();
+    }
+    let scores = candidate_scores(edges, track_ids);
+    let mut hits = vec![0usize; scores.len()];
+    for &id in track_ids.iter().filter(|&&id| id != NO_TRACK) {
+        hits[id as usize - 1] += 1;
+    }
+    let labels: Vec<u32> = track_ids.iter().map(|&id| if id == NO_TRACK { u32::MAX } else { id - 1 }).collect();
+    number_tracks(&labels, |label| hits[label as usize] > max_hits || scores[label as usize] >= min_score)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_candidate_scores_the_mean_of_its_hits_best_edges() {
+        // Candidate 1: nodes 0-1-2-3, edges 0.9, 0.8, 0.1 along it, a 0.95 edge 0→2 inside it
+        // and a 0.99 edge 3→4 to another candidate (not counted). Candidate 2: nodes 4-5-6,
+        // edges 0.2, 0.3, and node 7 added without an edge.
+        let src = [0, 1, 2, 0, 3, 4, 5];
+        let dst = [1, 2, 3, 2, 4, 5, 6];
+        let scores = [0.9, 0.8, 0.1, 0.95, 0.99, 0.2, 0.3];
+        let edges = ScoredEdges::new(9, &src, &dst, &scores);
+        let ids = [1, 1, 1, 1, 2, 2, 2, 2, NO_TRACK];
+        let s = candidate_scores(&edges, &ids);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        // Best per hit: 0.95, 0.9, 0.95, 0.1 | 0.2, 0.3, 0.3, 0.
+        assert!(close(s[0], (0.95 + 0.9 + 0.95 + 0.1) / 4.0), "{s:?}");
+        assert!(close(s[1], (0.2 + 0.3 + 0.3) / 4.0), "{s:?}");
+
+        let all = usize::MAX;
+        assert_eq!(select_candidates(&edges, &ids, 0.5, all), [1, 1, 1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(select_candidates(&edges, &ids, 0.0, all), ids);
+        assert_eq!(select_candidates(&edges, &ids, 0.99, all), [0; 9]);
+        // Candidates of more than max_hits hits are kept whatever their score.
+        assert_eq!(select_candidates(&edges, &ids, 0.99, 3), ids);
+        assert_eq!(select_candidates(&edges, &ids, 0.99, 4), [0; 9]);
+        // Dropping the first candidate renumbers the second.
+        let swapped = [2, 2, 2, 2, 1, 1, 1, 1, NO_TRACK];
+        assert_eq!(select_candidates(&edges, &swapped, 0.5, all), [1, 1, 1, 1, 0, 0, 0, 0, 0]);
+        let gap = [3, 3, 3, 3, 1, 1, 1, 1, NO_TRACK];
+        assert_eq!(select_candidates(&edges, &gap, 0.1, all), [1, 1, 1, 1, 2, 2, 2, 2, 0]);
+    }
+}
