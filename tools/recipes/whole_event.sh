@@ -79,6 +79,23 @@ else
   emb_cfg="$cfg/embedding.toml"
 fi
 
+# The trained runs committed beside the recipe (whole_event/trained/: weights, checkpoints
+# and logs of the full chain, no plots) seed a new work directory, so that the chain resumes
+# where they stopped instead of training for hours again; the absolute paths they record (the
+# work directory they were trained in) are rewritten to this one. Events, the map and the
+# graphs are rebuilt from their seeds: the same bytes, so the recorded hashes hold.
+trained="$cfg/trained"
+if [ $quick = 0 ] && [ -f "$trained/workdir" ]; then
+  from="$(cat "$trained/workdir")"
+  for run in "$trained"/runs/*/; do
+    name="$(basename "$run")"
+    [ -e "runs/$name" ] && continue
+    mkdir -p runs && cp -r "$run" "runs/$name"
+    { grep -rlF "$from" "runs/$name" || true; } | while read -r f; do sed -i "s#$from#$PWD#g" "$f"; done
+    echo "runs/$name: restored from $run"
+  done
+fi
+
 stage "1. events: $n_train training and $n_eval held-out events at pile-up $pileup"
 [ -d events ] || "$tg" simulate --events $n_train --pileup $pileup --seed 31 --out events
 [ -d heldout ] || "$tg" simulate --events $n_eval --first-event 1001 --pileup $pileup --seed 12 --out heldout
