@@ -22,14 +22,18 @@
 #   building the release one.
 # Interrupt at any time: re-running skips finished steps and resumes the trainings.
 #
-# Times on 2 cores (release binary, nice 19, measured in sittings that shared the machine with
-# developers' builds): events and map ~25 min; embedding 5 epochs of 320 steps plus
-# validation, 303-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
-# 577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and of
-# the 20 held-out events by each method, 265 s; GNN pretraining 16 epochs of 28-50 s (~10
-# min), then 10 epochs of 356-428 s (~1 h, see gnn.toml); tracks 81 s and the ceiling as much:
-# about 3 h. A finished embedding or filter, re-run, only reports
-# its epochs (it reads no event).
+# Times on 2 cores (release binary, measured in sittings that shared the machine with
+# developers' builds): events 37 s and map 470 s; embedding 5 epochs of 320 steps plus
+# validation, 276-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
+# 431-577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and
+# of the 20 held-out events by each method, ~265 s; GNN pretraining 16 epochs of 28-50 s (~10
+# min), then 10 epochs of 356-523 s (~1 h, see gnn.toml); tracks 81 s and the ceiling as
+# much: about 2 h 15 min from nothing (2026-11-26, 14:18 to 16:35 UTC). A finished embedding
+# or filter, re-run, only reports its epochs (it reads no event).
+#
+# Its trained runs are committed in whole_event/trained/ (restored into a new work directory,
+# see below): a run of the recipe on a new machine rebuilds the events, the map and the graphs
+# from their seeds (~15 min) and resumes from there.
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
