@@ -48,7 +48,7 @@ use crate::error::{Error, Result};
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
-use crate::tracks::search::{NodeLayers, Surface, node_layers};
+use crate::tracks::search::{NodeLayers, Surface, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
 
@@ -312,8 +312,10 @@ impl Reconstructor {
     pub fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
         let edges = ScoredEdges::from_graph(graph, scores);
         let node_tracks = if self.builder.config().uses_layers() {
-            let layer = node_layers(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
-            self.builder.build(&edges.with_layers(NodeLayers { layer: &layer, surfaces: &self.surfaces }))?
+            let module = node_modules(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
+            let layer: Vec<u16> = module.iter().map(|&m| self.det.layer_of(m as usize) as u16).collect();
+            let layers = NodeLayers { layer: &layer, module: &module, surfaces: &self.surfaces };
+            self.builder.build(&edges.with_layers(layers))?
         } else {
             self.builder.build(&edges)?
         };

@@ -248,10 +248,11 @@ impl<'a> ScoredEdges<'a> {
         e
     }
 
-    /// The same edges with each node's layer, for the hit search of track following.
+    /// The same edges with each node's layer and module, for track following and its hit
+    /// search.
     ///
     /// # Panics
-    /// If `layers.layer.len() != num_nodes`.
+    /// If `layers.layer` or `layers.module` does not hold one entry per node.
     #[track_caller]
     pub fn with_layers(self, layers: search::NodeLayers<'a>) -> Self {
         let e = ScoredEdges { layers: Some(layers), ..self };
@@ -293,6 +294,7 @@ impl<'a> ScoredEdges<'a> {
         }
         if let Some(l) = self.layers {
             assert_eq!(l.layer.len(), self.num_nodes, "one layer per node");
+            assert_eq!(l.module.len(), self.num_nodes, "one module per node");
         }
     }
 
@@ -533,7 +535,8 @@ mod tests {
     fn hits_of_one_disk_are_walked_by_z() {
         let (nodes, layer, surfaces) = disk_overlap();
         let chain: Vec<(u32, u32)> = (0..7).map(|k| (k, k + 1)).collect();
-        let layers = NodeLayers { layer: &layer, surfaces: &surfaces };
+        let module: Vec<u32> = (0..layer.len() as u32).collect();
+        let layers = NodeLayers { layer: &layer, module: &module, surfaces: &surfaces };
         for method in [Method::Walkthrough, Method::Follow] {
             // Stored along the particle, the small drop in r does not reverse the edge.
             assert_eq!(build_nodes(method, &nodes, &chain, None), [1; 8], "{method:?}");
@@ -550,7 +553,8 @@ mod tests {
         let (r, phi, z) = (col(0), col(1), col(2));
         let e = ScoredEdges::new(nodes.len(), &[], &[], &[]);
         let with_r = e.with_positions(&r, &phi, &z);
-        let with_layers = with_r.with_layers(NodeLayers { layer: &layer, surfaces: &surfaces });
+        let module: Vec<u32> = (0..layer.len() as u32).collect();
+        let with_layers = with_r.with_layers(NodeLayers { layer: &layer, module: &module, surfaces: &surfaces });
         // Without radii: as stored.
         assert_eq!((e.outward(5, 2), e.outward(2, 5)), ((5, 2), (2, 5)));
         // With radii: a clear drop in r reverses an edge; one within REVERSE_MIN_DR does not.
@@ -564,7 +568,7 @@ mod tests {
         let (r2, layer2) = ([100.3f32, 100.0], [0u16, 0]);
         let barrel = ScoredEdges::new(2, &[], &[], &[])
             .with_positions(&r2, &[0.0, 0.0], &[10.0, 5.0])
-            .with_layers(NodeLayers { layer: &layer2, surfaces: &surfaces });
+            .with_layers(NodeLayers { layer: &layer2, module: &[0, 1], surfaces: &surfaces });
         assert_eq!((barrel.outward(0, 1), barrel.outward(1, 0)), ((1, 0), (1, 0)));
     }
 

@@ -20,13 +20,14 @@
 //! 3. From each start node not yet used: the first step takes the best outgoing edge with
 //!    score ≥ [`FollowConfig::seed_cut`] to an unused node (none: no track). Every later step
 //!    from the last node `b` looks at its outgoing kept edges to nodes `c` that are unused and
-//!    not on the path, and computes
+//!    not on the path (and, with the nodes' layers, allowed by the rule below), and computes
 //!    - Δκ: the transverse curvature of the circle through (`a`, `b`, `c`) minus that through
 //!      (`p`, `a`, `b`), where `a` is the latest path node at least
 //!      [`min_lever_arm`](FollowConfig::min_lever_arm) from `b` in the transverse plane and
 //!      `p` the latest at least as far from `a` (without `p`, the beam line at the origin
 //!      stands in for it and the window is three times wider); allowed:
-//!      `curvature_abs + curvature_rel · |κ(a, b, c)|`;
+//!      `curvature_abs + curvature_rel · |κ(a, b, c)|`, plus twice the error of Δκ that
+//!      the hits' [`transverse_sigma`](FollowConfig::transverse_sigma) gives it;
 //!    - Δθ: the polar angle of `b → c` minus that of `a' → b`, `a'` the latest path node at
 //!      least `min_lever_arm` from `b` in 3D; allowed: `theta_window` × (2 mrad + 2σ_c/|bc| +
 //!      2σ_a'/|a'b|), σ the position error at the hit's radius
@@ -36,6 +37,13 @@
 //!    χ² = (Δκ/allowed)² + (Δθ/allowed)² < 1; the compatible `c` with the lowest
 //!    χ² − `score_weight` · ln(score) is followed (ties: the better score). None: the path
 //!    ends.
+//!
+//!    With the nodes' layers ([`ScoredEdges::with_layers`]), every step, the first too, goes
+//!    only to a node on none of the path's modules and on none of its layers but the last
+//!    node's, where the path then holds one hit: a particle of the targets' pT crosses each
+//!    layer once, in two overlapping modules at most. In dense forward regions a path
+//!    otherwise took a second hit of its module, another particle's, and split that
+//!    particle's track in two halves that neither hold the majority of its hits.
 //! 4. A path of at least `min_hits` nodes becomes a track and its nodes are used; otherwise
 //!    only its start node is marked used.
 //! 5. Hit search ([`search`](super::search), when [`FollowConfig::search`] is set and the
@@ -79,6 +87,11 @@ pub struct FollowConfig {
     /// `r_max`; hits beyond the last `r_max` take the last σ. Default: the TrackML detector's
     /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips 5.
     pub position_sigma: Vec<[f64; 2]>,
+    /// Transverse position error σ \[mm\] of a hit, ≥ 0: the curvature window widens by
+    /// twice the error of Δκ that it gives the two three-point estimates
+    /// ([`curvature_sigma`]), large where the hits are close in the transverse plane (forward
+    /// tracks crossing end-cap disks). 0 leaves it out. Default 0.025.
+    pub transverse_sigma: f64,
     /// Extend paths by the hit search beyond the graph's edges ([`search`](super::search))
     /// when the edges carry node layers ([`ScoredEdges::with_layers`]). Default true.
     pub search: bool,
@@ -104,6 +117,7 @@ impl Default for FollowConfig {
             score_weight: 0.3,
             min_lever_arm: 15.0,
             position_sigma: vec![[200.0, 0.025], [700.0, 0.6], [f64::INFINITY, 5.0]],
+            transverse_sigma: 0.025,
             search: true,
             max_holes: 1,
             rescue_min_hits: 7,
@@ -125,6 +139,7 @@ impl FollowConfig {
             ("follow.theta_window", self.theta_window, false),
             ("follow.score_weight", self.score_weight, true),
             ("follow.min_lever_arm", self.min_lever_arm, false),
+            ("follow.transverse_sigma", self.transverse_sigma, true),
         ] {
             let ok = v.is_finite() && if min_inclusive { v >= 0.0 } else { v > 0.0 };
             if !ok {
@@ -155,6 +170,20 @@ pub(super) fn curvature(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> f64 {
     let (ux, uy, vx, vy) = (b[0] - a[0], b[1] - a[1], c[0] - b[0], c[1] - b[1]);
     let d = ((ux * ux + uy * uy) * (vx * vx + vy * vy) * ((c[0] - a[0]).powi(2) + (c[1] - a[1]).powi(2))).sqrt();
     if d == 0.0 { 0.0 } else { 2.0 * (ux * vy - uy * vx) / d }
+}
+
+/// Standard deviation [1/mm] of [`curvature`]`(a, b, c)` when each point's position has the
+/// transverse error `sigma` (0 for the beam line): the curvature is 2h/(|ab|·|bc|), h the
+/// distance of `b` from the chord `ac`, which a shift δ of `b` changes by δ, of `a` by
+/// δ·|bc|/|ac| and of `c` by δ·|ab|/|ac| (to first order).
+pub(super) fn curvature_sigma(a: [f64; 2], b: [f64; 2], c: [f64; 2], sigma: [f64; 3]) -> f64 {
+    let dist = |p: [f64; 2], q: [f64; 2]| (q[0] - p[0]).hypot(q[1] - p[1]);
+    let (ab, bc, ac) = (dist(a, b), dist(b, c), dist(a, c));
+    if ab == 0.0 || bc == 0.0 || ac == 0.0 {
+        return 0.0;
+    }
+    let h = (sigma[1]).hypot(sigma[0] * bc / ac).hypot(sigma[2] * ab / ac);
+    2.0 * h / (ab * bc)
 }
 
 /// Node positions in Cartesian coordinates and the checks of step 3 of the module docs.
@@ -203,12 +232,15 @@ impl Geometry<'_> {
         if self.dxy(b, c) >= cfg.min_lever_arm
             && let Some((ia, a)) = self.anchor(path, last, b, |p, q| self.dxy(p, q))
         {
-            let k_new = curvature(self.xy[a], self.xy[b], self.xy[c]);
-            let (k_ref, widen) = match self.anchor(path, ia, a, |p, q| self.dxy(p, q)) {
-                Some((_, p)) => (curvature(self.xy[p], self.xy[a], self.xy[b]), 1.0),
-                None => (curvature([0.0, 0.0], self.xy[a], self.xy[b]), 3.0),
+            let (xa, xb, xc) = (self.xy[a], self.xy[b], self.xy[c]);
+            let k_new = curvature(xa, xb, xc);
+            let s = cfg.transverse_sigma;
+            let (k_ref, widen, sigma_ref) = match self.anchor(path, ia, a, |p, q| self.dxy(p, q)) {
+                Some((_, p)) => (curvature(self.xy[p], xa, xb), 1.0, curvature_sigma(self.xy[p], xa, xb, [s; 3])),
+                None => (curvature([0.0, 0.0], xa, xb), 3.0, curvature_sigma([0.0, 0.0], xa, xb, [0.0, s, s])),
             };
-            let allowed = widen * (cfg.curvature_abs + cfg.curvature_rel * k_new.abs());
+            let sigma_delta = curvature_sigma(xa, xb, xc, [s; 3]).hypot(sigma_ref);
+            let allowed = widen * (cfg.curvature_abs + cfg.curvature_rel * k_new.abs()) + 2.0 * sigma_delta;
             chi2 += ((k_new - k_ref) / allowed).powi(2);
         }
         if self.d3(b, c) >= cfg.min_lever_arm
@@ -274,11 +306,16 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
             let b = *path.last().expect("not empty");
             let free = adj.out(b as u32).filter(|&(c, _)| !used[c as usize] && !on_path[c as usize]);
             let next = if path.len() == 1 {
-                free.take_while(|&(_, sc)| f64::from(sc) >= cfg.seed_cut).map(|(c, _)| c as usize).next()
+                free.take_while(|&(_, sc)| f64::from(sc) >= cfg.seed_cut)
+                    .map(|(c, _)| c as usize)
+                    .find(|&c| edges.layers.is_none_or(|l| l.can_continue(&path, c)))
             } else {
                 let mut best: Option<(f64, usize)> = None;
                 for (c, sc) in free {
                     let c = c as usize;
+                    if edges.layers.is_some_and(|l| !l.can_continue(&path, c)) {
+                        continue;
+                    }
                     let Some(chi2) = geo.chi2(&path, c) else { continue };
                     let cost = chi2 - cfg.score_weight * f64::from(sc).ln();
                     // Strictly lower: on a tie the earlier (better-scored) edge stays.
@@ -349,7 +386,7 @@ pub fn follow(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracks::search::{NodeLayers, Surface};
+    use crate::tracks::search::{NO_LAYER, NodeLayers, Surface};
     use crate::tracks::{Method, TrackBuilder, walkthrough};
 
     type E = (u32, u32, f32);
@@ -468,11 +505,23 @@ mod tests {
         (nodes, surfaces)
     }
 
-    /// Tracks of `nodes` (on `layer`) with `edges`, with or without the layers.
+    /// Tracks of `nodes` (on `layer`, each on a module of its own) with `edges`, with or
+    /// without the layers.
     fn build_on_layers(
         nodes: &[[f32; 3]],
         edges: &[E],
         layer: Option<(&[u16], &[Surface])>,
+        cfg: &TrackBuilderConfig,
+    ) -> Result<Vec<u32>> {
+        let module: Vec<u32> = (0..nodes.len() as u32).collect();
+        build_on_modules(nodes, edges, layer.map(|(l, s)| (l, &module[..], s)), cfg)
+    }
+
+    /// Tracks of `nodes` (on `layer` and `module`) with `edges`, with or without the layers.
+    fn build_on_modules(
+        nodes: &[[f32; 3]],
+        edges: &[E],
+        layer: Option<(&[u16], &[u32], &[Surface])>,
         cfg: &TrackBuilderConfig,
     ) -> Result<Vec<u32>> {
         let (r, phi, z): (Vec<f32>, Vec<f32>, Vec<f32>) = (
@@ -486,8 +535,8 @@ mod tests {
             edges.iter().map(|e| e.2).collect(),
         );
         let mut e = ScoredEdges::new(nodes.len(), &s, &d, &sc).with_positions(&r, &phi, &z);
-        if let Some((layer, surfaces)) = layer {
-            e = e.with_layers(NodeLayers { layer, surfaces });
+        if let Some((layer, module, surfaces)) = layer {
+            e = e.with_layers(NodeLayers { layer, module, surfaces });
         }
         TrackBuilder::new(cfg.clone())?.build(&e)
     }
@@ -549,6 +598,78 @@ mod tests {
         };
         assert_eq!(build_on_layers(&nodes, &edges, layers, &cfg(false)).unwrap(), [1, 1, 1, 1, 2, 2, 2, 2]);
         assert_eq!(build_on_layers(&nodes, &edges, layers, &cfg(true)).unwrap(), [1; 8]);
+    }
+
+    #[test]
+    fn a_path_takes_one_hit_of_a_module() {
+        let (mut nodes, surfaces) = barrel_helix();
+        // Node 8: another particle's hit 0.3 mm from the helix's last hit, on its layer.
+        nodes.push([nodes[7][0], nodes[7][1] + 0.3 / nodes[7][0], nodes[7][2]]);
+        let layer: Vec<u16> = vec![0, 1, 2, 3, 4, 5, 6, 7, 7];
+        let mut edges: Vec<E> = (0..7).map(|k| (k, k + 1, 0.9)).collect();
+        edges.push((7, 8, 0.99));
+        let cfg = TrackBuilderConfig { min_hits: 5, ..follow_cfg() };
+        let build = |module: &[u32]| build_on_modules(&nodes, &edges, Some((&layer, module, &surfaces)), &cfg);
+        // On a module of its own, node 8 is an overlapping module's hit: the path takes it.
+        assert_eq!(build(&[0, 1, 2, 3, 4, 5, 6, 7, 8]).unwrap(), [1; 9]);
+        // On the last hit's module, it cannot be the same particle's.
+        assert_eq!(build(&[0, 1, 2, 3, 4, 5, 6, 7, 7]).unwrap(), [1, 1, 1, 1, 1, 1, 1, 1, 0]);
+    }
+
+    #[test]
+    fn a_path_crosses_a_layer_once_in_at_most_two_modules() {
+        let surfaces = [Surface::Cylinder { r: 100.0, z_min: -500.0, z_max: 500.0 }];
+        let (layer, module) = ([0u16, 1, 0, 0, NO_LAYER], [10u32, 11, 12, 13, 14]);
+        let l = NodeLayers { layer: &layer, module: &module, surfaces: &surfaces };
+        // Node 0 on layer 0, node 1 on layer 1, nodes 2 and 3 on layer 0 in other modules.
+        assert!(l.can_continue(&[0], 2), "the overlapping module right after");
+        assert!(!l.can_continue(&[0, 2], 3), "a third hit on one layer");
+        assert!(!l.can_continue(&[0, 1], 2), "back to a layer left before");
+        assert!(l.can_continue(&[0, 1], 4), "a node without a layer: only its module counts");
+        let same_module = NodeLayers { module: &[10, 11, 12, 13, 10], ..l };
+        assert!(!same_module.can_continue(&[0, 1], 4));
+    }
+
+    #[test]
+    fn curvature_sigma_is_the_spread_of_shifted_points() {
+        // A 1 GeV track in 2 T (R = 1667 mm) seen on three hits 16 and 40 mm apart.
+        let p = |t: f64| [1667.0 * t.sin(), 1667.0 - 1667.0 * t.cos()];
+        let pts = [p(0.03), p(0.03 + 16.0 / 1667.0), p(0.03 + 56.0 / 1667.0)];
+        let sigma = [0.02, 0.03, 0.05];
+        // Numerical gradient of the curvature in each coordinate of each point.
+        let mut var = 0.0;
+        for (i, s) in sigma.iter().enumerate() {
+            for axis in 0..2 {
+                let (mut hi, mut lo) = (pts, pts);
+                hi[i][axis] += 1e-4;
+                lo[i][axis] -= 1e-4;
+                let d = (curvature(hi[0], hi[1], hi[2]) - curvature(lo[0], lo[1], lo[2])) / 2e-4;
+                var += (d * s).powi(2);
+            }
+        }
+        let got = curvature_sigma(pts[0], pts[1], pts[2], sigma);
+        assert!((got / var.sqrt() - 1.0).abs() < 0.01, "{got} against {}", var.sqrt());
+        assert_eq!(curvature_sigma(pts[0], pts[0], pts[2], sigma), 0.0);
+    }
+
+    #[test]
+    fn short_lever_arms_widen_the_curvature_window() {
+        // A forward 1 GeV track crossing hits 16 mm apart in r, each 0.02 mm off the helix
+        // in r·phi, alternately: every three-point curvature is off by ~3e-4, more than the
+        // fixed window allows for a change between two of them.
+        let (big_r, cot) = (1667.0f32, 10.0f32);
+        let nodes: Vec<[f32; 3]> = (0..8)
+            .map(|k| {
+                let r = 40.0 + 16.0 * k as f32;
+                let jitter = if k % 2 == 0 { 0.02 } else { -0.02 };
+                [r, (r / (2.0 * big_r)).asin() + jitter / r, cot * r]
+            })
+            .collect();
+        let edges: Vec<E> = (0..7).map(|k| (k, k + 1, 0.95)).collect();
+        assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1; 8]);
+        let fixed =
+            TrackBuilderConfig { follow: FollowConfig { transverse_sigma: 0.0, ..Default::default() }, ..follow_cfg() };
+        assert_ne!(build(&nodes, &edges, &fixed).unwrap(), [1; 8]);
     }
 
     #[test]

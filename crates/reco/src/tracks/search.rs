@@ -59,19 +59,47 @@ impl Surface {
     }
 }
 
-/// Each node's layer, for the hit search: `layer[node]` indexes `surfaces` ([`NO_LAYER`]: none).
+/// Each node's layer and module, for the hit search and track following: `layer[node]`
+/// indexes `surfaces` ([`NO_LAYER`]: none).
 #[derive(Clone, Copy, Debug)]
 pub struct NodeLayers<'a> {
     /// The layer of each node.
     pub layer: &'a [u16],
+    /// The module of each node (any id that differs between modules, e.g. [`node_modules`]): a
+    /// particle crosses a module once, so a path takes at most one hit of each.
+    pub module: &'a [u32],
     /// The layers' surfaces.
     pub surfaces: &'a [Surface],
+}
+
+impl NodeLayers<'_> {
+    /// Whether a particle's hits `path` (in the order crossed) can continue with node `c`. A
+    /// particle of the targets' pT crosses each module once and each layer once, in at most
+    /// two overlapping modules one after the other: `c` is on no module of the path, and on
+    /// no layer of it but that of the last node, where the path then holds one hit. (A node
+    /// without a layer has only its module checked.)
+    pub(super) fn can_continue(&self, path: &[usize], c: usize) -> bool {
+        if path.iter().any(|&q| self.module[q] == self.module[c]) {
+            return false;
+        }
+        let layer = self.layer[c];
+        if layer == NO_LAYER {
+            return true;
+        }
+        let on_layer = path.iter().filter(|&&q| self.layer[q] == layer).count();
+        on_layer == 0 || (on_layer == 1 && path.last().is_some_and(|&b| self.layer[b] == layer))
+    }
 }
 
 /// The layer index in `det` of each node, found from the module of the hit with the node's
 /// hit id (`hit_id` and `module` are the event's hits, `node_hit_id` the graph's nodes).
 /// A node whose hit or module is unknown is an [`Error::Config`] naming the hit.
 pub fn node_layers(det: &Detector, hit_id: &[u64], module: &[ModuleId], node_hit_id: &[u64]) -> Result<Vec<u16>> {
+    Ok(node_modules(det, hit_id, module, node_hit_id)?.iter().map(|&m| det.layer_of(m as usize) as u16).collect())
+}
+
+/// The module index in `det` of each node, as [`node_layers`] finds it.
+pub fn node_modules(det: &Detector, hit_id: &[u64], module: &[ModuleId], node_hit_id: &[u64]) -> Result<Vec<u32>> {
     let index: std::collections::HashMap<u64, usize> = hit_id.iter().enumerate().map(|(i, &h)| (h, i)).collect();
     node_hit_id
         .iter()
@@ -81,7 +109,7 @@ pub fn node_layers(det: &Detector, hit_id: &[u64], module: &[ModuleId], node_hit
             let m = det.module_index(module[*i]).ok_or_else(|| {
                 Error::config("layers", format!("hit {h}: module {} is not in the detector", module[*i]))
             })?;
-            Ok(det.layer_of(m) as u16)
+            Ok(m as u32)
         })
         .collect()
 }
@@ -441,7 +469,7 @@ mod tests {
         let phi = [3.1f32, -3.1, 0.0, 1.0];
         let layer = [0u16, 0, 0, NO_LAYER];
         let surfaces = [Surface::Cylinder { r: 100.0, z_min: -500.0, z_max: 500.0 }];
-        let index = LayerIndex::new(&NodeLayers { layer: &layer, surfaces: &surfaces }, &phi);
+        let index = LayerIndex::new(&NodeLayers { layer: &layer, module: &[0, 1, 2, 3], surfaces: &surfaces }, &phi);
         let mut got: Vec<usize> = index.around(0, PI, 0.1).collect();
         got.sort_unstable();
         assert_eq!(got, [0, 1]);
