@@ -94,6 +94,14 @@ fn train_and_eval_from_the_command_line() {
         candidates(&short_only),
         candidates(&selected)
     );
+    // Scored by their weakest link unless told otherwise.
+    let by_mean = ["--min-candidate-score", "0.5", "--candidate-score", "mean-best-edge"];
+    let (mean, _) = reco(&[&["--out", "tm", "--method", "follow"][..], &by_mean].concat());
+    assert_eq!(
+        (selected["candidate_score"].as_str(), mean["candidate_score"].as_str()),
+        (Some("weakest_link"), Some("mean_best_edge"))
+    );
+    assert!(candidates(&mean) <= candidates(&searched));
     let bad_cut = ["reconstruct", "--run", "run", "--input", "ev", "--out", "tb", "--min-candidate-score", "1.5"];
     let err = fails(trackgnn(d, &bad_cut));
     assert!(err.contains("min_candidate_score") && err.contains("1.5"), "{err}");

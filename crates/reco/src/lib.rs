@@ -71,6 +71,6 @@ pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };
 pub use tracks::{
-    FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, candidate_scores,
+    CandidateScore, FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, candidate_scores,
     connected_components, follow, num_tracks, select_candidates, walkthrough,
 };

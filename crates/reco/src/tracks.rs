@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 
 pub use components::connected_components;
 pub use follow::{FollowConfig, follow};
-pub use selection::{candidate_scores, select_candidates};
+pub use selection::{CandidateScore, candidate_scores, select_candidates};
 pub use walkthrough::walkthrough;
 
 /// The track id of nodes that are in no track of at least `min_hits` nodes.
@@ -109,10 +109,12 @@ pub struct TrackBuilderConfig {
     /// Track following only: its windows and weights.
     pub follow: FollowConfig,
     /// Candidates of at most [`candidate_score_max_hits`](Self::candidate_score_max_hits)
-    /// hits whose score ([`candidate_scores`]: the mean over their hits of the best edge
-    /// joining the hit to the candidate) is below this are dropped after building
-    /// ([`select_candidates`]), in [0, 1]. Default 0: every candidate is kept.
+    /// hits whose score ([`candidate_scores`] by [`candidate_score`](Self::candidate_score))
+    /// is below this are dropped after building ([`select_candidates`]), in [0, 1]. Default
+    /// 0: every candidate is kept.
     pub min_candidate_score: f64,
+    /// How a candidate is scored for `min_candidate_score`. Default: its weakest link.
+    pub candidate_score: CandidateScore,
     /// The longest candidate, in hits, that `min_candidate_score` applies to. Default: `None`
     /// (all).
     pub candidate_score_max_hits: Option<usize>,
@@ -128,6 +130,7 @@ impl Default for TrackBuilderConfig {
             max_paths: 64,
             follow: FollowConfig::default(),
             min_candidate_score: 0.0,
+            candidate_score: CandidateScore::WeakestLink,
             candidate_score_max_hits: None,
         }
     }
@@ -379,7 +382,8 @@ impl TrackBuilder {
             Method::Follow => follow(edges, &self.config),
         }?;
         let c = &self.config;
-        Ok(select_candidates(edges, &ids, c.min_candidate_score, c.candidate_score_max_hits.unwrap_or(usize::MAX)))
+        let max_hits = c.candidate_score_max_hits.unwrap_or(usize::MAX);
+        Ok(select_candidates(edges, &ids, c.candidate_score, c.min_candidate_score, max_hits))
     }
 }
 

@@ -55,11 +55,13 @@ pub struct ReconstructArgs {
     /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
     #[arg(long)]
     pub no_hit_search: bool,
-    /// Drop the candidates whose score is below this: the mean over their hits of the best
-    /// score of an edge joining the hit to another hit of the candidate (0 for a hit the hit
-    /// search added). Default 0: keep every candidate.
+    /// Drop the candidates whose score (`--candidate-score`) is below this. Default 0: keep
+    /// every candidate.
     #[arg(long, value_name = "S", default_value_t = 0.0)]
     pub min_candidate_score: f64,
+    /// How `--min-candidate-score` scores a candidate.
+    #[arg(long, value_name = "MEASURE", default_value = "weakest-link", requires = "min_candidate_score")]
+    pub candidate_score: trackgnn_reco::CandidateScore,
     /// `--min-candidate-score` applies only to candidates of at most this many hits (longer
     /// ones are kept whatever their score). Default: to all.
     #[arg(long, value_name = "N", requires = "min_candidate_score")]
@@ -95,6 +97,7 @@ fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
     c.min_hits = a.min_hits as usize;
     c.follow.search = !a.no_hit_search;
     c.min_candidate_score = a.min_candidate_score;
+    c.candidate_score = a.candidate_score;
     c.candidate_score_max_hits = a.candidate_score_max_hits;
     c
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{DirReco, EventSummary, Reconstructor};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::tracks::Method;
+use crate::tracks::{CandidateScore, Method};
 
 /// Mean seconds per event in each stage.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -45,9 +45,10 @@ pub struct RecoReport<'a> {
     pub branch_cut: f64,
     /// Whether track following searches hits beyond the graph's edges.
     pub hit_search: bool,
-    /// Candidates scoring below this (the mean over their hits of the best edge joining the
-    /// hit to the candidate) were dropped; 0 keeps all.
+    /// Candidates scoring below this (by `candidate_score`) were dropped; 0 keeps all.
     pub min_candidate_score: f64,
+    /// How candidates were scored for `min_candidate_score`.
+    pub candidate_score: CandidateScore,
     /// The longest candidate, in hits, that `min_candidate_score` applied to (`None`: all).
     pub candidate_score_max_hits: Option<usize>,
     /// Whether the edge scores came from the truth (a diagnostic).
@@ -84,6 +85,7 @@ impl<'a> RecoReport<'a> {
             branch_cut: c.branch_cut.unwrap_or(c.score_cut),
             hit_search: c.hit_search(),
             min_candidate_score: c.min_candidate_score,
+            candidate_score: c.candidate_score,
             candidate_score_max_hits: c.candidate_score_max_hits,
             truth_scores: rec.truth_scores(),
             events: &done.events,
@@ -109,10 +111,14 @@ impl<'a> RecoReport<'a> {
 
 impl fmt::Display for RecoReport<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let measure = match self.candidate_score {
+            CandidateScore::WeakestLink => "weakest link",
+            CandidateScore::MeanBestEdge => "mean best edge",
+        };
         let selection = match (self.min_candidate_score > 0.0, self.candidate_score_max_hits) {
             (false, _) => String::new(),
-            (true, None) => format!(" scoring >= {}", self.min_candidate_score),
-            (true, Some(n)) => format!(", those of <= {n} hits scoring >= {}", self.min_candidate_score),
+            (true, None) => format!(" with {measure} >= {}", self.min_candidate_score),
+            (true, Some(n)) => format!(", those of <= {n} hits with {measure} >= {}", self.min_candidate_score),
         };
         writeln!(
             f,
