@@ -8,7 +8,7 @@ use std::str::FromStr;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use trackgnn_reco::inference::Reconstructor;
-use trackgnn_reco::{Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
+use trackgnn_reco::{CandidateScore, Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::errors::{config_error, to_py, to_py_at};
@@ -25,6 +25,27 @@ fn track_config(method: &str, score_cut: Option<f64>) -> PyResult<TrackBuilderCo
         other => return Err(config_error(format!("unknown track method `{other}` (cc, walkthrough or follow)"))),
     };
     Ok(TrackBuilderConfig::for_method(method, score_cut))
+}
+
+/// `config` with the candidate selection: candidates of at most `max_hits` hits (all when
+/// `None`) whose score by `measure` (`weakest_link` or `mean_best_edge`) is below `min_score`
+/// (0: none) are dropped.
+fn with_selection(
+    mut config: TrackBuilderConfig,
+    min_score: f64,
+    measure: &str,
+    max_hits: Option<usize>,
+) -> PyResult<TrackBuilderConfig> {
+    config.candidate_score = match measure {
+        "weakest_link" => CandidateScore::WeakestLink,
+        "mean_best_edge" => CandidateScore::MeanBestEdge,
+        other => {
+            return Err(config_error(format!("unknown candidate score `{other}` (weakest_link or mean_best_edge)")));
+        }
+    };
+    config.min_candidate_score = min_score;
+    config.candidate_score_max_hits = max_hits;
+    Ok(config)
 }
 
 /// `scores` as a slice checked against the graph's edge count.
@@ -53,10 +74,17 @@ impl PyRun {
     /// Opens the run directory `path` with its `weights` (`best`, `last` or a safetensors
     /// file), building tracks with `method` (`cc`, `walkthrough`, `follow`) at `score_cut`
     /// (default: the method's own) of at least `min_hits` hits, on the built-in TrackML
-    /// detector or `detector` (a `detectors.csv`). With `truth_scores`, edges are scored from
-    /// the truth instead of the GNN (`trackgnn reconstruct --truth-scores`, a diagnostic).
+    /// detector or `detector` (a `detectors.csv`). Candidates of at most
+    /// `candidate_score_max_hits` hits (default: all) whose score by `candidate_score`
+    /// (`weakest_link` or `mean_best_edge`) is below `min_candidate_score` are dropped (default
+    /// 0: none; `trackgnn reconstruct --min-candidate-score`). With `truth_scores`, edges are
+    /// scored from the truth instead of the GNN (`trackgnn reconstruct --truth-scores`, a
+    /// diagnostic).
     #[new]
-    #[pyo3(signature = (path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None))]
+    #[pyo3(signature = (
+        path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None,
+        min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None
+    ))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
         py: Python<'_>,
@@ -67,10 +95,14 @@ impl PyRun {
         min_hits: usize,
         truth_scores: bool,
         detector: Option<PathBuf>,
+        min_candidate_score: f64,
+        candidate_score: &str,
+        candidate_score_max_hits: Option<usize>,
     ) -> PyResult<PyRun> {
         let weights = Weights::from_str(weights).expect("infallible");
         let mut tracks = track_config(method, score_cut)?;
         tracks.min_hits = min_hits;
+        let tracks = with_selection(tracks, min_candidate_score, candidate_score, candidate_score_max_hits)?;
         let det = self::detector(py, detector)?;
         let rec = py
             .detach(|| {
@@ -179,9 +211,13 @@ impl PyRun {
 /// A track id per node of `graph` (0 = no track) from the `scores` of its edges, grouped by
 /// `method` (`cc`, `walkthrough`, or `follow` without the hit search, which needs the event:
 /// see `Run.tracks`) at `score_cut` (default: the method's own), tracks of at least
-/// `min_hits` nodes.
+/// `min_hits` nodes, with the candidate selection of `Run`.
 #[pyfunction]
-#[pyo3(signature = (graph, scores, method="cc", score_cut=None, min_hits=3))]
+#[pyo3(signature = (
+    graph, scores, method="cc", score_cut=None, min_hits=3,
+    min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None
+))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn build_tracks<'py>(
     py: Python<'py>,
     graph: &PyGraph,
@@ -189,9 +225,13 @@ pub fn build_tracks<'py>(
     method: &str,
     score_cut: Option<f64>,
     min_hits: usize,
+    min_candidate_score: f64,
+    candidate_score: &str,
+    candidate_score_max_hits: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let mut config = track_config(method, score_cut)?;
     config.min_hits = min_hits;
+    let mut config = with_selection(config, min_candidate_score, candidate_score, candidate_score_max_hits)?;
     config.follow.search = false;
     let builder = TrackBuilder::new(config).map_err(to_py)?;
     let s = edge_values(graph, &scores, "scores")?;

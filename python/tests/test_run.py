@@ -109,3 +109,33 @@ def test_long_calls_release_the_gil():
         ticks += 1
     t.join()
     assert ticks > 1000, f"only {ticks} ticks: the call held the GIL"
+
+
+def test_build_tracks_drops_candidates_held_by_a_weak_link(event):
+    graph, _ = trackgnn.build_graph(event)
+    # Perfect scores, but one true edge of every third track's particle scores 0.6 instead.
+    scores = graph.target.astype(np.float32)
+    true_edges = np.flatnonzero(graph.target)
+    src, dst = graph.edge_index
+    particle = graph.particle_id[src[true_edges]]
+    _, first = np.unique(particle, return_index=True)
+    weak = true_edges[first[::3]]
+    scores[weak] = 0.6
+    kept_all = trackgnn.build_tracks(graph, scores, score_cut=0.5)
+    selected = trackgnn.build_tracks(graph, scores, score_cut=0.5, min_candidate_score=0.9)
+    n = lambda ids: len(np.unique(ids[ids != trackgnn.NO_TRACK]))
+    assert 0 < n(selected) < n(kept_all)
+    # Every node kept had a track before; none of the weak edges joins two kept nodes.
+    assert np.all(kept_all[selected != trackgnn.NO_TRACK] != trackgnn.NO_TRACK)
+    s, d = src[weak], dst[weak]
+    assert not np.any((selected[s] != trackgnn.NO_TRACK) & (selected[s] == selected[d]))
+    # The mean of the hits' best edges does not see one weak edge among good ones.
+    by_mean = trackgnn.build_tracks(graph, scores, score_cut=0.5, min_candidate_score=0.9, candidate_score="mean_best_edge")
+    assert n(by_mean) > n(selected)
+    # Only candidates of at most 2 nodes must reach the cut: all tracks of 3 or more stay.
+    short_only = trackgnn.build_tracks(graph, scores, score_cut=0.5, min_candidate_score=0.9, candidate_score_max_hits=2)
+    assert n(short_only) == n(kept_all)
+    with pytest.raises(trackgnn.ConfigError, match="unknown candidate score `best`"):
+        trackgnn.build_tracks(graph, scores, min_candidate_score=0.5, candidate_score="best")
+    with pytest.raises(trackgnn.ConfigError, match="min_candidate_score"):
+        trackgnn.build_tracks(graph, scores, min_candidate_score=1.5)

@@ -149,6 +149,9 @@ class Run:
         min_hits: int = 3,
         truth_scores: bool = False,
         detector: _Path | None = None,
+        min_candidate_score: float = 0.0,
+        candidate_score: str = "weakest_link",
+        candidate_score_max_hits: int | None = None,
     ) -> None: ...
     @property
     def path(self) -> str: ...
@@ -175,6 +178,9 @@ def build_tracks(
     method: str = "cc",
     score_cut: float | None = None,
     min_hits: int = 3,
+    min_candidate_score: float = 0.0,
+    candidate_score: str = "weakest_link",
+    candidate_score_max_hits: int | None = None,
 ) -> npt.NDArray[np.uint32]:
     """A track id per node of ``graph`` (0 = no track)."""
 

@@ -382,6 +382,9 @@ impl TrackBuilder {
             Method::Follow => follow(edges, &self.config),
         }?;
         let c = &self.config;
+        if c.min_candidate_score <= 0.0 {
+            return Ok(ids);
+        }
         let max_hits = c.candidate_score_max_hits.unwrap_or(usize::MAX);
         Ok(select_candidates(edges, &ids, c.candidate_score, c.min_candidate_score, max_hits))
     }
