@@ -48,11 +48,16 @@
 #   hybrid                 249422      0.9963      0.8197      0.9869   0.0554     0.323
 # (32 neighbours; the filter, after 5 short epochs, keeps about half the embedding's edges.) The pretrained GNN
 # reaches a validation AUC of 0.987 on the truth-cut graphs, then 0.940 on the full ones: track
-# efficiency 0.7995 (primary) / 0.7719 (all), fake rate 0.189 at follow's default cut 0.02,
-# against a --truth-scores ceiling of the hybrid graph of 0.9975 / 0.9700. Without the
+# efficiency 0.9084 (primary) / 0.8756 (all), fake rate 0.028 at follow's default cut 0.02
+# (0.8441 / 0.8041 / 0.007 with stage 6's candidate selection), against a --truth-scores
+# ceiling of the hybrid graph of 0.9950 / 0.9677 (2026-11-26, 103 s wall beside a niced
+# training; before follow's module and layer rule, 0.7995 / 0.7719 / 0.189). Without the
 # pretraining the same 15 epochs gave an AUC of 0.78 and track efficiencies of 0.240 / 0.235;
 # at gnn.toml's former pos_weight 3, the constant prediction (AUC 0.5; see gnn.toml).
 set -euo pipefail
+# The whole script is one function, read before it runs: editing the file while it runs
+# cannot change what runs (bash reads a plain script as it goes).
+main() {
 here="$(cd "$(dirname "$0")" && pwd)"
 quick=0
 if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
@@ -163,3 +168,5 @@ rm -rf tracks tracks_selected tracks_truth
   --min-candidate-score 0.8 --candidate-score-max-hits 6
 "$tg" reconstruct --run runs/gnn --input heldout --out tracks_truth --method follow --truth-scores
 stage "done: tables above; plots in runs/*/plots and tracks/plots"
+}
+main "$@"

@@ -88,9 +88,11 @@ pub struct FollowConfig {
     /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips 5.
     pub position_sigma: Vec<[f64; 2]>,
     /// Transverse position error σ \[mm\] of a hit, ≥ 0: the curvature window widens by
-    /// twice the error of Δκ that it gives the two three-point estimates
-    /// ([`curvature_sigma`]), large where the hits are close in the transverse plane (forward
-    /// tracks crossing end-cap disks). 0 leaves it out. Default 0.025.
+    /// twice the error of Δκ that it gives the two three-point estimates (a curvature through
+    /// hits d₁ and d₂ apart moves by about 2σ/(d₁·d₂)), large where the hits are close in the
+    /// transverse plane (forward tracks crossing end-cap disks). 0 leaves it out. Default
+    /// 0.025: on 4 mu = 200 events, 0.0125 and 0.05 gave the same primary efficiency within
+    /// 0.15 point, 0 (the fixed window) 0.2 point less and twice the duplicates.
     pub transverse_sigma: f64,
     /// Extend paths by the hit search beyond the graph's edges ([`search`](super::search))
     /// when the edges carry node layers ([`ScoredEdges::with_layers`]). Default true.
