@@ -92,7 +92,7 @@ pub struct FollowConfig {
     /// hits d₁ and d₂ apart moves by about 2σ/(d₁·d₂)), large where the hits are close in the
     /// transverse plane (forward tracks crossing end-cap disks). 0 leaves it out. Default
     /// 0.025: on 4 mu = 200 events, 0.0125 and 0.05 gave the same primary efficiency within
-    /// 0.15 point, 0 (the fixed window) 0.2 point less and twice the duplicates.
+    /// 0.15 point, 0 (the fixed window) 0.2 point less and 1.6 times the duplicate rate.
     pub transverse_sigma: f64,
     /// Extend paths by the hit search beyond the graph's edges ([`search`](super::search))
     /// when the edges carry node layers ([`ScoredEdges::with_layers`]). Default true.
