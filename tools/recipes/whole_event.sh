@@ -27,8 +27,9 @@
 # validation, 276-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
 # 431-577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and
 # of the 20 held-out events by each method, ~265 s; GNN pretraining 16 epochs of 28-50 s (~10
-# min), then 10 epochs of 356-523 s (~1 h, see gnn.toml); tracks 81 s and the ceiling as
-# much: about 2 h from nothing (2026-11-26: 14:18 to 16:12 UTC through the GNN's epoch 7). A
+# min), then 18 epochs of 356-523 s (~2 h, see gnn.toml); tracks 85 s per reconstruction, four
+# of them: about 3 h from nothing (2026-11-26: 14:18 to 16:12 UTC through the GNN's epoch 7,
+# its epochs 8-17 at 17:23-18:53 UTC beside other work). A
 # finished embedding or filter, re-run, only reports its epochs (it reads no event).
 #
 # Its trained runs are committed in whole_event/trained/ (restored into a new work directory,
@@ -159,13 +160,17 @@ fi
 "$tg" eval --run runs/gnn --graphs graphs_hybrid
 
 stage "6. tracks of the held-out events (no truth read), then the hybrid graph's ceiling"
-rm -rf tracks tracks_selected tracks_truth
+rm -rf tracks tracks_selected tracks_strict tracks_truth
 "$tg" reconstruct --run runs/gnn --input heldout --out tracks --method follow
 # The same with the candidates of at most 6 hits kept only if their weakest link scores 0.8:
-# chosen on 4 separate tuning events (seed 41, ids 2001-2004) with the GNN's best epoch, it cut
-# their fake rate from 0.142 to 0.026 for 0.57 points of primary efficiency (0.9899 -> 0.9842).
+# chosen on 4 separate tuning events (seed 41, ids 2001-2004) with the GNN's best epoch (17),
+# it cut their fake rate from 0.120 to 0.022 for 0.44 points of primary efficiency (0.9916 ->
+# 0.9872). Then a stricter selection, for a fake rate under 0.01: candidates of at most 7 hits
+# need a weakest link of 0.9 (tuning events: 0.9797, fake rate 0.0089).
 "$tg" reconstruct --run runs/gnn --input heldout --out tracks_selected --method follow \
   --min-candidate-score 0.8 --candidate-score-max-hits 6
+"$tg" reconstruct --run runs/gnn --input heldout --out tracks_strict --method follow \
+  --min-candidate-score 0.9 --candidate-score-max-hits 7
 "$tg" reconstruct --run runs/gnn --input heldout --out tracks_truth --method follow --truth-scores
 stage "done: tables above; plots in runs/*/plots and tracks/plots"
 }
