@@ -48,7 +48,7 @@ use crate::error::{Error, Result};
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
-use crate::tracks::search::{NodeLayers, Surface, node_modules};
+use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
 
@@ -313,7 +313,7 @@ impl Reconstructor {
         let edges = ScoredEdges::from_graph(graph, scores);
         let node_tracks = if self.builder.config().uses_layers() {
             let module = node_modules(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
-            let layer: Vec<u16> = module.iter().map(|&m| self.det.layer_of(m as usize) as u16).collect();
+            let layer = module_layers(&self.det, &module);
             let layers = NodeLayers { layer: &layer, module: &module, surfaces: &self.surfaces };
             self.builder.build(&edges.with_layers(layers))?
         } else {

@@ -95,7 +95,12 @@ impl NodeLayers<'_> {
 /// hit id (`hit_id` and `module` are the event's hits, `node_hit_id` the graph's nodes).
 /// A node whose hit or module is unknown is an [`Error::Config`] naming the hit.
 pub fn node_layers(det: &Detector, hit_id: &[u64], module: &[ModuleId], node_hit_id: &[u64]) -> Result<Vec<u16>> {
-    Ok(node_modules(det, hit_id, module, node_hit_id)?.iter().map(|&m| det.layer_of(m as usize) as u16).collect())
+    Ok(module_layers(det, &node_modules(det, hit_id, module, node_hit_id)?))
+}
+
+/// The layer index in `det` of each module index in `modules` (as [`node_modules`] gives them).
+pub fn module_layers(det: &Detector, modules: &[u32]) -> Vec<u16> {
+    modules.iter().map(|&m| det.layer_of(m as usize) as u16).collect()
 }
 
 /// The module index in `det` of each node, as [`node_layers`] finds it.
