@@ -8,6 +8,7 @@ use std::str::FromStr;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::{CandidateScore, Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
 use trackgnn_train::run_dir::{RunDir, Weights};
 
@@ -77,13 +78,16 @@ impl PyRun {
     /// detector or `detector` (a `detectors.csv`). Candidates of at most
     /// `candidate_score_max_hits` hits (default: all) whose score by `candidate_score`
     /// (`weakest_link` or `mean_best_edge`) is below `min_candidate_score` are dropped (default
-    /// 0: none; `trackgnn reconstruct --min-candidate-score`). With `truth_scores`, edges are
-    /// scored from the truth instead of the GNN (`trackgnn reconstruct --truth-scores`, a
-    /// diagnostic).
+    /// 0: none; `trackgnn reconstruct --min-candidate-score`). With `quality`, a model file
+    /// of `trackgnn train-quality`, the candidates whose fake probability exceeds
+    /// `max_fake_probability` are dropped too (`trackgnn reconstruct --quality`). With
+    /// `truth_scores`, edges are scored from the truth instead of the GNN (`trackgnn
+    /// reconstruct --truth-scores`, a diagnostic).
     #[new]
     #[pyo3(signature = (
         path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None,
-        min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None
+        min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None, quality=None,
+        max_fake_probability=0.5
     ))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
@@ -98,6 +102,8 @@ impl PyRun {
         min_candidate_score: f64,
         candidate_score: &str,
         candidate_score_max_hits: Option<usize>,
+        quality: Option<PathBuf>,
+        max_fake_probability: f64,
     ) -> PyResult<PyRun> {
         let weights = Weights::from_str(weights).expect("infallible");
         let mut tracks = track_config(method, score_cut)?;
@@ -112,6 +118,13 @@ impl PyRun {
                 )
             })
             .map_err(|e| to_py_at(e, &path))?;
+        let rec = match quality {
+            Some(q) => {
+                let model = QualityModel::load(&q).map_err(|e| to_py_at(e, &q))?;
+                rec.with_quality(model, max_fake_probability).map_err(to_py)?
+            }
+            None => rec,
+        };
         Ok(PyRun { rec, root: path })
     }
 

@@ -139,3 +139,34 @@ def test_build_tracks_drops_candidates_held_by_a_weak_link(event):
         trackgnn.build_tracks(graph, scores, min_candidate_score=0.5, candidate_score="best")
     with pytest.raises(trackgnn.ConfigError, match="min_candidate_score"):
         trackgnn.build_tracks(graph, scores, min_candidate_score=1.5)
+
+
+def test_a_quality_model_drops_what_reconstruct_drops(tiny, cli):
+    import json
+
+    # Fitted by `trackgnn train-quality` to track following's candidates of the tiny events.
+    fit = ["train-quality", "--run", "run", "--input", "ev", "--out", "q.json", "--min-hits", 3, "--json"]
+    q = json.loads(cli(tiny, *fit, "--threads", 1).stdout)
+    assert q["fakes"] > 0 and q["candidates"] > q["fakes"], q
+    args = ["reconstruct", "--run", "run", "--input", "ev", "--method", "follow", "--min-hits", 3, "--json"]
+    judged = json.loads(cli(tiny, *args, "--out", "rq", "--quality", "q.json", "--threads", 1).stdout)
+    plain = json.loads(cli(tiny, *args, "--out", "rp", "--threads", 1).stdout)
+    assert judged["max_fake_probability"] == 0.5 and plain["max_fake_probability"] is None
+    run = trackgnn.Run(tiny / "run", method="follow", min_hits=3, quality=tiny / "q.json")
+    counts = {"n_candidates": 0, "n_fake_candidates": 0}
+    for i in range(1, 7):
+        event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
+        _, _, tracks = run.reconstruct(event)
+        m = trackgnn.track_metrics(event, tracks, {"min_track_hits": 3, "min_particle_hits": 3})
+        for k in counts:
+            counts[k] += m[k]
+    for k, v in counts.items():
+        assert v == judged["metrics"][k], k
+    assert judged["metrics"]["n_candidates"] <= plain["metrics"]["n_candidates"]
+    with pytest.raises(trackgnn.MissingFileError, match="nowhere.json"):
+        trackgnn.Run(tiny / "run", quality=tiny / "nowhere.json")
+    (tiny / "bad.json").write_text("{")
+    with pytest.raises(trackgnn.TrackgnnError, match="bad.json"):
+        trackgnn.Run(tiny / "run", quality=tiny / "bad.json")
+    with pytest.raises(trackgnn.ConfigError, match="max_fake_probability"):
+        trackgnn.Run(tiny / "run", quality=tiny / "q.json", max_fake_probability=2.0)

@@ -152,6 +152,8 @@ class Run:
         min_candidate_score: float = 0.0,
         candidate_score: str = "weakest_link",
         candidate_score_max_hits: int | None = None,
+        quality: _Path | None = None,
+        max_fake_probability: float = 0.5,
     ) -> None: ...
     @property
     def path(self) -> str: ...

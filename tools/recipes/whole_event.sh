@@ -76,7 +76,7 @@ t0=$(date +%s)
 stage() { echo; echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 if [ $quick = 1 ]; then
-  n_train=12 n_eval=2 pileup=20 map_events=2000
+  n_train=12 n_eval=2 n_quality=2 pileup=20 map_events=2000
   emb_flags=(--epochs 4) filt_flags=(--epochs 5)
   # The quick embedding is narrower: a run's config.toml must stay the same on resume, so the
   # quick run gets its own copy.
@@ -84,7 +84,7 @@ if [ $quick = 1 ]; then
   emb_cfg=embedding.toml
   pre_flags=(--epochs 30 --hidden 32) gnn_flags=(--epochs 15 --hidden 32 --lr 0.001)
 else
-  n_train=100 n_eval=20 pileup=200 map_events=10000
+  n_train=100 n_eval=20 n_quality=8 pileup=200 map_events=10000
   emb_flags=() filt_flags=() pre_flags=() gnn_flags=()
   emb_cfg="$cfg/embedding.toml"
 fi
@@ -109,6 +109,8 @@ fi
 stage "1. events: $n_train training and $n_eval held-out events at pile-up $pileup"
 [ -d events ] || "$tg" simulate --events $n_train --pileup $pileup --seed 31 --out events
 [ -d heldout ] || "$tg" simulate --events $n_eval --first-event 1001 --pileup $pileup --seed 12 --out heldout
+# Events for the candidate-quality model (stage 6): neither trained on nor held out.
+[ -d quality_events ] || "$tg" simulate --events $n_quality --first-event 2001 --pileup $pileup --seed 41 --out quality_events
 
 stage "2. prompt module map of $map_events generated events"
 [ -f map_prompt.bin ] || "$tg" module-map build --simulate $map_events --pileup $pileup --seed 11 --first-event 1001 \
@@ -160,8 +162,16 @@ fi
 "$tg" eval --run runs/gnn --graphs graphs_hybrid
 
 stage "6. tracks of the held-out events (no truth read), then the hybrid graph's ceiling"
-rm -rf tracks tracks_selected tracks_strict tracks_truth
+rm -rf tracks tracks_selected tracks_strict tracks_quality tracks_truth
 "$tg" reconstruct --run runs/gnn --input heldout --out tracks --method follow
+# The candidate-quality model (a logistic regression on each candidate's length, layers, GNN
+# scores and helix fit; trackgnn_reco::quality), fitted to the candidates that this GNN and
+# track following build on the quality events, then the held-out tracks without the
+# candidates it finds more likely fake than not. Refitted every run (under a minute): it
+# belongs to the GNN it was fitted with.
+"$tg" train-quality --run runs/gnn --input quality_events --out quality.json --method follow
+"$tg" reconstruct --run runs/gnn --input heldout --out tracks_quality --method follow \
+  --quality quality.json --max-fake-probability 0.5
 # The same with the candidates of at most 6 hits kept only if their weakest link scores 0.8:
 # chosen on 4 separate tuning events (seed 41, ids 2001-2004) with the GNN's best epoch (17),
 # it cut their fake rate from 0.120 to 0.022 for 0.44 points of primary efficiency (0.9916 ->

@@ -22,6 +22,7 @@ pub use crate::commands::reconstruct::ReconstructArgs;
 pub use crate::commands::scaling::ScalingArgs;
 pub use crate::commands::simulate::SimulateArgs;
 pub use crate::commands::train::{EvalArgs, TrainArgs};
+pub use crate::commands::train_quality::TrainQualityArgs;
 
 /// trackgnn: graph neural networks for particle tracking, from one core to many MPI ranks.
 #[derive(Debug, Parser)]
@@ -58,6 +59,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Build track candidates with a trained run: TrackML submissions, track metrics, plots.
     Reconstruct(ReconstructArgs),
+    /// Fit the candidate-quality model (fake probability of a track candidate) for `reconstruct --quality`.
+    TrainQuality(TrainQualityArgs),
     /// Scaling study: train with 1, 2, … MPI ranks and compare, or predict more ranks.
     Scaling(ScalingArgs),
     /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.

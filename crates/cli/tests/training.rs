@@ -102,6 +102,61 @@ fn train_and_eval_from_the_command_line() {
         (Some("weakest_link"), Some("mean_best_edge"))
     );
     assert!(candidates(&mean) <= candidates(&searched));
+    // The candidate-quality model: fitted to the candidates of events with truth, then used by
+    // reconstruct to drop the likely fakes, which it says in the JSON and the text.
+    let fit = ["train-quality", "--run", "run", "--input", "ev", "--events", "6", "--out", "q.json", "--json"];
+    let q = json(&ok(trackgnn(d, &fit)));
+    let count = |k: &str| q[k].as_u64().unwrap_or_else(|| panic!("no {k} in {q}"));
+    assert_eq!(count("events"), 6);
+    assert!(count("fakes") > 0 && count("candidates") > count("fakes"), "{q}");
+    assert!(q["kept_fake_rate"].as_f64() <= q["fake_rate"].as_f64(), "{q}");
+    assert_eq!(q["weights"].as_object().unwrap().len(), trackgnn_reco::quality::FEATURES.len());
+    let (judged, _) = reco(&["--out", "tq", "--method", "follow", "--quality", "q.json"]);
+    assert_eq!((judged["max_fake_probability"].as_f64(), searched["max_fake_probability"].as_f64()), (Some(0.5), None));
+    assert!(candidates(&judged) <= candidates(&searched), "{} > {}", candidates(&judged), candidates(&searched));
+    let (lenient, _) =
+        reco(&["--out", "tq1", "--method", "follow", "--quality", "q.json", "--max-fake-probability", "1"]);
+    assert_eq!(candidates(&lenient), candidates(&searched));
+    let text = ok(trackgnn(
+        d,
+        &[
+            "reconstruct",
+            "--run",
+            "run",
+            "--input",
+            "ev",
+            "--events",
+            "1",
+            "--out",
+            "tqt",
+            "--method",
+            "follow",
+            "--quality",
+            "q.json",
+        ],
+    ));
+    assert!(text.contains("fake probability <= 0.5 by the quality model"), "{text}");
+    std::fs::write(d.join("bad.json"), "{\"format\": 1}").unwrap();
+    let err =
+        fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "tq2", "--quality", "bad.json"]));
+    assert!(err.contains("bad.json"), "{err}");
+    let err = fails(trackgnn(
+        d,
+        &[
+            "reconstruct",
+            "--run",
+            "run",
+            "--input",
+            "ev",
+            "--out",
+            "tq3",
+            "--quality",
+            "q.json",
+            "--max-fake-probability",
+            "1.5",
+        ],
+    ));
+    assert!(err.contains("max_fake_probability") && err.contains("1.5"), "{err}");
     let bad_cut = ["reconstruct", "--run", "run", "--input", "ev", "--out", "tb", "--min-candidate-score", "1.5"];
     let err = fails(trackgnn(d, &bad_cut));
     assert!(err.contains("min_candidate_score") && err.contains("1.5"), "{err}");

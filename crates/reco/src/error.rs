@@ -73,6 +73,14 @@ pub enum Error {
         /// Where: the submission's event and file, or the function concerned.
         context: String,
     },
+    /// A model file (a candidate-quality model) is not what it must be.
+    #[error("{}: {message}", path.display())]
+    BadModel {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// The event lacks a part the operation needs (truth or particles).
     #[error("event {event_id} has no {part}")]
     MissingPart {

@@ -47,6 +47,7 @@ use crate::error::{Error, Result};
 
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
+use crate::quality::{Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
@@ -153,6 +154,8 @@ pub struct Reconstructor {
     min_particle_hits: Option<usize>,
     /// The GNN's buffers, reused from event to event.
     cache: Mutex<ForwardCache<f32>>,
+    /// The candidate-quality model and the largest fake probability kept.
+    quality: Option<(QualityModel, f64)>,
 }
 
 impl Reconstructor {
@@ -191,12 +194,33 @@ impl Reconstructor {
             truth_scores: false,
             min_particle_hits: None,
             cache: Mutex::new(ForwardCache::default()),
+            quality: None,
         })
     }
 
     /// The same, building tracks with `config` (checked).
     pub fn with_tracks(self, config: TrackBuilderConfig) -> Result<Reconstructor> {
         Ok(Reconstructor { builder: TrackBuilder::new(config)?, ..self })
+    }
+
+    /// The same, dropping the candidates whose fake probability by `model` exceeds
+    /// `max_fake_probability` ([`select_by_quality`]), after the track builder's own selection.
+    ///
+    /// # Errors
+    /// If `max_fake_probability` is not in [0, 1].
+    pub fn with_quality(self, model: QualityModel, max_fake_probability: f64) -> Result<Reconstructor> {
+        if !(0.0..=1.0).contains(&max_fake_probability) {
+            return Err(Error::config(
+                "max_fake_probability",
+                format!("must be in [0, 1], got {max_fake_probability}"),
+            ));
+        }
+        Ok(Reconstructor { quality: Some((model, max_fake_probability)), ..self })
+    }
+
+    /// The candidate-quality model and the largest fake probability kept, if any.
+    pub fn quality(&self) -> Option<(&QualityModel, f64)> {
+        self.quality.as_ref().map(|(m, p)| (m, *p))
     }
 
     /// The same, counting particles of at least `min_particle_hits` hits as reconstructable
@@ -308,18 +332,51 @@ impl Reconstructor {
     }
 
     /// A track id per hit of `event` (in its hit order) from the `scores` of `graph`'s edges,
-    /// `graph` being `event`'s (built by [`graph`](Self::graph)), with the run's track builder.
+    /// `graph` being `event`'s (built by [`graph`](Self::graph)), with the run's track builder
+    /// and the quality selection, if any.
     pub fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
+        let node_tracks = self.with_edges(event, graph, scores, |edges| {
+            let ids = self.builder.build(edges)?;
+            Ok(match &self.quality {
+                Some((model, max_p)) => select_by_quality(edges, &ids, model, *max_p).0,
+                None => ids,
+            })
+        })?;
+        event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)
+    }
+
+    /// The features of the track builder's candidates of `event` (before any quality
+    /// selection) and whether each is fake: one event's training samples for a
+    /// [`QualityModel`]. The event must carry truth.
+    pub fn quality_samples(&self, event: &Event) -> Result<(Vec<Features>, Vec<bool>)> {
+        let (graph, _) = self.graph(event)?;
+        let scores = self.scores(&graph)?;
+        let (features, ids) = self.with_edges(event, &graph, &scores, |edges| {
+            let ids = self.builder.build(edges)?;
+            Ok((candidate_features(edges, &ids), ids))
+        })?;
+        let fake = fake_candidates(event, &graph.hit_id, &ids)?;
+        Ok((features, fake))
+    }
+
+    /// `f` of `graph`'s edges with `scores`, with the nodes' layers when the track builder or
+    /// the quality selection needs them.
+    fn with_edges<T>(
+        &self,
+        event: &Event,
+        graph: &Graph,
+        scores: &[f32],
+        f: impl FnOnce(&ScoredEdges<'_>) -> Result<T>,
+    ) -> Result<T> {
         let edges = ScoredEdges::from_graph(graph, scores);
-        let node_tracks = if self.builder.config().uses_layers() {
+        if self.builder.config().uses_layers() || self.quality.is_some() {
             let module = node_modules(&self.det, &event.hits.hit_id, &event.hits.module, &graph.hit_id)?;
             let layer = module_layers(&self.det, &module);
             let layers = NodeLayers { layer: &layer, module: &module, surfaces: &self.surfaces };
-            self.builder.build(&edges.with_layers(layers))?
+            f(&edges.with_layers(layers))
         } else {
-            self.builder.build(&edges)?
-        };
-        event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)
+            f(&edges)
+        }
     }
 
     /// Reconstructs the events `files` and writes a TrackML submission for each into `out`

@@ -59,6 +59,7 @@ pub mod evaluation;
 pub mod inference;
 pub mod metrics;
 pub mod plots;
+pub mod quality;
 pub mod submission;
 pub mod tracks;
 
@@ -67,6 +68,7 @@ pub use metrics::{
     EfficiencyBin, EventTruth, MetricsConfig, ParticleKinematics, TrackMetrics, evaluate, evaluate_event, trackml_score,
 };
 pub use plots::{plot_efficiency, plot_track_efficiency};
+pub use quality::{QualityModel, QualitySamples, candidate_features, fake_candidates, select_by_quality};
 pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };

@@ -17,6 +17,7 @@ pub mod reconstruct;
 pub mod scaling;
 pub mod simulate;
 pub mod train;
+pub mod train_quality;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::TrainEmbedding(a) => metric_learning::train_embedding_cmd(a),
         Command::TrainFilter(a) => metric_learning::train_filter_cmd(a),
         Command::Reconstruct(a) => reconstruct::run(a),
+        Command::TrainQuality(a) => train_quality::run(a),
         Command::Eval(a) => train::eval(a),
         Command::Scaling(a) => scaling::run(a),
         Command::Bench(BenchCommand::Io(a)) => bench_io::run(a),
@@ -99,7 +101,8 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
             v
         }
         Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
-        Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
+        Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), a.quality.as_deref(), detector(&a.detector)],
+        Command::TrainQuality(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
         Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref(), a.weights.as_deref()],
         Command::Export(a) => vec![Some(&a.run), a.reference.as_deref(), detector(&a.detector)],
         Command::Bench(_) => vec![],

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
+use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::tracks::Method as TrackMethod;
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -66,6 +67,13 @@ pub struct ReconstructArgs {
     /// ones are kept whatever their score). Default: to all.
     #[arg(long, value_name = "N", requires = "min_candidate_score")]
     pub candidate_score_max_hits: Option<usize>,
+    /// A candidate-quality model (`trackgnn train-quality`): drop the candidates it finds
+    /// likely fake (after `--min-candidate-score`).
+    #[arg(long, value_name = "FILE")]
+    pub quality: Option<PathBuf>,
+    /// With `--quality`: drop the candidates whose fake probability exceeds this.
+    #[arg(long, value_name = "P", default_value_t = 0.5, requires = "quality")]
+    pub max_fake_probability: f64,
     /// Diagnostic, not reconstruction: score each edge 1 if it joins consecutive hits of a
     /// target particle and 0 otherwise, from the truth files, instead of the GNN. The metrics
     /// are then the ceiling that the graph and the track builder allow a perfect classifier.
@@ -110,6 +118,10 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);
+    let rec = match &a.quality {
+        Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?,
+        None => rec,
+    };
     let mut events = discover_events(&a.input)?;
     if let Some(n) = a.events.events {
         events.truncate(n);

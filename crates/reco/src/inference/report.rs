@@ -51,6 +51,9 @@ pub struct RecoReport<'a> {
     pub candidate_score: CandidateScore,
     /// The longest candidate, in hits, that `min_candidate_score` applied to (`None`: all).
     pub candidate_score_max_hits: Option<usize>,
+    /// Candidates whose fake probability by the quality model exceeded this were dropped
+    /// (`None`: no quality selection).
+    pub max_fake_probability: Option<f64>,
     /// Whether the edge scores came from the truth (a diagnostic).
     pub truth_scores: bool,
     /// Each event's sizes and seconds.
@@ -87,6 +90,7 @@ impl<'a> RecoReport<'a> {
             min_candidate_score: c.min_candidate_score,
             candidate_score: c.candidate_score,
             candidate_score_max_hits: c.candidate_score_max_hits,
+            max_fake_probability: rec.quality().map(|(_, p)| p),
             truth_scores: rec.truth_scores(),
             events: &done.events,
             mean_seconds_per_event: MeanSeconds {
@@ -115,11 +119,14 @@ impl fmt::Display for RecoReport<'_> {
             CandidateScore::WeakestLink => "weakest link",
             CandidateScore::MeanBestEdge => "mean best edge",
         };
-        let selection = match (self.min_candidate_score > 0.0, self.candidate_score_max_hits) {
+        let mut selection = match (self.min_candidate_score > 0.0, self.candidate_score_max_hits) {
             (false, _) => String::new(),
             (true, None) => format!(" with {measure} >= {}", self.min_candidate_score),
             (true, Some(n)) => format!(", those of <= {n} hits with {measure} >= {}", self.min_candidate_score),
         };
+        if let Some(p) = self.max_fake_probability {
+            selection += &format!(", fake probability <= {p} by the quality model");
+        }
         writeln!(
             f,
             "{} events reconstructed into {} ({:?}, score cut {}, candidates of >= {} hits{selection})",

@@ -1,0 +1,161 @@
+//! `trackgnn train-quality`: fit the candidate-quality model ([`trackgnn_reco::quality`]) to
+//! the candidates a trained run builds on events with truth, and write it for `reconstruct
+//! --quality`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use trackgnn_reco::TrackBuilderConfig;
+use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::quality::{FEATURES, QualityModel, QualitySamples};
+use trackgnn_reco::tracks::Method as TrackMethod;
+use trackgnn_trackml::csv::{discover_events, read_event};
+use trackgnn_train::run_dir::{RunDir, Weights};
+
+use crate::cli::DetectorArg;
+use crate::progress;
+use crate::util::{load_detector, print_json, thread_pool};
+use clap::Args;
+
+/// `trackgnn train-quality`.
+#[derive(Debug, Args)]
+pub struct TrainQualityArgs {
+    /// A training run directory: its graphs, GNN scores and track builder make the candidates.
+    #[arg(long, value_name = "DIR")]
+    pub run: PathBuf,
+    /// Directory of events with truth, none of them held out for evaluation (and, better, none
+    /// the GNN trained on: its scores are sharper there than on new events).
+    #[arg(long, value_name = "DIR")]
+    pub input: PathBuf,
+    /// Where to write the model (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Track building method: use the one `reconstruct --quality` will use.
+    #[arg(long, value_enum, default_value_t = TrackMethod::Follow)]
+    pub method: TrackMethod,
+    /// Edge score cut (default: the method's, as in `reconstruct`).
+    #[arg(long)]
+    pub score_cut: Option<f64>,
+    /// Smallest track candidate, in hits (as in `reconstruct`).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_hits: u32,
+    /// L2 penalty on the weights of the standardised features (per candidate).
+    #[arg(long, default_value_t = 1e-4)]
+    pub l2: f64,
+    /// The fake-probability cut whose effect on the training candidates is printed.
+    #[arg(long, value_name = "P", default_value_t = 0.5)]
+    pub max_fake_probability: f64,
+    /// `best`, `last` or a safetensors file.
+    #[arg(long, default_value = "best")]
+    pub weights: String,
+    #[command(flatten)]
+    pub events: crate::cli::EventsArg,
+    #[command(flatten)]
+    pub threads: crate::cli::ThreadsArg,
+    #[command(flatten)]
+    pub json: crate::cli::JsonArg,
+    #[command(flatten)]
+    pub detector: DetectorArg,
+}
+
+/// What `train-quality` prints.
+#[derive(Debug, Serialize)]
+struct QualityReport {
+    out: PathBuf,
+    events: usize,
+    candidates: usize,
+    fakes: usize,
+    /// Fakes / candidates before the selection.
+    fake_rate: f64,
+    max_fake_probability: f64,
+    /// On the training candidates (in-sample), after dropping those above the cut.
+    kept_candidates: usize,
+    kept_fakes: usize,
+    kept_fake_rate: f64,
+    /// Real (not fake) training candidates that the cut drops, as a fraction of them.
+    real_dropped_fraction: f64,
+    l2: f64,
+    /// The weight of each standardised feature, by name.
+    weights: serde_json::Map<String, serde_json::Value>,
+    seconds: f64,
+}
+
+pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&a.max_fake_probability),
+        "--max-fake-probability must be in [0, 1], got {}",
+        a.max_fake_probability
+    );
+    let t = std::time::Instant::now();
+    let det = load_detector(a.detector.detector.as_deref())?;
+    let weights: Weights = a.weights.parse()?;
+    let mut tracks = TrackBuilderConfig::for_method(a.method, a.score_cut);
+    tracks.min_hits = a.min_hits as usize;
+    let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?.with_tracks(tracks)?;
+    let mut files = discover_events(&a.input)?;
+    if let Some(n) = a.events.events {
+        files.truncate(n);
+    }
+    anyhow::ensure!(!files.is_empty(), "{}: no events", a.input.display());
+    let mut opts = rec.read_options();
+    opts.truth = true;
+    let pool = thread_pool(a.threads.threads)?;
+    let pb = progress::bar(files.len() as u64, "candidates");
+    let mut samples = QualitySamples::default();
+    for f in &files {
+        let event = read_event(f, opts)?;
+        let (features, fake) = pool.install(|| rec.quality_samples(&event))?;
+        samples.extend(features, fake);
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    let model = QualityModel::fit(&samples, a.l2)?;
+    model.save(&a.out).with_context(|| format!("writing the quality model {}", a.out.display()))?;
+
+    let (mut kept, mut kept_fakes, mut real_dropped) = (0usize, 0usize, 0usize);
+    for (f, &fake) in samples.features.iter().zip(&samples.fake) {
+        let keep = model.fake_probability(f) <= a.max_fake_probability;
+        kept += usize::from(keep);
+        kept_fakes += usize::from(keep && fake);
+        real_dropped += usize::from(!keep && !fake);
+    }
+    let (n, fakes) = (samples.features.len(), samples.num_fakes());
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let report = QualityReport {
+        out: a.out.clone(),
+        events: samples.events,
+        candidates: n,
+        fakes,
+        fake_rate: ratio(fakes, n),
+        max_fake_probability: a.max_fake_probability,
+        kept_candidates: kept,
+        kept_fakes,
+        kept_fake_rate: ratio(kept_fakes, kept),
+        real_dropped_fraction: ratio(real_dropped, n - fakes),
+        l2: a.l2,
+        weights: FEATURES.iter().zip(&model.weights).map(|(k, &w)| (k.to_string(), w.into())).collect(),
+        seconds: t.elapsed().as_secs_f64(),
+    };
+    if a.json.json {
+        print_json(&serde_json::to_value(&report)?);
+    } else {
+        println!(
+            "quality model written to {}: {} candidates of {} events, {} fake (fake rate {:.4})",
+            report.out.display(),
+            n,
+            report.events,
+            fakes,
+            report.fake_rate
+        );
+        println!(
+            "on these candidates, fake probability <= {}: {} kept, fake rate {:.4}, {:.4} of the real candidates dropped",
+            a.max_fake_probability, kept, report.kept_fake_rate, report.real_dropped_fraction
+        );
+        let w: Vec<String> = FEATURES.iter().zip(&model.weights).map(|(k, w)| format!("{k} {w:+.2}")).collect();
+        println!("weights of the standardised features: {}", w.join(", "));
+        println!("{:.1} s", report.seconds);
+    }
+    Ok(ExitCode::SUCCESS)
+}
