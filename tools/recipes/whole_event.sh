@@ -76,7 +76,7 @@ t0=$(date +%s)
 stage() { echo; echo "[$(( $(date +%s) - t0 )) s] $*"; }
 
 if [ $quick = 1 ]; then
-  n_train=12 n_eval=2 n_quality=2 pileup=20 map_events=2000
+  n_train=12 n_eval=2 n_quality=6 pileup=20 map_events=2000
   emb_flags=(--epochs 4) filt_flags=(--epochs 5)
   # The quick embedding is narrower: a run's config.toml must stay the same on resume, so the
   # quick run gets its own copy.
