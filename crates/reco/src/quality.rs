@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::Event;
 
 use crate::error::{Error, Result};
+use crate::tracks::selection::best_links;
 use crate::tracks::{CandidateScore, NO_TRACK, ScoredEdges, candidate_scores, number_tracks};
 
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
@@ -79,16 +80,7 @@ pub fn candidate_features(edges: &ScoredEdges<'_>, track_ids: &[u32]) -> Vec<Fea
         panic!("candidate features need the nodes' positions and layers");
     };
     let num = track_ids.iter().copied().max().unwrap_or(NO_TRACK) as usize;
-    let mut link = vec![-1.0f32; edges.num_nodes];
-    for ((&s, &d), &score) in edges.src.iter().zip(edges.dst).zip(edges.scores) {
-        let (su, du) = (s as usize, d as usize);
-        if su == du || track_ids[su] == NO_TRACK || track_ids[su] != track_ids[du] {
-            continue;
-        }
-        let (_, to) = edges.outward(s, d);
-        let score = if score.is_nan() { 0.0 } else { score };
-        link[to as usize] = link[to as usize].max(score);
-    }
+    let link = best_links(edges, track_ids, CandidateScore::WeakestLink);
     let mean_best = candidate_scores(edges, track_ids, CandidateScore::MeanBestEdge);
     let mut nodes: Vec<Vec<usize>> = vec![Vec::new(); num];
     for (i, &id) in track_ids.iter().enumerate() {

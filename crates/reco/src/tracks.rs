@@ -32,7 +32,7 @@
 mod components;
 mod follow;
 pub mod search;
-mod selection;
+pub(crate) mod selection;
 mod walkthrough;
 
 use serde::{Deserialize, Serialize};

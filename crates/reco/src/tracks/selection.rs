@@ -49,26 +49,7 @@ pub enum CandidateScore {
 pub fn candidate_scores(edges: &ScoredEdges<'_>, track_ids: &[u32], measure: CandidateScore) -> Vec<f64> {
     assert_eq!(track_ids.len(), edges.num_nodes, "one track id per node");
     let num = track_ids.iter().copied().max().unwrap_or(NO_TRACK) as usize;
-    // Per node: the best score of an edge joining it to its candidate (for the weakest link,
-    // of an edge reaching it from further in); -1 for none.
-    let mut best = vec![-1.0f32; edges.num_nodes];
-    for ((&s, &d), &score) in edges.src.iter().zip(edges.dst).zip(edges.scores) {
-        let (s, d) = (s as usize, d as usize);
-        if s == d || track_ids[s] == NO_TRACK || track_ids[s] != track_ids[d] {
-            continue;
-        }
-        let score = if score.is_nan() { 0.0 } else { score };
-        match measure {
-            CandidateScore::MeanBestEdge => {
-                best[s] = best[s].max(score);
-                best[d] = best[d].max(score);
-            }
-            CandidateScore::WeakestLink => {
-                let (_, to) = edges.outward(s as u32, d as u32);
-                best[to as usize] = best[to as usize].max(score);
-            }
-        }
-    }
+    let best = best_links(edges, track_ids, measure);
     let ids = || track_ids.iter().zip(&best).filter(|(id, _)| **id != NO_TRACK);
     match measure {
         CandidateScore::MeanBestEdge => {
@@ -87,6 +68,31 @@ pub fn candidate_scores(edges: &ScoredEdges<'_>, track_ids: &[u32], measure: Can
             weakest
         }
     }
+}
+
+/// Per node: the best score of an edge joining it to another node of its candidate (for the
+/// weakest link, of an edge reaching it from further in, [`ScoredEdges::outward`]); −1 for
+/// none. NaN scores count 0.
+pub(crate) fn best_links(edges: &ScoredEdges<'_>, track_ids: &[u32], measure: CandidateScore) -> Vec<f32> {
+    let mut best = vec![-1.0f32; edges.num_nodes];
+    for ((&s, &d), &score) in edges.src.iter().zip(edges.dst).zip(edges.scores) {
+        let (s, d) = (s as usize, d as usize);
+        if s == d || track_ids[s] == NO_TRACK || track_ids[s] != track_ids[d] {
+            continue;
+        }
+        let score = if score.is_nan() { 0.0 } else { score };
+        match measure {
+            CandidateScore::MeanBestEdge => {
+                best[s] = best[s].max(score);
+                best[d] = best[d].max(score);
+            }
+            CandidateScore::WeakestLink => {
+                let (_, to) = edges.outward(s as u32, d as u32);
+                best[to as usize] = best[to as usize].max(score);
+            }
+        }
+    }
+    best
 }
 
 /// `track_ids` without the candidates of at most `max_hits` hits whose [`candidate_scores`]
