@@ -168,5 +168,7 @@ def test_a_quality_model_drops_what_reconstruct_drops(tiny, cli):
     (tiny / "bad.json").write_text("{")
     with pytest.raises(trackgnn.TrackgnnError, match="bad.json"):
         trackgnn.Run(tiny / "run", quality=tiny / "bad.json")
+    with pytest.raises(trackgnn.ConfigError, match="fitted to follow candidates"):
+        trackgnn.Run(tiny / "run", method="cc", min_hits=3, quality=tiny / "q.json")
     with pytest.raises(trackgnn.ConfigError, match="max_fake_probability"):
         trackgnn.Run(tiny / "run", quality=tiny / "q.json", max_fake_probability=2.0)

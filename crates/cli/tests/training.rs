@@ -157,6 +157,11 @@ fn train_and_eval_from_the_command_line() {
         ],
     ));
     assert!(err.contains("max_fake_probability") && err.contains("1.5"), "{err}");
+    // A model judges only candidates built as those it was fitted to.
+    let walk = ["--out", "tq4", "--method", "walkthrough", "--quality", "q.json"];
+    let err = fails(trackgnn(d, &[&["reconstruct", "--run", "run", "--input", "ev"][..], &walk].concat()));
+    let fitted = "fitted to follow candidates (score cut 0.02, >= 5 hits)";
+    assert!(err.contains(fitted) && err.contains("walkthrough candidates (score cut 0.5"), "{err}");
     let bad_cut = ["reconstruct", "--run", "run", "--input", "ev", "--out", "tb", "--min-candidate-score", "1.5"];
     let err = fails(trackgnn(d, &bad_cut));
     assert!(err.contains("min_candidate_score") && err.contains("1.5"), "{err}");

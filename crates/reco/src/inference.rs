@@ -47,7 +47,7 @@ use crate::error::{Error, Result};
 
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
-use crate::quality::{Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
+use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
@@ -207,12 +207,20 @@ impl Reconstructor {
     /// `max_fake_probability` ([`select_by_quality`]), after the track builder's own selection.
     ///
     /// # Errors
-    /// If `max_fake_probability` is not in [0, 1].
+    /// If `max_fake_probability` is not in [0, 1], or the model records candidates built
+    /// otherwise than by this track builder (method, score cut, smallest candidate).
     pub fn with_quality(self, model: QualityModel, max_fake_probability: f64) -> Result<Reconstructor> {
         if !(0.0..=1.0).contains(&max_fake_probability) {
             return Err(Error::config(
                 "max_fake_probability",
                 format!("must be in [0, 1], got {max_fake_probability}"),
+            ));
+        }
+        let here = CandidateSource::of(self.builder.config());
+        if let Some(fitted) = model.candidates.as_ref().filter(|&c| *c != here) {
+            return Err(Error::config(
+                "quality",
+                format!("the model was fitted to {fitted}, but tracks are built as {here}"),
             ));
         }
         Ok(Reconstructor { quality: Some((model, max_fake_probability)), ..self })

@@ -23,7 +23,9 @@ use trackgnn_trackml::Event;
 
 use crate::error::{Error, Result};
 use crate::tracks::selection::best_links;
-use crate::tracks::{CandidateScore, NO_TRACK, ScoredEdges, candidate_scores, number_tracks};
+use crate::tracks::{
+    CandidateScore, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores, number_tracks,
+};
 
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
 /// taken in order of radius; a hit's *link* is the best GNN score of an edge reaching it
@@ -295,6 +297,33 @@ impl QualitySamples {
     }
 }
 
+/// How the candidates a model is fitted to were built: a model judges candidates built the
+/// same way ([`Reconstructor::with_quality`](crate::inference::Reconstructor::with_quality)
+/// checks it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateSource {
+    /// The track builder.
+    pub method: Method,
+    /// Its edge score cut.
+    pub score_cut: f64,
+    /// Its smallest candidate, in hits.
+    pub min_hits: usize,
+}
+
+impl CandidateSource {
+    /// The source of the candidates `config` builds.
+    pub fn of(config: &TrackBuilderConfig) -> CandidateSource {
+        CandidateSource { method: config.method, score_cut: config.score_cut, min_hits: config.min_hits }
+    }
+}
+
+impl std::fmt::Display for CandidateSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let method = format!("{:?}", self.method).to_lowercase();
+        write!(f, "{method} candidates (score cut {}, >= {} hits)", self.score_cut, self.min_hits)
+    }
+}
+
 /// The file format name a model file carries.
 const FORMAT: &str = "trackgnn-candidate-quality-1";
 
@@ -322,6 +351,9 @@ pub struct QualityModel {
     pub train_fakes: usize,
     /// Events the training candidates came from.
     pub train_events: usize,
+    /// How the training candidates were built (`None`: not recorded, not checked).
+    #[serde(default)]
+    pub candidates: Option<CandidateSource>,
 }
 
 impl QualityModel {
@@ -450,6 +482,7 @@ impl QualityModel {
             train_candidates: n,
             train_fakes: fakes,
             train_events: samples.events,
+            candidates: None,
         })
     }
 
@@ -652,6 +685,7 @@ mod tests {
             train_candidates: 0,
             train_fakes: 0,
             train_events: 0,
+            candidates: None,
         };
         let swapped: Vec<u32> = ids.iter().map(|&i| 3 - i).collect();
         let (kept, dropped) = select_by_quality(&edges, &swapped, &model, 0.5);

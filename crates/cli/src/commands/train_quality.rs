@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::Reconstructor;
-use trackgnn_reco::quality::{FEATURES, QualityModel, QualitySamples};
+use trackgnn_reco::quality::{CandidateSource, FEATURES, QualityModel, QualitySamples};
 use trackgnn_reco::tracks::Method as TrackMethod;
 use trackgnn_trackml::csv::{discover_events, read_event};
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -111,7 +111,8 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let model = QualityModel::fit(&samples, a.l2)?;
+    let mut model = QualityModel::fit(&samples, a.l2)?;
+    model.candidates = Some(CandidateSource::of(rec.track_config()));
     model.save(&a.out).with_context(|| format!("writing the quality model {}", a.out.display()))?;
 
     let (mut kept, mut kept_fakes, mut real_dropped) = (0usize, 0usize, 0usize);
