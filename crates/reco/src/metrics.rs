@@ -48,7 +48,7 @@
 //! All fractions are in [0, 1]; a fraction with a zero denominator is reported as 0.
 
 pub mod bins;
-mod composition;
+pub(crate) mod composition;
 mod score;
 
 use std::collections::{HashMap, HashSet};

@@ -15,17 +15,16 @@
 //! A model is a small JSON file ([`QualityModel::save`], [`QualityModel::load`]): the feature
 //! names, their standardisation and the weights.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_trackml::Event;
 
 use crate::error::{Error, Result};
-use crate::tracks::selection::best_links;
-use crate::tracks::{
-    CandidateScore, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores, number_tracks,
-};
+use crate::metrics::composition::{compose, singleton_key};
+use crate::submission::event_track_ids;
+use crate::tracks::selection::{best_links, keep_candidates};
+use crate::tracks::{CandidateScore, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores};
 
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
 /// taken in order of radius; a hit's *link* is the best GNN score of an edge reaching it
@@ -235,40 +234,20 @@ fn z_line_residual(pos: &[[f64; 3]]) -> f64 {
 }
 
 /// Whether each candidate of `track_ids` (one id per node of a graph whose node `i` is hit
-/// `node_hit_id[i]` of `event`), at index `id − 1`, is fake: no particle (noise excluded)
-/// holds more than half of its hits, the metrics' definition
-/// ([`TrackMetrics::fake_rate`](crate::TrackMetrics::fake_rate)).
+/// `node_hit_id[i]` of `event`, numbered `1, 2, …` as every builder numbers them), at index
+/// `id − 1`, is fake: not pure by the metrics' own composition of tracks, so by exactly
+/// their definition ([`TrackMetrics::fake_rate`](crate::TrackMetrics::fake_rate)).
 ///
 /// # Errors
-/// If the event has no truth, or a node's hit is not a hit of the event.
+/// If the event has no truth, or a node's hit is not a hit of the event or appears twice
+/// ([`event_track_ids`]).
 pub fn fake_candidates(event: &Event, node_hit_id: &[u64], track_ids: &[u32]) -> Result<Vec<bool>> {
     let truth = event.truth.as_ref().ok_or(Error::MissingPart { event_id: event.event_id, part: "truth" })?;
-    let index: HashMap<u64, usize> = event.hits.hit_id.iter().enumerate().map(|(i, &h)| (h, i)).collect();
-    let num = track_ids.iter().copied().max().unwrap_or(NO_TRACK) as usize;
-    let mut particles: Vec<Vec<u64>> = vec![Vec::new(); num];
-    for (&hit, &id) in node_hit_id.iter().zip(track_ids) {
-        if id == NO_TRACK {
-            continue;
-        }
-        let &h = index
-            .get(&hit)
-            .ok_or_else(|| Error::UnknownHit { hit_id: hit, context: format!("event {}", event.event_id) })?;
-        particles[id as usize - 1].push(truth.particle_id[h].0);
-    }
-    Ok(particles
-        .iter_mut()
-        .map(|p| {
-            p.sort_unstable();
-            let (mut best, mut run) = (0usize, 0usize);
-            for (i, &id) in p.iter().enumerate() {
-                run = if i > 0 && p[i - 1] == id { run + 1 } else { 1 };
-                if id != 0 {
-                    best = best.max(run);
-                }
-            }
-            2 * best <= p.len()
-        })
-        .collect())
+    let ids = event_track_ids(&event.hits.hit_id, node_hit_id, track_ids)?;
+    let comp = compose(&truth.particle_id, &truth.weight, |i| {
+        if ids[i] == NO_TRACK { singleton_key(i) } else { u64::from(ids[i]) }
+    });
+    Ok(comp.tracks.iter().filter(|t| t.assigned).map(|t| !comp.is_pure(t)).collect())
 }
 
 /// Candidates' features and whether each is fake: what a [`QualityModel`] is fitted to.
@@ -594,8 +573,7 @@ pub fn select_by_quality(
         .map(|f| model.fake_probability(f) <= max_fake_probability)
         .collect();
     let dropped = keep.iter().filter(|&&k| !k).count();
-    let labels: Vec<u32> = track_ids.iter().map(|&id| if id == NO_TRACK { u32::MAX } else { id - 1 }).collect();
-    (number_tracks(&labels, |label| keep[label as usize]), dropped)
+    (keep_candidates(track_ids, |c| keep[c]), dropped)
 }
 
 #[cfg(test)]

@@ -124,8 +124,15 @@ pub fn select_candidates(
     for &id in track_ids.iter().filter(|&&id| id != NO_TRACK) {
         hits[id as usize - 1] += 1;
     }
+    keep_candidates(track_ids, |c| hits[c] > max_hits || scores[c] >= min_score)
+}
+
+/// `track_ids` with only the candidates `keep(id − 1)` holds (the others' nodes get
+/// [`NO_TRACK`]), renumbered `1, 2, …` in the order of their smallest node, as every builder
+/// numbers them.
+pub(crate) fn keep_candidates(track_ids: &[u32], keep: impl Fn(usize) -> bool) -> Vec<u32> {
     let labels: Vec<u32> = track_ids.iter().map(|&id| if id == NO_TRACK { u32::MAX } else { id - 1 }).collect();
-    number_tracks(&labels, |label| hits[label as usize] > max_hits || scores[label as usize] >= min_score)
+    number_tracks(&labels, |label| keep(label as usize))
 }
 
 #[cfg(test)]
