@@ -44,6 +44,9 @@ pub struct GraphTruth {
     pub particle_pt: Vec<f32>,
     /// η of each node's particle at production (0 for noise).
     pub particle_eta: Vec<f32>,
+    /// Transverse distance \[mm\] of each node's particle's production vertex from the beam
+    /// line (0 for noise); empty in files written before it was stored.
+    pub particle_vertex_r: Vec<f32>,
     /// 1 if the edge joins consecutive hits of one particle (module-wise truth), else 0.
     pub y: Vec<u8>,
     /// 1 if the edge is true and its particle is a target (pT and hit-count cuts), else 0.

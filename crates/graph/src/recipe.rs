@@ -314,6 +314,7 @@ pub fn build_graph_with(
             particle_id: nt.particle_id.clone(),
             particle_pt: nt.particle_pt.clone(),
             particle_eta: nt.particle_eta.clone(),
+            particle_vertex_r: nt.vertex_r.clone(),
             y,
             target,
             n_true_edges_event: all.len() as u64,

@@ -127,6 +127,10 @@ fn subgraph(g: &Graph, keep: &[bool], owned: impl Fn(usize) -> bool) -> Graph {
             particle_id: nodes.iter().map(|&i| t.particle_id[i]).collect(),
             particle_pt: pick_nodes(&t.particle_pt),
             particle_eta: pick_nodes(&t.particle_eta),
+            particle_vertex_r: match t.particle_vertex_r.is_empty() {
+                true => Vec::new(),
+                false => pick_nodes(&t.particle_vertex_r),
+            },
             y: edges.iter().map(|&e| t.y[e]).collect(),
             target: edges.iter().map(|&e| t.target[e]).collect(),
             n_true_edges_event: t.n_true_edges_event,
@@ -170,6 +174,7 @@ mod tests {
                 particle_id: vec![1; n],
                 particle_pt: vec![2.0; n],
                 particle_eta: vec![0.0; n],
+                particle_vertex_r: vec![0.0; n],
                 y: vec![1; n],
                 target: vec![1; n],
                 n_true_edges_event: n as u64,

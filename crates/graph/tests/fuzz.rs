@@ -40,6 +40,7 @@ fn sample_graph() -> Graph {
             particle_id: vec![7, 7, 7, 0, 9, 9],
             particle_pt: vec![1.5, 1.5, 1.5, 0.0, 0.7, 0.7],
             particle_eta: vec![0.2, 0.2, 0.2, 0.0, -1.0, -1.0],
+            particle_vertex_r: vec![0.01, 0.01, 0.01, 0.0, 35.0, 35.0],
             y: vec![1, 1, 0, 0, 1],
             target: vec![1, 1, 0, 0, 0],
             n_true_edges_event: 4,

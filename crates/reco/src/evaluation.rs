@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use trackgnn_train::data::{GraphSet, load_sample};
+use trackgnn_train::data::{GraphSet, LossWeights, load_sample};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::eval::evaluate;
 use trackgnn_train::{EdgeMetrics, RunDir, TrainConfig, Weights};
@@ -78,7 +78,7 @@ pub fn evaluate_run(
     if idx.is_empty() {
         return Err(Error::NothingToEvaluate { dir: graphs.to_path_buf() });
     }
-    let first = load_sample(&set.files[idx[0]].1, cfg.non_target_weight)?;
+    let first = load_sample(&set.files[idx[0]].1, LossWeights::of(cfg))?;
     let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
     if let Some(p) = precision {
         trained.model.set_precision(p);

@@ -110,6 +110,9 @@ pub struct TrainConfig {
     pub pos_weight: f64,
     /// Loss weight of true edges of non-target particles (the field's default: 0).
     pub non_target_weight: f64,
+    /// Loss weight of target edges of secondaries, particles produced more than 1 mm from the
+    /// beam line (1: as prompt ones). Needs graphs that store production-vertex radii.
+    pub secondary_weight: f64,
     /// Clip the global gradient norm to this (0: no clipping).
     pub clip_grad_norm: f64,
     /// Score threshold of the edge metrics.
@@ -164,6 +167,7 @@ impl Default for TrainConfig {
             max_graphs: 0,
             pos_weight: 1.0,
             non_target_weight: 0.0,
+            secondary_weight: 1.0,
             clip_grad_norm: 0.0,
             threshold: 0.5,
             early_stopping_patience: 0,
@@ -218,6 +222,9 @@ impl TrainConfig {
         if self.pos_weight.is_nan() || self.pos_weight <= 0.0 || self.non_target_weight < 0.0 {
             return bad("pos_weight must be positive and non_target_weight non-negative".into());
         }
+        if !(self.secondary_weight.is_finite() && self.secondary_weight > 0.0) {
+            return bad(format!("secondary_weight = {} must be positive and finite", self.secondary_weight));
+        }
         if !(0.0..1.0).contains(&self.threshold) {
             return bad("threshold must lie in (0, 1)".into());
         }
@@ -263,6 +270,18 @@ mod tests {
         let mut cfg = TrainConfig::default();
         cfg.model.hidden = 0;
         assert!(matches!(cfg.validate(), Err(crate::Error::Model(_))));
+        for w in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let err = TrainConfig { secondary_weight: w, ..TrainConfig::default() }.validate().unwrap_err();
+            assert!(err.to_string().contains("secondary_weight"), "{err}");
+        }
+    }
+
+    #[test]
+    fn configs_without_secondary_weight_load_with_weight_one() {
+        let old: TrainConfig = toml::from_str("epochs = 3\nnon_target_weight = 0.5\n").unwrap();
+        assert_eq!(old.secondary_weight, 1.0);
+        let cfg: TrainConfig = toml::from_str("secondary_weight = 4.0\n").unwrap();
+        assert_eq!(cfg.secondary_weight, 4.0);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::GraphInput;
+use trackgnn_graph::recipe::PROMPT_R;
 use trackgnn_graph::sectors::{SectorConfig, split};
 use trackgnn_graph::{Graph, discover_graphs, read_graph, read_graph_header};
 use trackgnn_trackml::rng::Rng;
@@ -159,43 +160,76 @@ pub struct Sample {
     pub target: Vec<u8>,
     /// 1 for true edges of any particle.
     pub y: Vec<u8>,
-    /// Loss weight per edge: `non_target_weight` on true non-target edges, 0 on edges a
-    /// sector holds but does not own (so overlapping sectors count each edge once), else 1.
+    /// Loss weight per edge ([`LossWeights`]): `non_target` on true non-target edges,
+    /// `secondary` on target edges of secondaries, 0 on edges a sector holds but does not own
+    /// (so overlapping sectors count each edge once), else 1.
     pub weight: Vec<f32>,
     /// Edges of this part / edges of its whole graph (1 for a whole graph): the factor that
     /// makes the parts' mean losses sum to the whole graph's.
     pub loss_scale: f64,
 }
 
+/// Loss weights of the edge classes besides target edges of prompt particles (weight 1) and
+/// false edges (1, times nothing: `pos_weight` scales the positives in the loss itself).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LossWeights {
+    /// True edges of particles that are not targets (the field's default: 0).
+    pub non_target: f64,
+    /// Target edges of secondaries: particles produced more than
+    /// [`trackgnn_graph::recipe::PROMPT_R`] from the beam line (1: as prompt ones).
+    pub secondary: f64,
+}
+
+impl LossWeights {
+    /// The weights of a training configuration.
+    pub fn of(cfg: &TrainConfig) -> LossWeights {
+        LossWeights { non_target: cfg.non_target_weight, secondary: cfg.secondary_weight }
+    }
+}
+
 /// Reads a graph file into a [`Sample`].
-pub fn load_sample(path: &Path, non_target_weight: f64) -> Result<Sample> {
-    let mut parts = load_parts(path, non_target_weight, 1, 0.0)?;
+pub fn load_sample(path: &Path, weights: LossWeights) -> Result<Sample> {
+    let mut parts = load_parts(path, weights, 1, 0.0)?;
     Ok(parts.remove(0))
 }
 
 /// Reads a graph file as `parts` overlapping φ sectors (the whole graph if `parts` ≤ 1), each
 /// edge owned by one sector ([`trackgnn_graph::sectors`]).
-pub fn load_parts(path: &Path, non_target_weight: f64, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
+///
+/// A secondary weight other than 1 needs the graph's production-vertex radii
+/// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is an
+/// [`Error::Corrupt`] naming the file.
+pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
     let g = read_graph(path)?;
-    if g.truth.is_none() {
+    let Some(t) = &g.truth else {
         return Err(Error::Corrupt { path: path.to_path_buf(), message: "graph has no truth labels".into() });
+    };
+    if weights.secondary != 1.0 && t.particle_vertex_r.is_empty() {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: "graph has no production-vertex radii (particle_vertex_r), which secondary_weight needs: \
+                      rebuild it with build-graphs"
+                .into(),
+        });
     }
     if parts <= 1 {
-        return Ok(vec![sample_of(&g, non_target_weight, 1.0)]);
+        return Ok(vec![sample_of(&g, weights, 1.0)]);
     }
     let whole = g.num_edges().max(1) as f64;
     let cfg = SectorConfig::new(parts, 1, overlap_phi, 0.0);
-    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, non_target_weight, s.num_edges() as f64 / whole)).collect())
+    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, weights, s.num_edges() as f64 / whole)).collect())
 }
 
-fn sample_of(g: &Graph, non_target_weight: f64, loss_scale: f64) -> Sample {
+fn sample_of(g: &Graph, weights: LossWeights, loss_scale: f64) -> Sample {
     let t = g.truth.as_ref().expect("checked by the caller");
     let owned = |e: usize| g.edge_owned.get(e).is_none_or(|&o| o != 0);
+    let secondary = |e: usize| t.particle_vertex_r.get(g.src[e] as usize).is_some_and(|&r| r > PROMPT_R);
     let weight = (0..g.num_edges())
-        .map(|e| match (owned(e), t.y[e] == 1 && t.target[e] == 0) {
-            (false, _) => 0.0,
-            (true, true) => non_target_weight as f32,
-            (true, false) => 1.0,
+        .map(|e| match (owned(e), t.y[e] == 1, t.target[e] == 1) {
+            (false, _, _) => 0.0,
+            (true, true, false) => weights.non_target as f32,
+            (true, true, true) if secondary(e) => weights.secondary as f32,
+            (true, _, _) => 1.0,
         })
         .collect();
     let input = GraphInput::new(
@@ -218,18 +252,18 @@ pub struct Prefetcher {
 
 impl Prefetcher {
     /// Starts loading `paths` in order, each whole.
-    pub fn new(paths: Vec<PathBuf>, non_target_weight: f64) -> Prefetcher {
-        Prefetcher::with_parts(paths.into_iter().map(|p| (p, 1)).collect(), non_target_weight, 0.0)
+    pub fn new(paths: Vec<PathBuf>, weights: LossWeights) -> Prefetcher {
+        Prefetcher::with_parts(paths.into_iter().map(|p| (p, 1)).collect(), weights, 0.0)
     }
 
     /// Starts loading `(path, parts)` in order, each cut into `parts` φ sectors.
-    pub fn with_parts(paths: Vec<(PathBuf, usize)>, non_target_weight: f64, overlap_phi: f64) -> Prefetcher {
+    pub fn with_parts(paths: Vec<(PathBuf, usize)>, weights: LossWeights, overlap_phi: f64) -> Prefetcher {
         let (tx, rx) = sync_channel(1);
         let handle = std::thread::Builder::new()
             .name("graph-loader".into())
             .spawn(move || {
                 for (p, k) in paths {
-                    if tx.send(load_parts(&p, non_target_weight, k, overlap_phi)).is_err() {
+                    if tx.send(load_parts(&p, weights, k, overlap_phi)).is_err() {
                         return;
                     }
                 }

@@ -7,7 +7,7 @@ use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::{ForwardCache, InteractionGnn};
 
 use crate::config::TrainConfig;
-use crate::data::{GraphSet, Prefetcher};
+use crate::data::{GraphSet, LossWeights, Prefetcher};
 use crate::dist::Comm;
 use crate::error::Result;
 use crate::metrics::{EdgeMetrics, roc_curve};
@@ -43,7 +43,7 @@ pub fn evaluate(
     let mine: Vec<usize> = idx.iter().copied().skip(rank).step_by(size).collect();
     let per_rank = idx.len().div_ceil(size);
     let mut rows = vec![f64::NAN; per_rank * FIELDS];
-    let mut loader = Prefetcher::new(mine.iter().map(|&i| set.files[i].1.clone()).collect(), cfg.non_target_weight);
+    let mut loader = Prefetcher::new(mine.iter().map(|&i| set.files[i].1.clone()).collect(), LossWeights::of(cfg));
     let mut cache = ForwardCache::default();
     let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
     for k in 0..mine.len() {

@@ -20,7 +20,7 @@ use trackgnn_trackml::rng::Rng;
 use crate::budget::{self, Oversize};
 use crate::checkpoint::{load_checkpoint, load_weights, save_checkpoint, save_weights};
 use crate::config::{BestMetric, NonFinite, TrainConfig};
-use crate::data::{GraphSet, Prefetcher, Split, epoch_groups};
+use crate::data::{GraphSet, LossWeights, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
 use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
@@ -251,7 +251,7 @@ impl<'a> Trainer<'a> {
         if split.val.is_empty() {
             return Err(empty_validation(graphs_dir, &set, cfg.split));
         }
-        let first = crate::data::load_sample(&set.files[split.train[0]].1, cfg.non_target_weight)?;
+        let first = crate::data::load_sample(&set.files[split.train[0]].1, LossWeights::of(&cfg))?;
         let (node_dim, edge_dim) = (first.input.node_dim, first.input.edge_dim);
         let mut model =
             InteractionGnn::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::for_stream(&[cfg.seed, STREAM_INIT]));
@@ -566,7 +566,7 @@ impl<'a> Trainer<'a> {
             .iter()
             .flat_map(|g| g[rank * gps..(rank + 1) * gps].iter().map(|&i| (self.set.files[i].1.clone(), self.parts[i])))
             .collect();
-        let mut loader = Prefetcher::with_parts(paths, self.cfg.non_target_weight, self.cfg.sector_overlap_phi);
+        let mut loader = Prefetcher::with_parts(paths, LossWeights::of(&self.cfg), self.cfg.sector_overlap_phi);
         for step in first_step..steps {
             let record = self.step(&mut loader, cache, &groups[step as usize], steps, progress)?;
             if self.comm.is_root() {

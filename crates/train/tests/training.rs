@@ -15,9 +15,12 @@ use trackgnn_trackml::rng::Rng;
 use trackgnn_train::budget::step_bytes;
 use trackgnn_train::checkpoint::load_weights;
 use trackgnn_train::config::Oversize;
-use trackgnn_train::data::{GraphSet, load_parts};
+use trackgnn_train::data::{GraphSet, LossWeights, load_parts};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::{Progress, RunDir, Silent, TrainConfig, Trainer};
+
+/// The default loss weights: non-target edges left out, secondaries as prompt particles.
+const W: LossWeights = LossWeights { non_target: 0.0, secondary: 1.0 };
 
 /// Writes `n` geometric pT > 1 GeV graphs of pile-up-20 events into `dir`.
 fn make_graphs(dir: &Path, n: u64) {
@@ -268,13 +271,43 @@ fn parts_gradient(model: &mut InteractionGnn<f32>, parts: &[trackgnn_train::data
 }
 
 #[test]
+fn secondary_weight_weighs_the_target_edges_of_secondaries_only() {
+    let dir = tempfile::tempdir().unwrap();
+    make_graphs(dir.path(), 2);
+    let path = dir.path().join(graph_file_name(2));
+    let g = trackgnn_graph::read_graph(&path).unwrap();
+    let t = g.truth.as_ref().unwrap();
+    assert_eq!(t.particle_vertex_r.len(), g.num_nodes(), "build_graph stores the vertex radii");
+    let secondary: Vec<bool> = (0..g.num_edges())
+        .map(|e| t.target[e] == 1 && t.particle_vertex_r[g.src[e] as usize] > trackgnn_graph::recipe::PROMPT_R)
+        .collect();
+    let n_secondary = secondary.iter().filter(|&&s| s).count();
+    let n_target = t.target.iter().filter(|&&b| b == 1).count();
+    assert!(n_secondary > 0 && n_secondary < n_target / 4, "{n_secondary} secondary of {n_target} target edges");
+    let plain = load_parts(&path, W, 1, 0.0).unwrap().remove(0);
+    let weighted = load_parts(&path, LossWeights { secondary: 4.0, ..W }, 1, 0.0).unwrap().remove(0);
+    for (e, &is_secondary) in secondary.iter().enumerate() {
+        let want = if is_secondary { 4.0 } else { plain.weight[e] };
+        assert_eq!(weighted.weight[e], want, "edge {e}");
+    }
+    // A graph written before the radii were stored trains only with the weight 1.
+    let mut old = g.clone();
+    old.truth.as_mut().unwrap().particle_vertex_r.clear();
+    let old_path = dir.path().join("old.graph");
+    write_graph(&old_path, &old).unwrap();
+    assert_eq!(load_parts(&old_path, W, 1, 0.0).unwrap()[0].weight, plain.weight);
+    let err = load_parts(&old_path, LossWeights { secondary: 4.0, ..W }, 1, 0.0).unwrap_err().to_string();
+    assert!(err.contains("old.graph") && err.contains("particle_vertex_r") && err.contains("rebuild"), "{err}");
+}
+
+#[test]
 fn sectors_that_each_hold_the_whole_graph_give_its_loss_and_gradient() {
     let dir = tempfile::tempdir().unwrap();
     make_graphs(dir.path(), 1);
     let path = dir.path().join(graph_file_name(1));
-    let whole = load_parts(&path, 0.0, 1, 0.0).unwrap();
+    let whole = load_parts(&path, W, 1, 0.0).unwrap();
     // An overlap of ~π: every sector holds every node and edge, and owns a quarter of them.
-    let parts = load_parts(&path, 0.0, 4, 3.1).unwrap();
+    let parts = load_parts(&path, W, 4, 3.1).unwrap();
     assert_eq!(parts.len(), 4);
     assert!(parts.iter().all(|p| p.input.num_edges() == whole[0].input.num_edges()));
     let owned: f32 = parts.iter().map(|p| p.weight.iter().sum::<f32>()).sum();
@@ -289,7 +322,7 @@ fn sectors_that_each_hold_the_whole_graph_give_its_loss_and_gradient() {
     let diff: f32 = g1.iter().zip(&g4).map(|(a, b)| (a - b) * (a - b)).sum::<f32>().sqrt();
     assert!(diff <= 1e-5 * norm, "gradient difference {diff} of norm {norm}");
     // Real overlaps: the sectors are smaller and together hold nearly every edge.
-    let small = load_parts(&path, 0.0, 4, 0.3).unwrap();
+    let small = load_parts(&path, W, 4, 0.3).unwrap();
     let held: usize = small.iter().map(|p| p.weight.iter().filter(|&&w| w > 0.0).count()).sum();
     let all = whole[0].weight.iter().filter(|&&w| w > 0.0).count();
     assert!(small.iter().all(|p| p.input.num_edges() < all) && held as f64 >= 0.97 * all as f64, "{held} of {all}");
@@ -300,7 +333,7 @@ fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
     let (dir, graphs) = tiny_set(12);
     let set = GraphSet::open(&graphs, 0).unwrap();
     let base = small_config();
-    let probe = load_parts(&set.files[0].1, 0.0, 1, 0.0).unwrap().remove(0);
+    let probe = load_parts(&set.files[0].1, W, 1, 0.0).unwrap().remove(0);
     let model = InteractionGnn::new(base.model.clone(), probe.input.node_dim, probe.input.edge_dim, &mut Rng::new(1));
     let mut need: Vec<u64> = (0..set.len())
         .map(|i| {

@@ -226,6 +226,9 @@ pub(crate) fn check_graph(g: &Graph) -> std::result::Result<(), String> {
         expect("particle_id", t.particle_id.len(), Some(n), &nodes)?;
         expect("particle_pt", t.particle_pt.len(), Some(n), &nodes)?;
         expect("particle_eta", t.particle_eta.len(), Some(n), &nodes)?;
+        if !t.particle_vertex_r.is_empty() {
+            expect("particle_vertex_r", t.particle_vertex_r.len(), Some(n), &nodes)?;
+        }
         expect("y", t.y.len(), Some(e), &edges)?;
         expect("target", t.target.len(), Some(e), &edges)?;
     }

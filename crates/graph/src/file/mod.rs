@@ -18,8 +18,8 @@
 //!
 //! Arrays: `node_features` (f32, `num_nodes × node features`, row-major), `edge_features` (f32,
 //! `num_edges × edge features`, empty if none), `src`, `dst` (u32), `hit_id` (u64), `r`, `phi`,
-//! `z` (f32); with truth also `particle_id` (u64), `particle_pt`, `particle_eta` (f32), `y`,
-//! `target` (u8).
+//! `z` (f32); with truth also `particle_id` (u64), `particle_pt`, `particle_eta`,
+//! `particle_vertex_r` (f32; absent in files written before 2026-11-27), `y`, `target` (u8).
 //!
 //! Compatibility: readers find arrays by name and ignore unknown arrays and header fields, so
 //! a writer may add either without a version bump; a file of a newer version is rejected.

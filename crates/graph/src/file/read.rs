@@ -62,6 +62,10 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
                 particle_id: a.get("particle_id", n, nodes)?,
                 particle_pt: a.get("particle_pt", n, nodes)?,
                 particle_eta: a.get("particle_eta", n, nodes)?,
+                particle_vertex_r: match a.has("particle_vertex_r") {
+                    true => a.get("particle_vertex_r", n, nodes)?,
+                    false => Vec::new(),
+                },
                 y: a.get("y", e, edges)?,
                 target: a.get("target", e, edges)?,
                 n_true_edges_event: h.n_true_edges_event,
@@ -278,6 +282,21 @@ mod tests {
     }
 
     #[test]
+    fn a_file_without_vertex_radii_reads_with_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut g = sample_graph(20, 40, 3, 4, true, 12);
+        g.truth.as_mut().unwrap().particle_vertex_r.clear();
+        let path = dir.path().join("old.graph");
+        write_graph(&path, &g).unwrap();
+        let back = read_graph(&path).unwrap();
+        assert!(back.truth.as_ref().unwrap().particle_vertex_r.is_empty());
+        assert_eq!(back, g);
+        g.truth.as_mut().unwrap().particle_vertex_r = vec![1.0; 19];
+        let err = write_graph(&dir.path().join("bad.graph"), &g).unwrap_err().to_string();
+        assert!(err.contains("particle_vertex_r"), "{err}");
+    }
+
+    #[test]
     fn special_floats_round_trip_bit_exact() {
         let dir = tempfile::tempdir().unwrap();
         let mut g = sample_graph(4, 3, 1, 1, false, 9);
@@ -442,7 +461,7 @@ mod tests {
             ),
             ("json", |h| *h = serde_json::json!({"event_id": 1}), "bad JSON header"),
         ];
-        assert_eq!(h["arrays"].as_array().unwrap().len(), 13);
+        assert_eq!(h["arrays"].as_array().unwrap().len(), 14);
         for (name, edit, want) in cases {
             let mut h = h.clone();
             edit(&mut h);

@@ -42,6 +42,7 @@ pub(crate) fn sample_graph(n: usize, e: usize, nf: usize, ef: usize, truth: bool
     let z = floats(n, 3000.0);
     let pt = floats(n, 10.0);
     let eta = floats(n, 8.0);
+    let particle_vertex_r = floats(n, 100.0);
     let src = (0..e).map(|_| rng.below(n)).collect();
     let dst = (0..e).map(|_| rng.below(n)).collect();
     let hit_id = (0..n as u64).map(|i| i + 1).collect();
@@ -64,6 +65,7 @@ pub(crate) fn sample_graph(n: usize, e: usize, nf: usize, ef: usize, truth: bool
             particle_id,
             particle_pt: pt,
             particle_eta: eta,
+            particle_vertex_r,
             n_true_edges_event: y.iter().map(|&b| b as u64).sum::<u64>() + 7,
             n_target_edges_event: 3,
             y,

@@ -75,6 +75,9 @@ pub(crate) fn graph_arrays(g: &Graph) -> Vec<(&'static str, ArrayRef<'_>)> {
             ("y", ArrayRef::U8(&t.y)),
             ("target", ArrayRef::U8(&t.target)),
         ]);
+        if !t.particle_vertex_r.is_empty() {
+            a.push(("particle_vertex_r", ArrayRef::F32(&t.particle_vertex_r)));
+        }
     }
     a
 }
@@ -163,7 +166,7 @@ mod tests {
         assert_eq!(start % 64, 0);
         assert_eq!(h.data_len % 64, 0);
         assert_eq!(bytes.len(), start + h.data_len as usize + 4);
-        assert_eq!(h.arrays.len(), 13);
+        assert_eq!(h.arrays.len(), 14);
         for e in &h.arrays {
             assert_eq!(e.offset % 64, 0, "{}", e.name);
         }
