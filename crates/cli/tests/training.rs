@@ -34,17 +34,22 @@ fn train_and_eval_from_the_command_line() {
     assert_eq!(strict["loss"], loose["loss"]);
     let err = fails(trackgnn(d, &["eval", "--run", "run", "--graphs", "g", "--threshold", "1.5"]));
     assert!(err.contains("--threshold 1.5"), "{err}");
-    // Fine-tuning from the run's best weights with another loss weighting.
+    // Fine-tuning from the run's best weights with another loss weighting, secondaries weighed
+    // 3 times (the graphs carry their production vertices).
     let tuned = json(&ok(trackgnn(
         d,
         &["train", "--graphs", "g", "--out", "tuned", "--epochs", "1", "--hidden", "16", "--iterations", "2"]
             .into_iter()
-            .chain(["--init-weights", "run", "--pos-weight", "2", "--json"])
+            .chain(["--init-weights", "run", "--pos-weight", "2", "--secondary-weight", "3", "--json"])
             .collect::<Vec<_>>(),
     )));
     assert_eq!(tuned["outcome"]["epochs_completed"], 1);
     let cfg = std::fs::read_to_string(d.join("tuned/config.toml")).unwrap();
     assert!(cfg.contains("init_weights") && cfg.contains("best.safetensors"), "{cfg}");
+    assert!(cfg.contains("secondary_weight = 3.0"), "{cfg}");
+    let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t0", "--secondary-weight", "0"]));
+    assert!(err.contains("secondary_weight = 0 must be positive"), "{err}");
+    assert!(!d.join("t0").exists(), "nothing written");
     let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t2", "--init-weights", "nowhere"]));
     assert!(err.contains("nowhere"), "{err}");
     // Reconstruction: a stricter candidate length keeps fewer tracks; a score cut above the

@@ -70,6 +70,10 @@ pub struct TrainArgs {
     /// Positive-class weight of the loss.
     #[arg(long)]
     pub pos_weight: Option<f64>,
+    /// Loss weight of the target edges of secondaries (particles produced beyond 1 mm of the
+    /// beam line); needs graphs with production-vertex radii.
+    #[arg(long)]
+    pub secondary_weight: Option<f64>,
     /// Start from the weights of an earlier run (its directory, for its best.safetensors, or a
     /// weights file) instead of random ones; optimiser and schedule start afresh.
     #[arg(long, value_name = "RUN_OR_FILE")]
@@ -174,6 +178,7 @@ fn overrides(a: &TrainArgs) -> TrainOverrides {
         hidden: a.hidden,
         iterations: a.iterations,
         pos_weight: a.pos_weight,
+        secondary_weight: a.secondary_weight,
         graphs_per_step: a.graphs_per_step,
         clip_grad_norm: a.clip_grad_norm,
         early_stopping_patience: a.early_stopping,

@@ -24,6 +24,8 @@ pub struct TrainOverrides {
     pub iterations: Option<usize>,
     /// [`TrainConfig::pos_weight`].
     pub pos_weight: Option<f64>,
+    /// [`TrainConfig::secondary_weight`].
+    pub secondary_weight: Option<f64>,
     /// [`TrainConfig::graphs_per_step`].
     pub graphs_per_step: Option<usize>,
     /// [`TrainConfig::clip_grad_norm`].
@@ -90,6 +92,7 @@ impl TrainOverrides {
         set(&self.hidden, &mut c.model.hidden);
         set(&self.iterations, &mut c.model.iterations);
         set(&self.pos_weight, &mut c.pos_weight);
+        set(&self.secondary_weight, &mut c.secondary_weight);
         set(&self.graphs_per_step, &mut c.graphs_per_step);
         set(&self.clip_grad_norm, &mut c.clip_grad_norm);
         set(&self.early_stopping_patience, &mut c.early_stopping_patience);
