@@ -14,7 +14,8 @@
 #      target edges, purity, build seconds per event);
 #   5. the GNN, pretrained (whole_event/gnn_pretrain.toml) on the training events' hybrid graphs
 #      cut to the hits of pT >= 1 GeV particles, then trained (whole_event/gnn.toml) on the full
-#      hybrid graphs;
+#      hybrid graphs, then fine-tuned with the target edges of secondaries weighed 4 times
+#      (whole_event/gnn_secondary.toml);
 #   6. the candidate-quality model fitted on 8 quality events (seed 41, ids 2001-2008, used for
 #      nothing else); tracks of the held-out events (no truth read) without and with it and
 #      with two score selections, primary and all-target efficiency, and the --truth-scores
@@ -29,20 +30,23 @@
 # validation, 276-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
 # 431-577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and
 # of the 20 held-out events by each method, ~265 s; GNN pretraining 16 epochs of 28-50 s (~10
-# min), then 26 epochs of 356-523 s (~2.7 h, see gnn.toml); the quality model 40 s; tracks
-# 85 s per reconstruction, five of them: about 3.7 h from nothing (2026-11-26: 14:18 to 16:12
-# UTC through the GNN's epoch 7, its epochs 8-17 at 17:23-18:53 and 18-25 at 20:20-21:27 UTC
-# beside other work; stage 6 alone 420 s). A
+# min), then 26 epochs of 356-523 s (~2.7 h, see gnn.toml), then 4 epochs of fine-tuning of
+# 389-609 s (~30 min, gnn_secondary.toml); the quality model 40 s; tracks 85 s per
+# reconstruction, five of them: about 4.2 h from nothing (2026-11-26: 14:18 to 16:12 UTC
+# through the GNN's epoch 7, its epochs 8-17 at 17:23-18:53 and 18-25 at 20:20-21:27 UTC, the
+# fine-tuning at 23:27-00:03 beside other work; stage 6 alone 420 s). A
 # finished embedding or filter, re-run, only reports its epochs (it reads no event).
 #
 # Its trained runs are committed in whole_event/trained/ (restored into a new work directory,
 # see below): a run of the recipe on a new machine rebuilds the events, the map and the graphs
-# from their seeds (~15 min) and resumes from there.
+# from their seeds (~15 min) and resumes from there. Graphs built before 2026-11-27 lack the
+# production-vertex radii that the fine-tuning's secondary_weight needs (it stops with an error
+# naming the graph): delete graphs_hybrid in such a work directory and re-run.
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
 # embedding (a 64-wide network), 5 of the filter, 30 epochs of GNN pretraining and 15 of
-# training, 32 wide, the training at lr 1e-3. It checks the chain end to end and prints the same
+# training, 32 wide, the training at lr 1e-3, and 2 epochs of the fine-tuning. It checks the chain end to end and prints the same
 # tables. Measured here (release f4128ff, TRACKGNN=..., 2 cores shared with a niced training,
 # so indicative): 82 s wall: events and map 8 s, embedding and filter 11 s, graphs 3 s, GNN
 # 59 s, tracks 1 s. Its held-out table (2 events, pile-up 20):
@@ -55,7 +59,9 @@
 # efficiency 0.9084 (primary) / 0.8756 (all), fake rate 0.028 at follow's default cut 0.02
 # (0.8441 / 0.8041 / 0.007 with stage 6's candidate selection; with the quality model, fitted
 # on 6 quality events of pile-up 20 whose candidates hold only 57 fakes, 0.9084 / 0.8756 /
-# 0.025), against a --truth-scores
+# 0.025). With the 2 epochs of fine-tuning (2026-11-27, release 408a5f1, 105 s wall beside a
+# niced training, the fine-tuning 8 s): 0.9059 / 0.8756 / 0.028, with the quality model 0.9059
+# / 0.8756 / 0.022, the two score selections 0.8589 / 0.8203 and 0.7995 / 0.7604; against a --truth-scores
 # ceiling of the hybrid graph of 0.9950 / 0.9677 (2026-11-26, 103 s wall beside a niced
 # training; before follow's module and layer rule, 0.7995 / 0.7719 / 0.189). Without the
 # pretraining the same 15 epochs gave an AUC of 0.78 and track efficiencies of 0.240 / 0.235;
@@ -87,10 +93,10 @@ if [ $quick = 1 ]; then
   # quick run gets its own copy.
   sed -e 's/^hidden = 128/hidden = 64/' -e 's/^hidden_layers = 4/hidden_layers = 3/' "$cfg/embedding.toml" > embedding.toml
   emb_cfg=embedding.toml
-  pre_flags=(--epochs 30 --hidden 32) gnn_flags=(--epochs 15 --hidden 32 --lr 0.001)
+  pre_flags=(--epochs 30 --hidden 32) gnn_flags=(--epochs 15 --hidden 32 --lr 0.001) sec_flags=(--epochs 2 --hidden 32)
 else
   n_train=100 n_eval=20 n_quality=8 pileup=200 map_events=10000
-  emb_flags=() filt_flags=() pre_flags=() gnn_flags=()
+  emb_flags=() filt_flags=() pre_flags=() gnn_flags=() sec_flags=()
   emb_cfg="$cfg/embedding.toml"
 fi
 
@@ -158,37 +164,47 @@ stage "5. the GNN: pretrained on truth-cut hybrid graphs, then trained on the fu
 # 65k edges per event), then the full graphs from those weights.
 build graphs_hybrid_pt1 events --method hybrid "${map[@]}" "${ml[@]}" --pt-min 1 --remove-noise
 train_stage train runs/gnn_pretrain --graphs graphs_hybrid_pt1 --config "$cfg/gnn_pretrain.toml" "${pre_flags[@]}"
-if [ -d runs/gnn ]; then
-  "$tg" train --graphs graphs_hybrid --out runs/gnn --resume --config "$cfg/gnn.toml" "${gnn_flags[@]}"
-else
-  "$tg" train --graphs graphs_hybrid --out runs/gnn --config "$cfg/gnn.toml" --init-weights runs/gnn_pretrain \
-    "${gnn_flags[@]}"
-fi
-"$tg" eval --run runs/gnn --graphs graphs_hybrid
+# fine_tune RUN INIT CONFIG ARGS...: trains RUN on the full hybrid graphs from INIT's best
+# weights, resuming it if it exists, then evaluates it.
+fine_tune() {
+  local run=$1 init=$2 config=$3; shift 3
+  if [ -d "$run" ]; then
+    "$tg" train --graphs graphs_hybrid --out "$run" --resume --config "$config" "$@"
+  else
+    "$tg" train --graphs graphs_hybrid --out "$run" --config "$config" --init-weights "$init" "$@"
+  fi
+  "$tg" eval --run "$run" --graphs graphs_hybrid
+}
+fine_tune runs/gnn runs/gnn_pretrain "$cfg/gnn.toml" "${gnn_flags[@]}"
+# Then the target edges of secondaries weighed 4 times (gnn_secondary.toml).
+fine_tune runs/gnn_secondary runs/gnn "$cfg/gnn_secondary.toml" "${sec_flags[@]}"
 
 stage "6. tracks of the held-out events (no truth read), then the hybrid graph's ceiling"
 rm -rf tracks tracks_selected tracks_strict tracks_quality tracks_truth
-"$tg" reconstruct --run runs/gnn --input heldout --out tracks --method follow
+gnn=runs/gnn_secondary  # the fine-tuned GNN
+"$tg" reconstruct --run "$gnn" --input heldout --out tracks --method follow
 # The candidate-quality model (a logistic regression on each candidate's length, layers, GNN
 # scores and helix fit; trackgnn_reco::quality), fitted to the candidates that this GNN and
 # track following build on the quality events, then the held-out tracks without the
 # candidates it finds more likely fake than not. Refitted every run (under a minute): it
-# belongs to the GNN it was fitted with. Held-out events, the GNN's best epoch 25 (release
-# ea023dc): 0.9900 (primary) / 0.9568 (all), fake rate 0.0043, against 0.9909 / 0.9583 / 0.115
-# without it; the strict score selection below reaches a fake rate of 0.0087 only at 0.9775.
-"$tg" train-quality --run runs/gnn --input quality_events --out quality.json --method follow
-"$tg" reconstruct --run runs/gnn --input heldout --out tracks_quality --method follow \
+# belongs to the GNN it was fitted with. Held-out events, the fine-tuned GNN (best epoch 3,
+# release c4b1288): 0.9901 (primary) / 0.9577 (all), fake rate 0.0062, against 0.9914 /
+# 0.9603 / 0.132 without it (gnn.toml's best epoch 25 alone: 0.9900 / 0.9568 / 0.0043 with its
+# quality model, 0.9909 / 0.9583 / 0.115 without); the strict score selection below reaches a
+# fake rate of 0.0087 only at 0.9775 (epoch 25).
+"$tg" train-quality --run "$gnn" --input quality_events --out quality.json --method follow
+"$tg" reconstruct --run "$gnn" --input heldout --out tracks_quality --method follow \
   --quality quality.json --max-fake-probability 0.5
 # The same with the candidates of at most 6 hits kept only if their weakest link scores 0.8:
 # chosen on 4 separate tuning events (seed 41, ids 2001-2004) with the GNN's best epoch (17),
 # it cut their fake rate from 0.120 to 0.022 for 0.44 points of primary efficiency (0.9916 ->
 # 0.9872). Then a stricter selection, for a fake rate under 0.01: candidates of at most 7 hits
 # need a weakest link of 0.9 (tuning events: 0.9797, fake rate 0.0089).
-"$tg" reconstruct --run runs/gnn --input heldout --out tracks_selected --method follow \
+"$tg" reconstruct --run "$gnn" --input heldout --out tracks_selected --method follow \
   --min-candidate-score 0.8 --candidate-score-max-hits 6
-"$tg" reconstruct --run runs/gnn --input heldout --out tracks_strict --method follow \
+"$tg" reconstruct --run "$gnn" --input heldout --out tracks_strict --method follow \
   --min-candidate-score 0.9 --candidate-score-max-hits 7
-"$tg" reconstruct --run runs/gnn --input heldout --out tracks_truth --method follow --truth-scores
+"$tg" reconstruct --run "$gnn" --input heldout --out tracks_truth --method follow --truth-scores
 stage "done: tables above; plots in runs/*/plots and tracks/plots"
 }
 main "$@"
