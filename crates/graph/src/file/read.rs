@@ -62,10 +62,7 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
                 particle_id: a.get("particle_id", n, nodes)?,
                 particle_pt: a.get("particle_pt", n, nodes)?,
                 particle_eta: a.get("particle_eta", n, nodes)?,
-                particle_vertex_r: match a.has("particle_vertex_r") {
-                    true => a.get("particle_vertex_r", n, nodes)?,
-                    false => Vec::new(),
-                },
+                particle_vertex_r: a.get_optional("particle_vertex_r", n, nodes)?,
                 y: a.get("y", e, edges)?,
                 target: a.get("target", e, edges)?,
                 n_true_edges_event: h.n_true_edges_event,
@@ -74,7 +71,7 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
         },
         node_feature_names: head.node_feature_names,
         edge_feature_names: head.edge_feature_names,
-        edge_owned: if a.has("edge_owned") { a.get("edge_owned", e, edges)? } else { Vec::new() },
+        edge_owned: a.get_optional("edge_owned", e, edges)?,
     };
     check_indices("src", &g.src, n).map_err(|m| Error::corrupt(path, m))?;
     check_indices("dst", &g.dst, n).map_err(|m| Error::corrupt(path, m))?;
@@ -203,8 +200,13 @@ impl Arrays<'_> {
     /// The array `name`, which must have dtype `T` and `len` elements (`why` says where `len`
     /// comes from).
     /// True if the file has an array named `name` (optional arrays).
-    fn has(&self, name: &str) -> bool {
-        self.h.arrays.iter().any(|e| e.name == name)
+    /// The array `name` as [`Arrays::get`] reads it, or empty if the file has none (arrays that
+    /// a writer adds only when it has them).
+    fn get_optional<T: Element>(&self, name: &str, len: usize, why: &str) -> Result<Vec<T>> {
+        match self.h.arrays.iter().any(|e| e.name == name) {
+            true => self.get(name, len, why),
+            false => Ok(Vec::new()),
+        }
     }
 
     fn get<T: Element>(&self, name: &str, len: usize, why: &str) -> Result<Vec<T>> {
