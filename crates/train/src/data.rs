@@ -169,8 +169,8 @@ pub struct Sample {
     pub loss_scale: f64,
 }
 
-/// Loss weights of the edge classes besides target edges of prompt particles (weight 1) and
-/// false edges (1, times nothing: `pos_weight` scales the positives in the loss itself).
+/// Loss weights of the edge classes other than target edges of prompt particles and false
+/// edges, which both weigh 1 (`pos_weight` scales the positives in the loss itself).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LossWeights {
     /// True edges of particles that are not targets (the field's default: 0).
