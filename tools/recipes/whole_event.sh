@@ -46,10 +46,11 @@
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
 # embedding (a 64-wide network), 5 of the filter, 30 epochs of GNN pretraining and 15 of
-# training, 32 wide, the training at lr 1e-3, and 2 epochs of the fine-tuning. It checks the chain end to end and prints the same
-# tables. Measured here (release f4128ff, TRACKGNN=..., 2 cores shared with a niced training,
-# so indicative): 82 s wall: events and map 8 s, embedding and filter 11 s, graphs 3 s, GNN
-# 59 s, tracks 1 s. Its held-out table (2 events, pile-up 20):
+# training, 32 wide, the training at lr 1e-3, and 2 epochs of the fine-tuning. It checks the
+# chain end to end and prints the same tables. Measured here (release f4128ff, TRACKGNN=...,
+# 2 cores shared with a niced training, so indicative): 82 s wall: events and map 8 s,
+# embedding and filter 11 s, graphs 3 s, GNN 59 s, tracks 1 s. Its held-out table (2
+# events, pile-up 20):
 #   method            edges/event  eff prompt  eff second     eff all   purity   build s
 #   module-map               6598      0.9293      0.4016      0.9012   0.8352     0.029
 #   metric-learning        249205      0.9794      0.8115      0.9705   0.0550     0.307
@@ -60,12 +61,13 @@
 # (0.8441 / 0.8041 / 0.007 with stage 6's candidate selection; with the quality model, fitted
 # on 6 quality events of pile-up 20 whose candidates hold only 57 fakes, 0.9084 / 0.8756 /
 # 0.025). With the 2 epochs of fine-tuning (2026-11-27, release 408a5f1, 105 s wall beside a
-# niced training, the fine-tuning 8 s): 0.9059 / 0.8756 / 0.028, with the quality model 0.9059
-# / 0.8756 / 0.022, the two score selections 0.8589 / 0.8203 and 0.7995 / 0.7604; against a --truth-scores
-# ceiling of the hybrid graph of 0.9950 / 0.9677 (2026-11-26, 103 s wall beside a niced
-# training; before follow's module and layer rule, 0.7995 / 0.7719 / 0.189). Without the
-# pretraining the same 15 epochs gave an AUC of 0.78 and track efficiencies of 0.240 / 0.235;
-# at gnn.toml's former pos_weight 3, the constant prediction (AUC 0.5; see gnn.toml).
+# niced training, the fine-tuning 8 s): 0.9059 / 0.8756 / 0.028, with the quality model
+# 0.9059 / 0.8756 / 0.022, the two score selections 0.8589 / 0.8203 and 0.7995 / 0.7604;
+# against a --truth-scores ceiling of the hybrid graph of 0.9950 / 0.9677 (2026-11-26, 103 s
+# wall beside a niced training; before follow's module and layer rule, 0.7995 / 0.7719 /
+# 0.189). Without the pretraining the same 15 epochs gave an AUC of 0.78 and track
+# efficiencies of 0.240 / 0.235; at gnn.toml's former pos_weight 3, the constant prediction
+# (AUC 0.5; see gnn.toml).
 set -euo pipefail
 # The whole script is one function, read before it runs: editing the file while it runs
 # cannot change what runs (bash reads a plain script as it goes).
@@ -157,7 +159,7 @@ rm -rf heldout_hybrid  # rebuilt every time: it prints the table
 "$tg" build-graphs --input heldout --out heldout_hybrid --method hybrid "${map[@]}" "${ml[@]}" \
   --compare heldout_map --compare heldout_ml
 
-stage "5. the GNN: pretrained on truth-cut hybrid graphs, then trained on the full ones"
+stage "5. the GNN: pretrained on truth-cut hybrid graphs, trained on the full ones, fine-tuned for secondaries"
 # From scratch on full hybrid graphs the GNN learns very slowly (see gnn.toml), as model (c)
 # would have without models (a) and (b) before it: first the same graphs of the training events
 # restricted to the hits of pT >= 1 GeV particles (truth cut, noise removed; ~12.6k nodes and
@@ -191,7 +193,7 @@ gnn=runs/gnn_secondary  # the fine-tuned GNN
 # release c4b1288): 0.9901 (primary) / 0.9577 (all), fake rate 0.0062, against 0.9914 /
 # 0.9603 / 0.132 without it (gnn.toml's best epoch 25 alone: 0.9900 / 0.9568 / 0.0043 with its
 # quality model, 0.9909 / 0.9583 / 0.115 without); the strict score selection below reaches a
-# fake rate of 0.0087 only at 0.9775 (epoch 25).
+# fake rate of 0.0096 only at 0.9787 (0.0087 at 0.9775 with epoch 25).
 "$tg" train-quality --run "$gnn" --input quality_events --out quality.json --method follow
 "$tg" reconstruct --run "$gnn" --input heldout --out tracks_quality --method follow \
   --quality quality.json --max-fake-probability 0.5
