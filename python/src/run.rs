@@ -80,14 +80,15 @@ impl PyRun {
     /// (`weakest_link` or `mean_best_edge`) is below `min_candidate_score` are dropped (default
     /// 0: none; `trackgnn reconstruct --min-candidate-score`). With `quality`, a model file
     /// of `trackgnn train-quality`, the candidates whose fake probability exceeds
-    /// `max_fake_probability` are dropped too (`trackgnn reconstruct --quality`). With
+    /// `max_fake_probability` are dropped too (`trackgnn reconstruct --quality`), and with
+    /// `rebuild` track following runs again around the candidates kept (`--rebuild`). With
     /// `truth_scores`, edges are scored from the truth instead of the GNN (`trackgnn
     /// reconstruct --truth-scores`, a diagnostic).
     #[new]
     #[pyo3(signature = (
         path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None,
         min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None, quality=None,
-        max_fake_probability=0.5
+        max_fake_probability=0.5, rebuild=false
     ))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
@@ -104,6 +105,7 @@ impl PyRun {
         candidate_score_max_hits: Option<usize>,
         quality: Option<PathBuf>,
         max_fake_probability: f64,
+        rebuild: bool,
     ) -> PyResult<PyRun> {
         let weights = Weights::from_str(weights).expect("infallible");
         let mut tracks = track_config(method, score_cut)?;
@@ -121,7 +123,7 @@ impl PyRun {
         let rec = match quality {
             Some(q) => {
                 let model = QualityModel::load(&q).map_err(|e| to_py_at(e, &q))?;
-                rec.with_quality(model, max_fake_probability).map_err(to_py)?
+                rec.with_quality(model, max_fake_probability).map_err(to_py)?.with_rebuild(rebuild)
             }
             None => rec,
         };

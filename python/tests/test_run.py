@@ -163,6 +163,16 @@ def test_a_quality_model_drops_what_reconstruct_drops(tiny, cli):
     for k, v in counts.items():
         assert v == judged["metrics"][k], k
     assert judged["metrics"]["n_candidates"] <= plain["metrics"]["n_candidates"]
+    # Following again around the kept candidates: the same candidates as `reconstruct --rebuild`.
+    rebuilt = json.loads(cli(tiny, *args, "--out", "rr", "--quality", "q.json", "--rebuild", "--threads", 1).stdout)
+    assert rebuilt["rebuild"] is True and judged["rebuild"] is False
+    run = trackgnn.Run(tiny / "run", method="follow", min_hits=3, quality=tiny / "q.json", rebuild=True)
+    n = 0
+    for i in range(1, 7):
+        event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
+        _, _, tracks = run.reconstruct(event)
+        n += trackgnn.track_metrics(event, tracks, {"min_track_hits": 3, "min_particle_hits": 3})["n_candidates"]
+    assert n == rebuilt["metrics"]["n_candidates"]
     with pytest.raises(trackgnn.MissingFileError, match="nowhere.json"):
         trackgnn.Run(tiny / "run", quality=tiny / "nowhere.json")
     (tiny / "bad.json").write_text("{")

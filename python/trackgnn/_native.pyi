@@ -154,6 +154,7 @@ class Run:
         candidate_score_max_hits: int | None = None,
         quality: _Path | None = None,
         max_fake_probability: float = 0.5,
+        rebuild: bool = False,
     ) -> None: ...
     @property
     def path(self) -> str: ...

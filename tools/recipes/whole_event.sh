@@ -39,7 +39,9 @@
 #
 # Its trained runs are committed in whole_event/trained/ (restored into a new work directory,
 # see below): a run of the recipe on a new machine rebuilds the events, the map and the graphs
-# from their seeds (~15 min) and resumes from there. Graphs built before 2026-11-27 lack the
+# from their seeds and resumes from there (2026-11-27, a new machine, release cac3f53: 1373 s
+# to the end, beside a release build; the same figures to the last digit as the machine that
+# trained them; stage 6 then alone, with --rebuild: 312 s). Graphs built before 2026-11-27 lack the
 # production-vertex radii that the fine-tuning's secondary_weight needs (it stops with an error
 # naming the graph): delete graphs_hybrid in such a work directory and re-run.
 #
@@ -188,15 +190,20 @@ gnn=runs/gnn_secondary  # the fine-tuned GNN
 # The candidate-quality model (a logistic regression on each candidate's length, layers, GNN
 # scores and helix fit; trackgnn_reco::quality), fitted to the candidates that this GNN and
 # track following build on the quality events, then the held-out tracks without the
-# candidates it finds more likely fake than not. Refitted every run (under a minute): it
-# belongs to the GNN it was fitted with. Held-out events, the fine-tuned GNN (best epoch 3,
-# release c4b1288): 0.9901 (primary) / 0.9577 (all), fake rate 0.0062, against 0.9914 /
-# 0.9603 / 0.132 without it (gnn.toml's best epoch 25 alone: 0.9900 / 0.9568 / 0.0043 with its
-# quality model, 0.9909 / 0.9583 / 0.115 without); the strict score selection below reaches a
-# fake rate of 0.0096 only at 0.9787 (0.0087 at 0.9775 with epoch 25).
+# candidates it finds more likely fake than not, track following run again around those it
+# keeps (--rebuild: the hits of the dropped fakes go back to their tracks). Refitted every run
+# (under a minute): it belongs to the GNN and the track builder it was fitted with. Track
+# following's displaced pass, its 3 seed tries and --rebuild were chosen on 8 separate tuning
+# events (seed 51, ids 3001-3008; all-target efficiency with the quality model 0.9562 ->
+# 0.9563 -> 0.9580 -> 0.9585, fake rate 0.0065 -> 0.0084). Held-out events, the fine-tuned GNN
+# (best epoch 3), release of 2026-11-27: 0.9931 (primary) / 0.9610 (all), fake rate 0.0079,
+# 3.36 s per event, against 0.9938 / 0.9633 / 0.189 without it; before the displaced pass and
+# the seed tries (release c4b1288) 0.9901 / 0.9577 / 0.0062 with it, 0.9914 / 0.9603 / 0.132
+# without. The two score selections below, chosen with the older builder, no longer reach a
+# fake rate under 0.01: the displaced pass adds short fakes that only the quality model sees.
 "$tg" train-quality --run "$gnn" --input quality_events --out quality.json --method follow
 "$tg" reconstruct --run "$gnn" --input heldout --out tracks_quality --method follow \
-  --quality quality.json --max-fake-probability 0.5
+  --quality quality.json --max-fake-probability 0.5 --rebuild
 # The same with the candidates of at most 6 hits kept only if their weakest link scores 0.8:
 # chosen on 4 separate tuning events (seed 41, ids 2001-2004) with the GNN's best epoch (17),
 # it cut their fake rate from 0.120 to 0.022 for 0.44 points of primary efficiency (0.9916 ->

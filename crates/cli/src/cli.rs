@@ -106,6 +106,41 @@ pub struct EventsArg {
     pub events: Option<usize>,
 }
 
+/// The settings of track following (`--method follow`) that `reconstruct` and
+/// `train-quality` share: a quality model judges candidates built with the same ones.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct FollowArgs {
+    /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
+    #[arg(long)]
+    pub no_hit_search: bool,
+    /// Follow only: no second pass for particles produced away from the beam line (whose
+    /// paths the first pass's windows, drawn through the beam line, end at two hits).
+    #[arg(long)]
+    pub no_displaced_pass: bool,
+    /// Follow only: try up to N of a start hit's seed edges, best first, until one leads to a
+    /// track. Default 3.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub seed_tries: Option<u32>,
+    /// Follow only: a path too short to be a track, extended by the hit search, becomes one at
+    /// this many hits. Default 7.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rescue_min_hits: Option<u32>,
+}
+
+impl FollowArgs {
+    /// `follow` with these flags applied.
+    pub fn apply(&self, follow: &mut trackgnn_reco::FollowConfig) {
+        follow.search = !self.no_hit_search;
+        follow.displaced = !self.no_displaced_pass;
+        if let Some(n) = self.seed_tries {
+            follow.seed_tries = n as usize;
+        }
+        if let Some(n) = self.rescue_min_hits {
+            follow.rescue_min_hits = n as usize;
+        }
+    }
+}
+
 /// `trackgnn module-map …`.
 #[derive(Debug, Subcommand)]
 pub enum ModuleMapCommand {

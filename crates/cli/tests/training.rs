@@ -122,6 +122,11 @@ fn train_and_eval_from_the_command_line() {
     let (lenient, _) =
         reco(&["--out", "tq1", "--method", "follow", "--quality", "q.json", "--max-fake-probability", "1"]);
     assert_eq!(candidates(&lenient), candidates(&searched));
+    // Followed again around the candidates kept (said in the JSON); only with a model.
+    let (rebuilt, _) = reco(&["--out", "tqr", "--method", "follow", "--quality", "q.json", "--rebuild"]);
+    assert_eq!((rebuilt["rebuild"].as_bool(), judged["rebuild"].as_bool()), (Some(true), Some(false)));
+    let err = fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "tqx", "--rebuild"]));
+    assert!(err.contains("--quality"), "{err}");
     let text = ok(trackgnn(
         d,
         &[
@@ -167,6 +172,13 @@ fn train_and_eval_from_the_command_line() {
     let err = fails(trackgnn(d, &[&["reconstruct", "--run", "run", "--input", "ev"][..], &walk].concat()));
     let fitted = "fitted to follow candidates (score cut 0.02, >= 5 hits)";
     assert!(err.contains(fitted) && err.contains("walkthrough candidates (score cut 0.5"), "{err}");
+    // So are track following's settings: those that differ from the defaults are named.
+    let tries = ["--out", "tq5", "--method", "follow", "--seed-tries", "1", "--quality", "q.json"];
+    let err = fails(trackgnn(d, &[&["reconstruct", "--run", "run", "--input", "ev"][..], &tries].concat()));
+    assert!(
+        err.contains(fitted) && err.contains("follow candidates (score cut 0.02, >= 5 hits, seed_tries 1)"),
+        "{err}"
+    );
     let bad_cut = ["reconstruct", "--run", "run", "--input", "ev", "--out", "tb", "--min-candidate-score", "1.5"];
     let err = fails(trackgnn(d, &bad_cut));
     assert!(err.contains("min_candidate_score") && err.contains("1.5"), "{err}");

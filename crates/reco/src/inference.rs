@@ -50,7 +50,7 @@ use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
-use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
+use crate::tracks::{Method, ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
 
 /// A run's model with its trained weights, and the configuration it was trained with.
@@ -156,6 +156,8 @@ pub struct Reconstructor {
     cache: Mutex<ForwardCache<f32>>,
     /// The candidate-quality model and the largest fake probability kept.
     quality: Option<(QualityModel, f64)>,
+    /// Whether track following runs again around the candidates the quality model keeps.
+    rebuild: bool,
 }
 
 impl Reconstructor {
@@ -195,6 +197,7 @@ impl Reconstructor {
             min_particle_hits: None,
             cache: Mutex::new(ForwardCache::default()),
             quality: None,
+            rebuild: false,
         })
     }
 
@@ -208,7 +211,8 @@ impl Reconstructor {
     ///
     /// # Errors
     /// If `max_fake_probability` is not in [0, 1], or the model records candidates built
-    /// otherwise than by this track builder (method, score cut, smallest candidate).
+    /// otherwise than by this track builder (method, score cut, smallest candidate, track
+    /// following's settings).
     pub fn with_quality(self, model: QualityModel, max_fake_probability: f64) -> Result<Reconstructor> {
         if !(0.0..=1.0).contains(&max_fake_probability) {
             return Err(Error::config(
@@ -224,6 +228,20 @@ impl Reconstructor {
             ));
         }
         Ok(Reconstructor { quality: Some((model, max_fake_probability)), ..self })
+    }
+
+    /// The same, with track following run again around the candidates the quality model keeps
+    /// ([`TrackBuilder::rebuild_around`]): the hits of the candidates it drops, most often
+    /// fakes that took them from real tracks, go back to their tracks; the quality model then
+    /// judges the candidates again. Without a quality model, or for the other track builders,
+    /// nothing changes.
+    pub fn with_rebuild(self, rebuild: bool) -> Reconstructor {
+        Reconstructor { rebuild, ..self }
+    }
+
+    /// Whether tracks are rebuilt around the candidates the quality model keeps.
+    pub fn rebuild(&self) -> bool {
+        self.rebuild && self.quality.is_some() && self.builder.config().method == Method::Follow
     }
 
     /// The candidate-quality model and the largest fake probability kept, if any.
@@ -345,10 +363,13 @@ impl Reconstructor {
     pub fn tracks(&self, event: &Event, graph: &Graph, scores: &[f32]) -> Result<Vec<u32>> {
         let node_tracks = self.with_edges(event, graph, scores, |edges| {
             let ids = self.builder.build(edges)?;
-            Ok(match &self.quality {
-                Some((model, max_p)) => select_by_quality(edges, &ids, model, *max_p).0,
-                None => ids,
-            })
+            let Some((model, max_p)) = &self.quality else { return Ok(ids) };
+            let kept = select_by_quality(edges, &ids, model, *max_p).0;
+            if !self.rebuild() {
+                return Ok(kept);
+            }
+            let again = self.builder.rebuild_around(edges, &kept)?;
+            Ok(select_by_quality(edges, &again, model, *max_p).0)
         })?;
         event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)
     }

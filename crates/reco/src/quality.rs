@@ -24,7 +24,9 @@ use crate::error::{Error, Result};
 use crate::metrics::composition::{compose, singleton_key};
 use crate::submission::event_track_ids;
 use crate::tracks::selection::{best_links, keep_candidates};
-use crate::tracks::{CandidateScore, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores};
+use crate::tracks::{
+    CandidateScore, FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores,
+};
 
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
 /// taken in order of radius; a hit's *link* is the best GNN score of an edge reaching it
@@ -287,19 +289,49 @@ pub struct CandidateSource {
     pub score_cut: f64,
     /// Its smallest candidate, in hits.
     pub min_hits: usize,
+    /// Track following's settings (its method only); models written before they were
+    /// recorded read without them, and judge no candidates of track following.
+    #[serde(default)]
+    pub follow: Option<FollowConfig>,
 }
 
 impl CandidateSource {
     /// The source of the candidates `config` builds.
     pub fn of(config: &TrackBuilderConfig) -> CandidateSource {
-        CandidateSource { method: config.method, score_cut: config.score_cut, min_hits: config.min_hits }
+        CandidateSource {
+            method: config.method,
+            score_cut: config.score_cut,
+            min_hits: config.min_hits,
+            follow: (config.method == Method::Follow).then(|| config.follow.clone()),
+        }
     }
 }
 
 impl std::fmt::Display for CandidateSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let method = format!("{:?}", self.method).to_lowercase();
-        write!(f, "{method} candidates (score cut {}, >= {} hits)", self.score_cut, self.min_hits)
+        write!(f, "{method} candidates (score cut {}, >= {} hits", self.score_cut, self.min_hits)?;
+        if self.method == Method::Follow {
+            match &self.follow {
+                // The settings that differ from the defaults, by name.
+                Some(follow) => {
+                    let (ours, default) = (fields_of(follow), fields_of(&FollowConfig::default()));
+                    for (key, value) in ours.iter().filter(|(k, v)| default.get(*k) != Some(*v)) {
+                        write!(f, ", {key} {value}")?;
+                    }
+                }
+                None => write!(f, ", follow settings not recorded")?,
+            }
+        }
+        write!(f, ")")
+    }
+}
+
+/// A serialisable value's fields and their values as JSON text, by name.
+fn fields_of(value: &impl Serialize) -> std::collections::BTreeMap<String, String> {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => map.into_iter().map(|(k, v)| (k, v.to_string())).collect(),
+        _ => Default::default(),
     }
 }
 

@@ -41,7 +41,7 @@ use trackgnn_graph::Graph;
 use crate::error::{Error, Result};
 
 pub use components::connected_components;
-pub use follow::{FollowConfig, follow};
+pub use follow::{FollowConfig, follow, follow_around};
 pub use selection::{CandidateScore, candidate_scores, select_candidates};
 pub use walkthrough::walkthrough;
 
@@ -381,12 +381,33 @@ impl TrackBuilder {
             Method::Walkthrough => walkthrough(edges, &self.config),
             Method::Follow => follow(edges, &self.config),
         }?;
+        Ok(self.score_selection(edges, ids))
+    }
+
+    /// Track following again around the candidates `kept` (a selection of [`build`](Self::build)'s),
+    /// so that the hits of those dropped go back to the tracks they belong to
+    /// ([`follow_around`]); then the same candidate score selection. For the other methods,
+    /// `kept` as it is.
+    ///
+    /// # Panics
+    /// If the slices of `edges` differ in length, or `kept` is not one id per node.
+    #[track_caller]
+    pub fn rebuild_around(&self, edges: &ScoredEdges<'_>, kept: &[u32]) -> Result<Vec<u32>> {
+        if self.config.method != Method::Follow {
+            return Ok(kept.to_vec());
+        }
+        let ids = follow_around(edges, &self.config, Some(kept))?;
+        Ok(self.score_selection(edges, ids))
+    }
+
+    /// `ids` after the candidate score selection of the config, if any.
+    fn score_selection(&self, edges: &ScoredEdges<'_>, ids: Vec<u32>) -> Vec<u32> {
         let c = &self.config;
         if c.min_candidate_score <= 0.0 {
-            return Ok(ids);
+            return ids;
         }
         let max_hits = c.candidate_score_max_hits.unwrap_or(usize::MAX);
-        Ok(select_candidates(edges, &ids, c.candidate_score, c.min_candidate_score, max_hits))
+        select_candidates(edges, &ids, c.candidate_score, c.min_candidate_score, max_hits)
     }
 }
 

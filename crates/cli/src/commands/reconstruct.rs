@@ -53,9 +53,8 @@ pub struct ReconstructArgs {
     /// (the longest path wins). Default: the larger of 0.8 and the score cut.
     #[arg(long)]
     pub branch_cut: Option<f64>,
-    /// Follow only: no hit search beyond the graph's edges (paths end where their edges do).
-    #[arg(long)]
-    pub no_hit_search: bool,
+    #[command(flatten)]
+    pub follow: crate::cli::FollowArgs,
     /// Drop the candidates whose score (`--candidate-score`) is below this. Default 0: keep
     /// every candidate.
     #[arg(long, value_name = "S", default_value_t = 0.0)]
@@ -74,6 +73,11 @@ pub struct ReconstructArgs {
     /// With `--quality`: drop the candidates whose fake probability exceeds this.
     #[arg(long, value_name = "P", default_value_t = 0.5, requires = "quality")]
     pub max_fake_probability: f64,
+    /// With `--quality` and `--method follow`: follow tracks again around the candidates the
+    /// model keeps, from the hits of those it drops (fakes take hits from real tracks), then
+    /// judge them again.
+    #[arg(long, requires = "quality")]
+    pub rebuild: bool,
     /// Diagnostic, not reconstruction: score each edge 1 if it joins consecutive hits of a
     /// target particle and 0 otherwise, from the truth files, instead of the GNN. The metrics
     /// are then the ceiling that the graph and the track builder allow a perfect classifier.
@@ -103,7 +107,7 @@ fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
         c.branch_cut = Some(b);
     }
     c.min_hits = a.min_hits as usize;
-    c.follow.search = !a.no_hit_search;
+    a.follow.apply(&mut c.follow);
     c.min_candidate_score = a.min_candidate_score;
     c.candidate_score = a.candidate_score;
     c.candidate_score_max_hits = a.candidate_score_max_hits;
@@ -119,7 +123,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);
     let rec = match &a.quality {
-        Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?,
+        Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?.with_rebuild(a.rebuild),
         None => rec,
     };
     let mut events = discover_events(&a.input)?;

@@ -41,6 +41,8 @@ pub struct TrainQualityArgs {
     /// Smallest track candidate, in hits (as in `reconstruct`).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub min_hits: u32,
+    #[command(flatten)]
+    pub follow: crate::cli::FollowArgs,
     /// L2 penalty on the weights of the standardised features (per candidate).
     #[arg(long, default_value_t = 1e-4)]
     pub l2: f64,
@@ -93,6 +95,7 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
     let weights: Weights = a.weights.parse()?;
     let mut tracks = TrackBuilderConfig::for_method(a.method, a.score_cut);
     tracks.min_hits = a.min_hits as usize;
+    a.follow.apply(&mut tracks.follow);
     let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?.with_tracks(tracks)?;
     let mut files = discover_events(&a.input)?;
     if let Some(n) = a.events.events {

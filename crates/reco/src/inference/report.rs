@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{DirReco, EventSummary, Reconstructor};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::tracks::{CandidateScore, Method};
+use crate::tracks::{CandidateScore, FollowConfig, Method};
 
 /// Mean seconds per event in each stage.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -45,6 +45,8 @@ pub struct RecoReport<'a> {
     pub branch_cut: f64,
     /// Whether track following searches hits beyond the graph's edges.
     pub hit_search: bool,
+    /// Track following's settings (`None` for the other methods).
+    pub follow: Option<FollowConfig>,
     /// Candidates scoring below this (by `candidate_score`) were dropped; 0 keeps all.
     pub min_candidate_score: f64,
     /// How candidates were scored for `min_candidate_score`.
@@ -54,6 +56,8 @@ pub struct RecoReport<'a> {
     /// Candidates whose fake probability by the quality model exceeded this were dropped
     /// (`None`: no quality selection).
     pub max_fake_probability: Option<f64>,
+    /// Whether track following ran again around the candidates the quality model kept.
+    pub rebuild: bool,
     /// Whether the edge scores came from the truth (a diagnostic).
     pub truth_scores: bool,
     /// Each event's sizes and seconds.
@@ -87,10 +91,12 @@ impl<'a> RecoReport<'a> {
             min_track_hits: metrics_config.min_track_hits,
             branch_cut: c.branch_cut.unwrap_or(c.score_cut),
             hit_search: c.hit_search(),
+            follow: (c.method == Method::Follow).then(|| c.follow.clone()),
             min_candidate_score: c.min_candidate_score,
             candidate_score: c.candidate_score,
             candidate_score_max_hits: c.candidate_score_max_hits,
             max_fake_probability: rec.quality().map(|(_, p)| p),
+            rebuild: rec.rebuild(),
             truth_scores: rec.truth_scores(),
             events: &done.events,
             mean_seconds_per_event: MeanSeconds {
@@ -126,6 +132,9 @@ impl fmt::Display for RecoReport<'_> {
         };
         if let Some(p) = self.max_fake_probability {
             selection += &format!(", fake probability <= {p} by the quality model");
+            if self.rebuild {
+                selection += ", tracks followed again around those it kept";
+            }
         }
         writeln!(
             f,

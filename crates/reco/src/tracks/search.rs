@@ -195,12 +195,15 @@ impl Helix {
         let b = *path.last()?;
         let last = path.len() - 1;
         let (ia, a) = geo.anchor(path, last, b, |p, q| geo.dxy(p, q))?;
-        let p = geo.anchor(path, ia, a, |p, q| geo.dxy(p, q)).map_or([0.0, 0.0], |(_, p)| geo.xy[p]);
+        // Without a third point the beam line stands in for it (prompt paths), or the helix is
+        // straight (displaced ones).
+        let p = geo.anchor(path, ia, a, |p, q| geo.dxy(p, q)).map(|(_, p)| geo.xy[p]);
+        let p = p.or(geo.beam_line.then_some([0.0, 0.0]));
         let (_, a3) = geo.anchor(path, last, b, |p, q| geo.d3(p, q))?;
         let (xa, xb) = (geo.xy[a], geo.xy[b]);
         let chord = [xb[0] - xa[0], xb[1] - xa[1]];
         let len = chord[0].hypot(chord[1]);
-        let k = super::follow::curvature(p, xa, xb);
+        let k = p.map_or(0.0, |p| super::follow::curvature(p, xa, xb));
         let mut helix = Helix {
             b: xb,
             zb: geo.z[b],
@@ -210,7 +213,7 @@ impl Helix {
             tan_lambda: 0.0,
         };
         if k.abs() > 1e-7
-            && let Some(c) = circle_center(p, xa, xb)
+            && let Some(c) = p.and_then(|p| circle_center(p, xa, xb))
         {
             let rho = (xb[0] - c[0]).hypot(xb[1] - c[1]);
             let sense = k.signum();
