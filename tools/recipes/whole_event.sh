@@ -69,7 +69,11 @@
 # wall beside a niced training; before follow's module and layer rule, 0.7995 / 0.7719 /
 # 0.189). Without the pretraining the same 15 epochs gave an AUC of 0.78 and track
 # efficiencies of 0.240 / 0.235; at gnn.toml's former pos_weight 3, the constant prediction
-# (AUC 0.5; see gnn.toml).
+# (AUC 0.5; see gnn.toml). With track following's displaced pass, 3 seed tries and --rebuild
+# (2026-11-27, release e71675a, 61 s wall on a quiet machine): 0.9530 / 0.9240 / 0.047 without
+# selection, 0.9554 / 0.9263 / 0.033 with the quality model (its 6 quality events hold 113
+# fakes), the two score selections 0.9134 / 0.8825 / 0.0049 and 0.8564 / 0.8203 / 0.0040, the
+# ceiling 0.9950 / 0.9724.
 set -euo pipefail
 # The whole script is one function, read before it runs: editing the file while it runs
 # cannot change what runs (bash reads a plain script as it goes).
@@ -196,7 +200,7 @@ gnn=runs/gnn_secondary  # the fine-tuned GNN
 # following's displaced pass, its 3 seed tries and --rebuild were chosen on 8 separate tuning
 # events (seed 51, ids 3001-3008; all-target efficiency with the quality model 0.9562 ->
 # 0.9563 -> 0.9580 -> 0.9585, fake rate 0.0065 -> 0.0084). Held-out events, the fine-tuned GNN
-# (best epoch 3), release of 2026-11-27: 0.9931 (primary) / 0.9610 (all), fake rate 0.0079,
+# (best epoch 3), release e71675a: 0.9931 (primary) / 0.9610 (all), fake rate 0.0079,
 # 3.36 s per event, against 0.9938 / 0.9633 / 0.189 without it; before the displaced pass and
 # the seed tries (release c4b1288) 0.9901 / 0.9577 / 0.0062 with it, 0.9914 / 0.9603 / 0.132
 # without. The two score selections below, chosen with the older builder, no longer reach a
