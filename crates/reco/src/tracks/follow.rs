@@ -44,8 +44,10 @@
 //!    layer once, in two overlapping modules at most. In dense forward regions a path
 //!    otherwise took a second hit of its module, another particle's, and split that
 //!    particle's track in two halves that neither hold the majority of its hits.
-//! 4. A path of at least `min_hits` nodes becomes a track and its nodes are used; otherwise
-//!    only its start node is marked used.
+//! 4. A path of at least `min_hits` nodes becomes a track and its nodes are used. Otherwise
+//!    the start node's next seed edge is tried (up to [`FollowConfig::seed_tries`] of them,
+//!    best first); if none gives a track, the longest path is kept for step 7 and only its
+//!    start node is marked used.
 //! 5. Hit search ([`search`](super::search), when [`FollowConfig::search`] is set and the
 //!    edges carry node layers): each track, in the order found, is extended outward layer by
 //!    layer through the hits no track holds, with the χ² of step 3, beyond the edges of the
