@@ -302,7 +302,7 @@ impl CandidateSource {
             method: config.method,
             score_cut: config.score_cut,
             min_hits: config.min_hits,
-            follow: (config.method == Method::Follow).then(|| config.follow.clone()),
+            follow: config.follow_settings().cloned(),
         }
     }
 }

@@ -147,6 +147,11 @@ impl TrackBuilderConfig {
         TrackBuilderConfig { method, score_cut, branch_cut, ..defaults }
     }
 
+    /// Track following's settings, if it is the method.
+    pub fn follow_settings(&self) -> Option<&FollowConfig> {
+        (self.method == Method::Follow).then_some(&self.follow)
+    }
+
     /// Whether building runs the hit search of track following.
     pub fn hit_search(&self) -> bool {
         self.method == Method::Follow && self.follow.search

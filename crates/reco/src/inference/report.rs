@@ -91,7 +91,7 @@ impl<'a> RecoReport<'a> {
             min_track_hits: metrics_config.min_track_hits,
             branch_cut: c.branch_cut.unwrap_or(c.score_cut),
             hit_search: c.hit_search(),
-            follow: (c.method == Method::Follow).then(|| c.follow.clone()),
+            follow: c.follow_settings().cloned(),
             min_candidate_score: c.min_candidate_score,
             candidate_score: c.candidate_score,
             candidate_score_max_hits: c.candidate_score_max_hits,

@@ -339,7 +339,13 @@ pub fn follow_around(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig, kept:
 
     let search = cfg.search.then_some(edges.layers).flatten();
     let index = search.map(|layers| LayerIndex::new(&layers, phi));
-    let mut paths = Paths { tracks: Vec::new(), short: Vec::new(), owner: vec![FREE; n] };
+    let mut paths = Paths {
+        tracks: Vec::new(),
+        short: Vec::new(),
+        owner: vec![FREE; n],
+        min_hits: config.min_hits,
+        keep_short: search.is_some(),
+    };
     if let Some(kept) = kept {
         assert_eq!(kept.len(), n, "one kept track id per node");
         let num = kept.iter().copied().max().unwrap_or(NO_TRACK) as usize;
@@ -367,14 +373,14 @@ pub fn follow_around(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig, kept:
         // (the circle through the origin bends the wrong way).
         let mut used: Vec<bool> = paths.owner.iter().map(|&o| o != FREE).collect();
         let first = paths.tracks.len();
-        paths.walk(edges, &adj, pass, &order, &mut used, config.min_hits, search.is_some());
+        paths.walk(edges, &adj, pass, &order, &mut used);
         if let (Some(layers), Some(index)) = (&search, &index) {
             for i in first..paths.tracks.len() {
                 extend_path(pass, layers, index, &mut paths.owner, &mut paths.tracks, i);
             }
         }
     }
-    let Paths { mut tracks, short, mut owner } = paths;
+    let Paths { mut tracks, short, mut owner, .. } = paths;
     if let (Some(layers), Some(index)) = (&search, &index) {
         // Paths too short to be tracks get a second chance: extended through the hits left,
         // they must then be clearly longer than a chance alignment (or have joined a track).
@@ -406,18 +412,19 @@ pub fn follow_around(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig, kept:
 }
 
 /// The paths of track following's passes: the tracks (at least `min_hits` nodes), each
-/// node's track ([`FREE`] for none) and, for the hit search, the shorter paths of at least 3
-/// nodes with whether their pass was the prompt one.
+/// node's track ([`FREE`] for none) and, when `keep_short` (for the hit search), the shorter
+/// paths of at least 3 nodes with whether their pass was the prompt one.
 struct Paths {
     tracks: Vec<Vec<usize>>,
     short: Vec<(Vec<usize>, bool)>,
     owner: Vec<u32>,
+    min_hits: usize,
+    keep_short: bool,
 }
 
 impl Paths {
     /// One pass of steps 2–4 of the module docs over the start nodes `order` with the windows
     /// of `geo`; `used` marks the nodes of tracks and the start nodes already tried.
-    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         edges: &ScoredEdges<'_>,
@@ -425,10 +432,8 @@ impl Paths {
         geo: &Geometry<'_>,
         order: &[usize],
         used: &mut [bool],
-        min_hits: usize,
-        keep_short: bool,
     ) {
-        let cfg = geo.cfg;
+        let (cfg, min_hits) = (geo.cfg, self.min_hits);
         let mut on_path = vec![false; used.len()];
         let (mut path, mut longest): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
         for &s in order {
@@ -488,7 +493,7 @@ impl Paths {
                 self.tracks.push(longest.clone());
             } else {
                 used[s] = true;
-                if keep_short && longest.len() >= 3 {
+                if self.keep_short && longest.len() >= 3 {
                     self.short.push((longest.clone(), geo.beam_line));
                 }
             }
