@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
 # kill -9 during training, then --resume: ends with the same weights as an uninterrupted run.
+# It generates 30 events at pile-up 10 and their pT > 1 GeV geometric graphs in a temporary
+# directory, trains 3 epochs uninterrupted (A) and again (B), kills B with SIGKILL once it has
+# logged 33 steps, resumes it, and compares the final weights and the validation loss per epoch
+# of A and B.
+# Usage: T=path/to/trackgnn tools/recipes/kill9_resume.sh   (default T=target/release/trackgnn,
+#   relative to the current directory; needs python3).
 set -euo pipefail
 T=${T:-target/release/trackgnn}; T=$(realpath "$T")
 d=$(mktemp -d /tmp/kill9.XXXX); cd "$d"

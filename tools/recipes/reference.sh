@@ -13,12 +13,10 @@
 #   (a) and its evaluation: the check of a generator change). TRACKGNN=path/to/trackgnn uses that
 #   binary instead of building the release one. PRECISION=bf16 trains in mixed precision (issue
 #   21's check) into runs named with a `_bf16` suffix (runs/a_bf16, ...), beside the f32 ones on
-#   the same data. Measured (issue 21; graphs_a of this generator, the same 80/10/10 split; eval
-#   of each run's best weights): f32 99.828 % efficiency / 99.749 % total purity, bf16 99.824 /
-#   99.777; quiet epochs 101-104 s in f32 and 72-75 s in bf16; both loss curves:
-#   results/reference_a_f32_bf16_loss.svg (`trackgnn plot-loss runs/a runs/a_bf16 --out F`).
-#   Times on 2 cores:
-#   maps ~30 min, (a) 50 + 11 min, (b) 26 + 14 min, (c) ~4.5 h (30 epochs of 5-7 s per step).
+#   the same data; `trackgnn plot-loss runs/a runs/a_bf16 --out F` overlays their loss curves.
+#   Hours on 2 cores; model (c) takes most of them.
+# Measured times per model and the f32/bf16 comparison, in dated tables:
+#   tools/recipes/results/reference.md.
 # Interrupt at any time: re-running resumes training (--resume) and skips finished steps.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -25,55 +25,24 @@
 #   building the release one.
 # Interrupt at any time: re-running skips finished steps and resumes the trainings.
 #
-# Times on 2 cores (release binary, measured in sittings that shared the machine with
-# developers' builds): events 37 s and map 470 s; embedding 5 epochs of 320 steps plus
-# validation, 276-372 s per epoch alone, up to 783 s beside other work; filter 10 epochs,
-# 431-577 s; graphs of the 100 training events (hybrid, ~3.6 s per event, two at a time) and
-# of the 20 held-out events by each method, ~265 s; GNN pretraining 16 epochs of 28-50 s (~10
-# min), then 26 epochs of 356-523 s (~2.7 h, see gnn.toml), then 4 epochs of fine-tuning of
-# 389-609 s (~30 min, gnn_secondary.toml); the quality model 40 s; tracks 85 s per
-# reconstruction, five of them: about 4.2 h from nothing (2026-11-26: 14:18 to 16:12 UTC
-# through the GNN's epoch 7, its epochs 8-17 at 17:23-18:53 and 18-25 at 20:20-21:27 UTC, the
-# fine-tuning at 23:27-00:03 beside other work; stage 6 alone 420 s). A
-# finished embedding or filter, re-run, only reports its epochs (it reads no event).
+# A finished embedding or filter, re-run, only reports its epochs (it reads no event). The full
+# recipe takes about 4 h on 2 cores from nothing.
 #
 # Its trained runs are committed in whole_event/trained/ (restored into a new work directory,
 # see below): a run of the recipe on a new machine rebuilds the events, the map and the graphs
-# from their seeds and resumes from there (2026-11-27, a new machine, release cac3f53: 1373 s
-# to the end, beside a release build; the same figures to the last digit as the machine that
-# trained them; stage 6 then alone, with --rebuild: 312 s). Graphs built before 2026-11-27 lack the
-# production-vertex radii that the fine-tuning's secondary_weight needs (it stops with an error
-# naming the graph): delete graphs_hybrid in such a work directory and re-run.
+# from their seeds and resumes from there (about 25 minutes on 2 cores). Graphs built before
+# 2026-11-27 lack the production-vertex radii that the fine-tuning's secondary_weight needs (it
+# stops with an error naming the graph): delete graphs_hybrid in such a work directory and re-run.
 #
 # --quick runs the same chain, the same commands and configurations with smaller sizes: 12
 # training events and 2 held-out events at pile-up 20, a map of 2,000 events, 4 epochs of the
 # embedding (a 64-wide network), 5 of the filter, 30 epochs of GNN pretraining and 15 of
 # training, 32 wide, the training at lr 1e-3, and 2 epochs of the fine-tuning. It checks the
-# chain end to end and prints the same tables. Measured here (release f4128ff, TRACKGNN=...,
-# 2 cores shared with a niced training, so indicative): 82 s wall: events and map 8 s,
-# embedding and filter 11 s, graphs 3 s, GNN 59 s, tracks 1 s. Its held-out table (2
-# events, pile-up 20):
-#   method            edges/event  eff prompt  eff second     eff all   purity   build s
-#   module-map               6598      0.9293      0.4016      0.9012   0.8352     0.029
-#   metric-learning        249205      0.9794      0.8115      0.9705   0.0550     0.307
-#   hybrid                 249422      0.9963      0.8197      0.9869   0.0554     0.323
-# (32 neighbours; the filter, after 5 short epochs, keeps about half the embedding's edges.) The pretrained GNN
-# reaches a validation AUC of 0.987 on the truth-cut graphs, then 0.940 on the full ones: track
-# efficiency 0.9084 (primary) / 0.8756 (all), fake rate 0.028 at follow's default cut 0.02
-# (0.8441 / 0.8041 / 0.007 with stage 6's candidate selection; with the quality model, fitted
-# on 6 quality events of pile-up 20 whose candidates hold only 57 fakes, 0.9084 / 0.8756 /
-# 0.025). With the 2 epochs of fine-tuning (2026-11-27, release 408a5f1, 105 s wall beside a
-# niced training, the fine-tuning 8 s): 0.9059 / 0.8756 / 0.028, with the quality model
-# 0.9059 / 0.8756 / 0.022, the two score selections 0.8589 / 0.8203 and 0.7995 / 0.7604;
-# against a --truth-scores ceiling of the hybrid graph of 0.9950 / 0.9677 (2026-11-26, 103 s
-# wall beside a niced training; before follow's module and layer rule, 0.7995 / 0.7719 /
-# 0.189). Without the pretraining the same 15 epochs gave an AUC of 0.78 and track
-# efficiencies of 0.240 / 0.235; at gnn.toml's former pos_weight 3, the constant prediction
-# (AUC 0.5; see gnn.toml). With track following's displaced pass, 3 seed tries and --rebuild
-# (2026-11-27, release e71675a, 61 s wall on a quiet machine): 0.9530 / 0.9240 / 0.047 without
-# selection, 0.9554 / 0.9263 / 0.033 with the quality model (its 6 quality events hold 113
-# fakes), the two score selections 0.9134 / 0.8825 / 0.0049 and 0.8564 / 0.8203 / 0.0040, the
-# ceiling 0.9950 / 0.9724.
+# chain end to end in a minute or two and prints the same tables.
+#
+# Measured times per stage and figures of past runs, full and --quick, in dated tables:
+# tools/recipes/results/whole_event.md (the trained runs' held-out figures:
+# whole_event/trained/README.md).
 set -euo pipefail
 # The whole script is one function, read before it runs: editing the file while it runs
 # cannot change what runs (bash reads a plain script as it goes).
