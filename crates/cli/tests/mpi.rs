@@ -12,7 +12,7 @@ use crate::util::{json, ok, trackgnn};
 /// processes named yet.
 fn launcher() -> Command {
     let found = Command::new("mpirun").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(found, "mpirun is not installed: install OpenMPI (see README) to run the MPI tests");
+    assert!(found, "mpirun is not installed: install OpenMPI (see docs/training.md) to run the MPI tests");
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env("RAYON_NUM_THREADS", "1");
     c.arg("--oversubscribe");

@@ -237,7 +237,7 @@ impl<T: Real> InteractionGnn<T> {
     /// Sets how the MLPs save each layer's x̂ (or z) for the backward: f32, or rounded to bf16,
     /// which halves the largest part of a step's memory. The forward's results are the same
     /// either way; the backward works from the rounded values, within the tolerance stated in
-    /// README.md ("Mixed precision"). [`InteractionGnn::set_precision`] sets it to the
+    /// docs/training.md ("Mixed precision"). [`InteractionGnn::set_precision`] sets it to the
     /// precision of the products.
     pub fn set_saved_activations(&mut self, saved: Precision) {
         for mlp in self.mlps_mut() {
