@@ -26,6 +26,9 @@ pub enum Variant {
     BenchSpec,
     /// trackgnn's default model (H=128, 8 recurrent iterations, SiLU, sum/mean/max/std).
     Defaults,
+    /// acorn's TrackML InteractionGNN exactly (`ModelConfig::acorn()`: the defaults with nodes
+    /// updated first, no residual, no output norm), as `bench.py --model acorn` runs it.
+    Acorn,
     // Forward only. (The doc line below is also `bench engine --help`'s text.)
     /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
     Unfused,
@@ -37,6 +40,7 @@ impl Variant {
         match self {
             Variant::BenchSpec => "benchspec",
             Variant::Defaults => "defaults",
+            Variant::Acorn => "acorn",
             Variant::Unfused => "unfused",
         }
     }
@@ -166,6 +170,7 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
     let cfg = match v {
         Variant::BenchSpec | Variant::Unfused => ModelConfig::bench_spec(),
         Variant::Defaults => ModelConfig::default(),
+        Variant::Acorn => ModelConfig::acorn(),
     };
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(precision);

@@ -119,13 +119,18 @@ pub mod stats {
         F32Gemm,
         /// bf16 operands, AVX512-BF16 dot products.
         Bf16Avx512,
+        /// bf16 operands, AMX-BF16 tiles.
+        Bf16Amx,
+        /// bf16 operands, f32 FMAs (the `gemm` crate's f32 kernel).
+        Bf16F32Fma,
         /// bf16 operands, portable f32 arithmetic.
         Bf16Portable,
     }
 
     impl GemmPath {
         /// Every path, in report order.
-        pub const ALL: [GemmPath; 3] = [GemmPath::F32Gemm, GemmPath::Bf16Avx512, GemmPath::Bf16Portable];
+        pub const ALL: [GemmPath; 5] =
+            [GemmPath::F32Gemm, GemmPath::Bf16Amx, GemmPath::Bf16Avx512, GemmPath::Bf16F32Fma, GemmPath::Bf16Portable];
 
         /// What ran, for benchmark output (the f32 path names the SIMD level this CPU gives it).
         pub fn name(self) -> &'static str {
@@ -136,6 +141,8 @@ pub mod stats {
                     Level::Scalar => "f32 gemm crate (portable)",
                 },
                 GemmPath::Bf16Avx512 => Bf16Path::Avx512Bf16.name(),
+                GemmPath::Bf16Amx => Bf16Path::Amx.name(),
+                GemmPath::Bf16F32Fma => Bf16Path::F32Fma.name(),
                 GemmPath::Bf16Portable => Bf16Path::Portable.name(),
             }
         }
@@ -145,6 +152,8 @@ pub mod stats {
         fn from(p: Bf16Path) -> Self {
             match p {
                 Bf16Path::Avx512Bf16 => GemmPath::Bf16Avx512,
+                Bf16Path::Amx => GemmPath::Bf16Amx,
+                Bf16Path::F32Fma => GemmPath::Bf16F32Fma,
                 Bf16Path::Portable => GemmPath::Bf16Portable,
             }
         }
@@ -197,9 +206,9 @@ pub mod stats {
     }
 
     static ENABLED: AtomicBool = AtomicBool::new(false);
-    static NANOS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-    static FLOPS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
-    static CALLS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+    static NANOS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+    static FLOPS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+    static CALLS: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
 
     /// Starts (or stops) counting and resets the counters.
     pub fn enable(on: bool) {
@@ -285,6 +294,28 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
         add: accum == Accum::Add,
     });
     let t0 = stats::enabled().then(std::time::Instant::now);
+    gemm_checked(dst, ld, a, b, accum);
+    if let Some(t0) = t0 {
+        stats::add_path(stats::GemmPath::F32Gemm, t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
+    }
+}
+
+/// The `gemm` crate's product of [`matmul`], not counted by [`stats`] (for a caller that counts
+/// it under its own path).
+///
+/// # Panics
+/// On shape mismatch or if `dst` is too short.
+pub(crate) fn gemm_checked<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_, T>, accum: Accum) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    assert!(b.rows == k && ld >= n && (m == 0 || n == 0 || dst.len() >= (m - 1) * ld + n));
+    if m == 0 || n == 0 || k == 0 {
+        if accum == Accum::Replace && k == 0 {
+            (0..m).for_each(|i| dst[i * ld..i * ld + n].iter_mut().for_each(|x| *x = T::ZERO));
+        }
+        return;
+    }
+    a.check();
+    b.check();
     // SAFETY: every index gemm reads or writes was bounds-checked above: dst covers
     // (m−1)·ld + n elements and both operands' last reachable elements are in their slices.
     unsafe {
@@ -310,9 +341,6 @@ pub fn matmul<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: MatRef<'_,
             /* parallelism = */ gemm::Parallelism::None,
         );
     }
-    if let Some(t0) = t0 {
-        stats::add_path(stats::GemmPath::F32Gemm, t0.elapsed().as_nanos() as u64, 2 * (m * n * k) as u64);
-    }
 }
 
 /// Runs recorded products alone, in parallel on the current rayon pool (each on one thread, as
@@ -327,6 +355,8 @@ pub fn replay(products: &[stats::Product]) -> f64 {
     // one per distinct shape and path, outside the timing.
     let bf16_path = |p: &stats::Product| match p.path {
         stats::GemmPath::Bf16Avx512 => Bf16Path::Avx512Bf16,
+        stats::GemmPath::Bf16Amx => Bf16Path::Amx,
+        stats::GemmPath::Bf16F32Fma => Bf16Path::F32Fma,
         _ => Bf16Path::Portable,
     };
     let mut packed: Vec<((usize, usize, stats::GemmPath), PackedB)> = Vec::new();
@@ -353,6 +383,8 @@ pub fn replay(products: &[stats::Product]) -> f64 {
             match p.path {
                 stats::GemmPath::F32Gemm => matmul(db, p.n, a, b, accum),
                 stats::GemmPath::Bf16Avx512 => matmul_bf16_on(Bf16Path::Avx512Bf16, db, p.n, a, b, accum),
+                stats::GemmPath::Bf16Amx => matmul_bf16_on(Bf16Path::Amx, db, p.n, a, b, accum),
+                stats::GemmPath::Bf16F32Fma => matmul_bf16_on(Bf16Path::F32Fma, db, p.n, a, b, accum),
                 stats::GemmPath::Bf16Portable => matmul_bf16_on(Bf16Path::Portable, db, p.n, a, b, accum),
             }
         },

@@ -3,16 +3,24 @@
 //!
 //! Both operands are rounded to bf16 (nearest, ties to even) and packed in pairs along the
 //! inner dimension; every product of two bf16 values is exact in f32, and the sums are f32.
-//! Two kernels compute exactly the same sums in the same order, chosen at run time:
+//! Three kernels, chosen at run time by a fixed rule on the CPU's features ([`best_path`]):
+//! - [`Bf16Path::Amx`]: AMX-BF16 tiles (`tdpbf16ps`: 16 × 16 f32 accumulators, 32 bf16
+//!   products per element and instruction), on Intel CPUs with AMX (Sapphire Rapids and later)
+//!   where the kernel grants the tile data;
 //! - [`Bf16Path::Avx512Bf16`]: `vdpbf16ps` (`_mm512_dpbf16_ps`), 16 columns × a k-pair per
 //!   instruction, on CPUs with AVX512-BF16 (Zen 4/5, Cooper Lake, Sapphire Rapids and later);
-//! - [`Bf16Path::Portable`]: the same pair-wise sums in plain f32 arithmetic, vectorised by the
-//!   compiler at the best SIMD level ([`crate::dispatch!`]); any CPU.
+//! - [`Bf16Path::F32Fma`]: the bf16 operands widened to f32 and multiplied by the `gemm` crate's
+//!   f32 kernel (FMAs on two ports): Intel CPUs without usable AMX, and CPUs without
+//!   AVX512-BF16;
+//! - [`Bf16Path::Portable`]: the same pair-wise sums as `vdpbf16ps` in plain f32 arithmetic,
+//!   vectorised by the compiler ([`crate::dispatch!`]); any CPU: the reference twin of the
+//!   AVX512-BF16 kernel, chosen only by [`force_path`].
 //!
 //! `vdpbf16ps` adds, per lane, the odd element's product and then the even one's to the
 //! accumulator, each addition rounded to nearest-even, with denormal inputs and outputs taken as
 //! zero: the portable kernel adds in the same order, so the two agree bit for bit on data
-//! without denormals (tested). [`matmul_bf16_slow`] is their slow twin (the same bf16 operands,
+//! without denormals (tested). AMX adds 32 products per instruction in the hardware's own order:
+//! it agrees with them within f32 rounding of the sums (tested against the f64 reference). [`matmul_bf16_slow`] is their slow twin (the same bf16 operands,
 //! summed in f64). Like [`crate::matmul::matmul`], a call runs on the calling thread only, so
 //! results never depend on the thread count.
 //!
@@ -21,19 +29,25 @@
 //! same bits as packing it in every call. Likewise a backward tile's dz, the left operand of
 //! both its weight-gradient and its input-gradient product: [`Bf16Rows`] rounds it once for
 //! the two ([`matmul_bf16_rows_t`], [`matmul_bf16_rows_packed`]).
-//!
-//! An AMX-BF16 tile path is not written: the development machine has no AMX to test it on.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::matmul::{Accum, MatRef, stats};
 use crate::real::Real;
 
+mod amx;
+
 /// The kernel a bf16 product runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Bf16Path {
+    /// AMX-BF16 tiles (`tdpbf16ps`).
+    Amx,
     /// AVX512-BF16 dot products (`vdpbf16ps`).
     Avx512Bf16,
+    /// The bf16 values widened to f32, the `gemm` crate's f32 FMA kernel.
+    F32Fma,
     /// Plain f32 arithmetic on the bf16 values, vectorised by the compiler.
     Portable,
 }
@@ -42,7 +56,9 @@ impl Bf16Path {
     /// A short name for benchmark output.
     pub fn name(self) -> &'static str {
         match self {
+            Bf16Path::Amx => "bf16 amx (tdpbf16ps)",
             Bf16Path::Avx512Bf16 => "bf16 avx512-bf16 (vdpbf16ps)",
+            Bf16Path::F32Fma => "bf16 operands on f32 FMA (gemm crate)",
             Bf16Path::Portable => "bf16 portable (f32 arithmetic)",
         }
     }
@@ -50,8 +66,19 @@ impl Bf16Path {
     /// Whether this CPU can run the path.
     pub fn available(self) -> bool {
         match self {
-            Bf16Path::Portable => true,
+            Bf16Path::Portable | Bf16Path::F32Fma => true,
             Bf16Path::Avx512Bf16 => has_avx512_bf16(),
+            Bf16Path::Amx => amx::unavailable().is_none(),
+        }
+    }
+
+    /// Why this CPU cannot run the path (the CPU lacks it, or the kernel refused AMX's tile
+    /// data), or `None` where it can.
+    pub fn unavailable(self) -> Option<&'static str> {
+        match self {
+            Bf16Path::Portable | Bf16Path::F32Fma => None,
+            Bf16Path::Avx512Bf16 => (!has_avx512_bf16()).then_some("the CPU has no AVX512-BF16"),
+            Bf16Path::Amx => amx::unavailable(),
         }
     }
 }
@@ -67,9 +94,75 @@ fn has_avx512_bf16() -> bool {
     }
 }
 
-/// The fastest bf16 path this CPU has.
+/// The path bf16 products take on this machine ([`force_path`]'s, if set), by a fixed rule on
+/// the CPU's features, never a timing probe, so that the same machine always takes the same
+/// path ([`chosen_path`] says why):
+/// 1. AMX where the CPU has it and the kernel grants its tile data;
+/// 2. else AVX512-BF16 on CPUs that are not Intel's: on AMD Zen 4 `vdpbf16ps` beats f32 FMAs;
+/// 3. else f32 FMAs on the bf16 values ([`Bf16Path::F32Fma`]): Intel cores issue `vdpbf16ps`
+///    on one port where f32 FMAs issue on two, and without AVX512-BF16 there is nothing better.
+///
+/// The measurements behind the rule are in `docs/benchmarks.md`.
 pub fn best_path() -> Bf16Path {
-    if has_avx512_bf16() { Bf16Path::Avx512Bf16 } else { Bf16Path::Portable }
+    match FORCED.load(Ordering::Relaxed) {
+        0 => chosen_path().0,
+        f => ALL_PATHS[f as usize - 1],
+    }
+}
+
+/// The path the rule of [`best_path`] chooses on this CPU, and why, in a line for logs and
+/// benchmark output (a forced path is not considered).
+pub fn chosen_path() -> (Bf16Path, &'static str) {
+    static CHOSEN: std::sync::OnceLock<(Bf16Path, &'static str)> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        if Bf16Path::Amx.available() {
+            (Bf16Path::Amx, "the CPU has AMX-BF16")
+        } else if Bf16Path::Avx512Bf16.available() && !is_intel() {
+            (Bf16Path::Avx512Bf16, "AVX512-BF16 on a CPU that is not Intel's, no AMX")
+        } else if Bf16Path::Avx512Bf16.available() {
+            (Bf16Path::F32Fma, "an Intel CPU without usable AMX: f32 FMAs outrun vdpbf16ps")
+        } else {
+            (Bf16Path::F32Fma, "no bf16 instructions")
+        }
+    })
+}
+
+/// Every path, in [`force_path`]'s numbering (index + 1).
+const ALL_PATHS: [Bf16Path; 4] = [Bf16Path::Amx, Bf16Path::Avx512Bf16, Bf16Path::F32Fma, Bf16Path::Portable];
+
+static FORCED: AtomicU8 = AtomicU8::new(0);
+
+/// Makes every later bf16 product take `path` (benchmarks compare paths on one machine);
+/// `None` restores the rule of [`best_path`].
+///
+/// # Errors
+/// If this CPU cannot run `path`: why.
+pub fn force_path(path: Option<Bf16Path>) -> Result<(), &'static str> {
+    let v = match path {
+        None => 0,
+        Some(p) => {
+            if let Some(why) = p.unavailable() {
+                return Err(why);
+            }
+            ALL_PATHS.iter().position(|&q| q == p).expect("every path is listed") as u8 + 1
+        }
+    };
+    FORCED.store(v, Ordering::Relaxed);
+    Ok(())
+}
+
+/// True on a CPU whose vendor string is `GenuineIntel`.
+fn is_intel() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let r = std::arch::x86_64::__cpuid(0);
+        (r.ebx, r.edx, r.ecx)
+            == (u32::from_le_bytes(*b"Genu"), u32::from_le_bytes(*b"ineI"), u32::from_le_bytes(*b"ntel"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// `dst (m × n, row stride ld) = / += bf16(a) · bf16(b)`, accumulated in f32, on the fastest
@@ -259,8 +352,8 @@ impl Bf16Path {
     /// Columns of a packed right operand: whole 16-lane vectors for the AVX-512 kernel.
     fn padded_columns(self, n: usize) -> usize {
         match self {
-            Bf16Path::Avx512Bf16 => n.div_ceil(16) * 16,
-            Bf16Path::Portable => n,
+            Bf16Path::Avx512Bf16 | Bf16Path::Amx => n.div_ceil(16) * 16,
+            Bf16Path::Portable | Bf16Path::F32Fma => n,
         }
     }
 }
@@ -299,10 +392,31 @@ fn product_packed<T: Real>(
     out: &mut Vec<f32>,
     accum: Accum,
 ) {
-    // Every kernel writes all of out (m × np): no need to clear it.
-    out.resize(m * np, 0.0);
     let kp = k.div_ceil(2);
+    // An f32 destination takes the AMX and f32-FMA results straight, without the f32 scratch
+    // and its copy (the memory-bound part of a product at H = 64).
+    if let Some(d) = as_f32(dst) {
+        match path {
+            Bf16Path::Amx => {
+                let dest = amx::Dest::Direct { dst: d, ld, n, add: accum == Accum::Add };
+                // SAFETY: the callers asserted `path.available()` (or packed for it, which did):
+                // AMX is usable; the packed buffers have the sizes the kernel reads (m·kp in
+                // `a_layout`, kp·np); the callers checked dst's (m − 1)·ld + n and n ≤ ld.
+                unsafe { amx::gemm(pa, a_layout, pb, m, kp, np, dest) };
+                return;
+            }
+            Bf16Path::F32Fma => return f32_fma_gemm(pa, a_layout, pb, m, kp, np, (d, ld, n, accum)),
+            _ => {}
+        }
+    }
+    // Every kernel writes all of out (m × np; AMX whole tiles of rows): no need to clear it.
+    let rows = if path == Bf16Path::Amx { amx::padded_rows(m) } else { m };
+    out.resize(rows * np, 0.0);
     match path {
+        Bf16Path::Amx => {
+            // SAFETY: as above; out holds whole tiles of rows · np.
+            unsafe { amx::gemm(pa, a_layout, pb, m, kp, np, amx::Dest::Out(out)) };
+        }
         Bf16Path::Avx512Bf16 => {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: the callers asserted `path.available()` (or packed for it, which did):
@@ -312,6 +426,7 @@ fn product_packed<T: Real>(
                 avx512::gemm(pa, a_layout, pb, out, m, kp, np)
             };
         }
+        Bf16Path::F32Fma => f32_fma_gemm(pa, a_layout, pb, m, kp, np, (out, np, np, Accum::Replace)),
         Bf16Path::Portable => portable_gemm(pa, a_layout, pb, out, m, kp, np),
     }
     store(dst, ld, out, np, m, n, accum);
@@ -462,6 +577,16 @@ pub fn matmul_bf16_rows_t_packed<T: Real>(dst: &mut [T], ld: usize, a: &Bf16Rows
             product_packed(b.path, &p.a, layout, (m, k), &b.pairs, (b.n, b.np), dst, ld, &mut p.out, accum)
         });
     });
+}
+
+/// `dst` as f32, where `T` is f32.
+fn as_f32<T: Real>(dst: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32: the same type, length and alignment.
+        Some(unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<f32>(), dst.len()) })
+    } else {
+        None
+    }
 }
 
 #[inline(always)]
@@ -640,116 +765,82 @@ crate::dispatch! {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx512 {
-    use std::arch::x86_64::*;
+thread_local! {
+    /// [`f32_fma_gemm`]'s operands widened to f32, reused between calls.
+    static WIDE: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
 
-    /// Rows per micro-tile.
-    const MR: usize = 6;
-
-    use super::PairLayout;
-
-    /// out (m × np) = A · B with A packed as m × kp pairs laid out as `al` and B as kp × np
-    /// pairs (np a multiple of 16).
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512F and AVX512-BF16; `a`, `b`, `out` must hold m·kp, np·kp and m·np
-    /// elements.
-    #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn gemm(a: &[u32], al: PairLayout, b: &[u32], out: &mut [f32], m: usize, kp: usize, np: usize) {
-        assert!(a.len() >= m * kp && b.len() >= np * kp && out.len() >= m * np && np.is_multiple_of(16));
-        // Every pair index is below m·kp in either layout.
-        assert!(m == 0 || kp == 0 || (m - 1) * al.row + (kp - 1) * al.pair < m * kp);
-        let mut j0 = 0;
-        while j0 < np {
-            let nv = ((np - j0) / 16).min(4);
-            let mut i0 = 0;
-            while i0 < m {
-                let mr = (m - i0).min(MR);
-                // SAFETY: rows i0..i0+mr < m and columns j0..j0+16·nv ≤ np are in the buffers.
-                unsafe {
-                    match (mr, nv) {
-                        (MR, 4) => tile::<MR, 4>(a, al, b, out, i0, j0, kp, np),
-                        (MR, 3) => tile::<MR, 3>(a, al, b, out, i0, j0, kp, np),
-                        (MR, 2) => tile::<MR, 2>(a, al, b, out, i0, j0, kp, np),
-                        (MR, 1) => tile::<MR, 1>(a, al, b, out, i0, j0, kp, np),
-                        (_, 4) => rows::<4>(a, al, b, out, i0, mr, j0, kp, np),
-                        (_, 3) => rows::<3>(a, al, b, out, i0, mr, j0, kp, np),
-                        (_, 2) => rows::<2>(a, al, b, out, i0, mr, j0, kp, np),
-                        _ => rows::<1>(a, al, b, out, i0, mr, j0, kp, np),
-                    }
-                }
-                i0 += mr;
-            }
-            j0 += 16 * nv;
-        }
+/// `out` (its first n columns, row stride ld) = / += A · B with A (m × kp pairs, laid out as
+/// `al`) and B (kp × np pairs) widened to f32 (exactly: a bf16 value is an f32 with a zero low
+/// half) and multiplied by the `gemm` crate's f32 kernel.
+fn f32_fma_gemm(
+    a: &[u32],
+    al: PairLayout,
+    b: &[u32],
+    m: usize,
+    kp: usize,
+    np: usize,
+    (out, ld, n, accum): (&mut [f32], usize, usize, Accum),
+) {
+    use crate::matmul::gemm_checked;
+    let k = 2 * kp;
+    if m == 0 || n == 0 {
+        return;
     }
-
-    /// Fewer than MR rows, one at a time.
-    #[target_feature(enable = "avx512f,avx512bf16")]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn rows<const NV: usize>(
-        a: &[u32],
-        al: PairLayout,
-        bt: &[u32],
-        out: &mut [f32],
-        i0: usize,
-        mr: usize,
-        j0: usize,
-        kp: usize,
-        np: usize,
-    ) {
-        for i in i0..i0 + mr {
-            // SAFETY: as for the caller.
-            unsafe { tile::<1, NV>(a, al, bt, out, i, j0, kp, np) };
+    if k == 0 {
+        if accum == Accum::Replace {
+            (0..m).for_each(|i| out[i * ld..i * ld + n].fill(0.0));
         }
+        return;
     }
-
-    /// out\[i0..i0+R\]\[j0..j0+16·NV\] = A rows · B columns, accumulators in registers.
-    #[target_feature(enable = "avx512f,avx512bf16")]
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn tile<const R: usize, const NV: usize>(
-        a: &[u32],
-        al: PairLayout,
-        bt: &[u32],
-        out: &mut [f32],
-        i0: usize,
-        j0: usize,
-        kp: usize,
-        np: usize,
-    ) {
-        let mut acc = [[_mm512_setzero_ps(); NV]; R];
-        let (ap, bp) = (a.as_ptr(), bt.as_ptr());
-        for q in 0..kp {
-            let mut bv = [_mm512_setzero_si512(); NV];
-            for (v, x) in bv.iter_mut().enumerate() {
-                // SAFETY: q < kp and j0 + 16·(v + 1) ≤ np: inside bt (kp × np).
-                *x = unsafe { _mm512_loadu_si512(bp.add(q * np + j0 + 16 * v) as *const __m512i) };
+    WIDE.with_borrow_mut(|(wa, wb)| {
+        wa.resize(m * k, 0.0);
+        wb.resize(k * np, 0.0);
+        let av = if al.pair == 1 {
+            // Rows of pairs widen to rows of values.
+            for (i, row) in wa.chunks_exact_mut(k).enumerate() {
+                widen_pairs(&a[i * al.row..i * al.row + kp], row);
             }
-            for (r, row) in acc.iter_mut().enumerate() {
-                // SAFETY: row i0 + r < m, q < kp: inside a (m × kp, asserted for the layout).
-                let pair = unsafe { *ap.add((i0 + r) * al.row + q * al.pair) };
-                let av: __m512bh = bh(_mm512_set1_epi32(pair as i32));
-                for (v, c) in row.iter_mut().enumerate() {
-                    *c = _mm512_dpbf16_ps(*c, av, bh(bv[v]));
-                }
+            MatRef::row_major(wa, m, k)
+        } else {
+            // Pair columns (al.row == 1): pair column q gives columns 2q and 2q + 1, stored as
+            // rows of the transpose.
+            for (q, cols) in wa.chunks_exact_mut(2 * m).enumerate() {
+                let (lo, hi) = cols.split_at_mut(m);
+                split_pairs(&a[q * al.pair..q * al.pair + m], lo, hi);
             }
+            MatRef::row_major(wa, k, m).t()
+        };
+        for (q, rows) in wb.chunks_exact_mut(2 * np).enumerate() {
+            let (lo, hi) = rows.split_at_mut(np);
+            split_pairs(&b[q * np..(q + 1) * np], lo, hi);
         }
-        for (r, row) in acc.iter().enumerate() {
-            for (v, c) in row.iter().enumerate() {
-                // SAFETY: row i0 + r < m, columns j0 + 16v .. + 16 ≤ np: inside out (m × np).
-                unsafe { _mm512_storeu_ps(out.as_mut_ptr().add((i0 + r) * np + j0 + 16 * v), *c) };
-            }
-        }
-    }
+        gemm_checked(out, ld, av, MatRef::row_major(wb, k, np).cols(0, n), accum);
+    });
+}
 
-    #[inline(always)]
-    fn bh(x: __m512i) -> __m512bh {
-        // SAFETY: both are 512-bit plain-data vector types.
-        unsafe { std::mem::transmute::<__m512i, __m512bh>(x) }
+crate::dispatch! {
+    /// o[2t], o[2t + 1] = the two bf16 values of the pair p[t], as f32.
+    fn widen_pairs(p: &[u32], o: &mut [f32]) {
+        for (o, &p) in o.chunks_exact_mut(2).zip(p) {
+            o[0] = f32::from_bits(p << 16);
+            o[1] = f32::from_bits(p & 0xffff_0000);
+        }
     }
 }
+
+crate::dispatch! {
+    /// lo[t], hi[t] = the even and odd bf16 values of the pair p[t], as f32.
+    fn split_pairs(p: &[u32], lo: &mut [f32], hi: &mut [f32]) {
+        for ((l, h), &p) in lo.iter_mut().zip(hi.iter_mut()).zip(p) {
+            *l = f32::from_bits(p << 16);
+            *h = f32::from_bits(p & 0xffff_0000);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 /// The slow twin of [`matmul_bf16`]: the same bf16-rounded operands, three plain loops summing
 /// in f64 (what the kernels' f32 sums approximate).
@@ -770,251 +861,4 @@ pub fn matmul_bf16_slow<T: Real>(dst: &mut [T], ld: usize, a: MatRef<'_, T>, b: 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use trackgnn_trackml::rng::Rng;
-
-    const SIZES: [(usize, usize, usize); 9] = [
-        (1, 1, 1),
-        (3, 5, 7),
-        (17, 31, 13),
-        (64, 64, 64),
-        (129, 3, 65),
-        (7, 512, 192),
-        (13, 64, 1),
-        (0, 4, 3),
-        (5, 0, 3),
-    ];
-
-    /// Runs `f(path)` on every path the CPU has, saying which were skipped.
-    fn on_every_path(mut f: impl FnMut(Bf16Path)) {
-        for path in [Bf16Path::Avx512Bf16, Bf16Path::Portable] {
-            if path.available() {
-                f(path);
-            } else {
-                eprintln!("skipped: {path:?} (this CPU lacks its instructions)");
-            }
-        }
-    }
-
-    #[test]
-    fn every_path_matches_the_f64_reference_on_awkward_sizes_and_views() {
-        on_every_path(|path| {
-            let mut rng = Rng::new(3);
-            for &(m, k, n) in &SIZES {
-                let a: Vec<f32> = (0..m * (k + 3)).map(|_| rng.normal() as f32).collect();
-                let b: Vec<f32> = (0..n * (k + 1)).map(|_| rng.normal() as f32).collect();
-                // Every layout the packers distinguish: rows contiguous, columns contiguous.
-                let layouts = [
-                    (MatRef::row_major(&a, m, k + 3).cols(2, 2 + k), MatRef::row_major(&b, n, k).t()),
-                    (MatRef::row_major(&a, k + 3, m).rows(1, 1 + k).t(), MatRef::row_major(&b, k + 1, n).rows(0, k)),
-                ];
-                for ((av, bv), accum) in layouts.into_iter().flat_map(|l| [(l, Accum::Replace), (l, Accum::Add)]) {
-                    let init: Vec<f32> = (0..m * (n + 2)).map(|_| rng.normal() as f32).collect();
-                    let (mut fast, mut slow) = (init.clone(), init.clone());
-                    matmul_bf16_on(path, &mut fast, n + 2, av, bv, accum);
-                    matmul_bf16_slow(&mut slow, n + 2, av, bv, accum);
-                    for i in 0..m {
-                        for j in 0..n {
-                            // f32 sums of k exact products: within k·2^-24 of Σ|a||b| (plus the
-                            // rounding of the result and of an added destination).
-                            let mag: f64 = (0..k).map(|p| (av.at(i, p) as f64 * bv.at(p, j) as f64).abs()).sum();
-                            let (f, s) = (fast[i * (n + 2) + j] as f64, slow[i * (n + 2) + j] as f64);
-                            let tol = (k as f64 + 2.0) * 6e-8 * (mag + init[i * (n + 2) + j].abs() as f64 + s.abs());
-                            assert!((f - s).abs() <= tol, "{path:?} ({m},{k},{n}) {accum:?} [{i},{j}]: {f} vs {s}");
-                        }
-                        let pad = i * (n + 2) + n..i * (n + 2) + n + 2;
-                        assert_eq!(fast[pad.clone()], init[pad], "padding untouched");
-                    }
-                }
-            }
-        });
-    }
-
-    #[test]
-    fn an_operand_packed_once_gives_the_bits_of_packing_it_in_each_product() {
-        // gz (rows × cols) feeds dW += gzᵀ·a and dx = gz·W: odd and even rows and columns.
-        let mut rng = Rng::new(21);
-        let mut gz16 = Bf16Rows::default();
-        for (rows, cols, n) in [(512, 64, 192), (7, 5, 3), (6, 1, 33), (1, 8, 16), (33, 17, 2)] {
-            let gz: Vec<f32> = (0..rows * cols).map(|_| rng.normal() as f32).collect();
-            let a: Vec<f32> = (0..rows * n).map(|_| rng.normal() as f32).collect();
-            let w: Vec<f32> = (0..cols * n).map(|_| rng.normal() as f32).collect();
-            let (gzv, av, wv) =
-                (MatRef::row_major(&gz, rows, cols), MatRef::row_major(&a, rows, n), MatRef::row_major(&w, cols, n));
-            gz16.pack(&gz, rows, cols);
-            let init: Vec<f32> = (0..cols * n).map(|_| rng.normal() as f32).collect();
-            let (mut once, mut each) = (init.clone(), init);
-            matmul_bf16_rows_t(&mut once, n, &gz16, av, Accum::Add);
-            matmul_bf16(&mut each, n, gzv.t(), av, Accum::Add);
-            assert!(once.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "gzᵀ·a {rows}×{cols}×{n}");
-            let packed = PackedB::new(wv);
-            let (mut once, mut each) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
-            matmul_bf16_rows_packed(&mut once, n, &gz16, &packed, Accum::Replace);
-            matmul_bf16_packed(&mut each, n, gzv, &packed, Accum::Replace);
-            assert!(once.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "gz·W {rows}×{cols}×{n}");
-        }
-    }
-
-    #[test]
-    fn operands_filled_by_the_pass_that_computes_them_give_the_bits_of_packing_them() {
-        use crate::ops::{Activation, act};
-        let mut rng = Rng::new(22);
-        let (mut gz16, mut a16, mut b16) = (Bf16Rows::default(), Bf16Rows::default(), PackedB::default());
-        // Odd and even rows and widths, widths off 16 (padded columns).
-        for (rows, d, n) in [(512, 64, 64), (7, 5, 3), (6, 1, 33), (1, 8, 16), (33, 17, 2)] {
-            let y: Vec<f32> = (0..rows * d).map(|_| rng.normal() as f32).collect();
-            let gz: Vec<f32> = (0..rows * n).map(|_| rng.normal() as f32).collect();
-            let w: Vec<f32> = (0..d * n).map(|_| rng.normal() as f32).collect();
-            let packed = PackedB::new(MatRef::row_major(&w, d, n));
-            gz16.pack(&gz, rows, n);
-            for f in [Activation::Relu, Activation::Silu, Activation::Identity] {
-                let mut a = vec![0.0f32; rows * d];
-                act::forward(f, &y, &mut a);
-                let av = MatRef::row_major(&a, rows, d);
-                // The forward's left operand: a·W.
-                a16.fill(rows, d, |o| act::forward_bf16_rows(f, &y, d, o));
-                let (mut filled, mut each) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
-                matmul_bf16_rows_packed(&mut filled, n, &a16, &packed, Accum::Replace);
-                matmul_bf16_packed(&mut each, n, av, &packed, Accum::Replace);
-                assert!(filled.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()), "a·W {f:?} {rows}×{d}×{n}");
-                // The backward's right operand: dW += gzᵀ·a.
-                b16.fill(rows, d, |o, np| act::forward_bf16_row_pairs(f, &y, d, np, o));
-                let init: Vec<f32> = (0..n * d).map(|_| rng.normal() as f32).collect();
-                let (mut filled, mut each) = (init.clone(), init);
-                matmul_bf16_rows_t_packed(&mut filled, d, &gz16, &b16, Accum::Add);
-                matmul_bf16_rows_t(&mut each, d, &gz16, av, Accum::Add);
-                assert!(
-                    filled.iter().zip(&each).all(|(x, y)| x.to_bits() == y.to_bits()),
-                    "gzᵀ·a {f:?} {rows}×{d}×{n}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn bf16_products_are_within_bf16_rounding_of_the_exact_f64_ones() {
-        // The error of bf16 operands themselves: each is within 2^-9 relative, so a product of
-        // k terms is within about 2·2^-9·Σ|a||b| of the exact one.
-        let mut rng = Rng::new(8);
-        let (m, k, n) = (40, 192, 64);
-        let a: Vec<f64> = (0..m * k).map(|_| rng.normal()).collect();
-        let b: Vec<f64> = (0..k * n).map(|_| rng.normal()).collect();
-        let (av, bv) = (MatRef::row_major(&a, m, k), MatRef::row_major(&b, k, n));
-        let mut exact = vec![0.0f64; m * n];
-        crate::matmul::matmul_slow(&mut exact, n, av, bv, Accum::Replace);
-        on_every_path(|path| {
-            let mut got = vec![0.0f64; m * n];
-            matmul_bf16_on(path, &mut got, n, av, bv, Accum::Replace);
-            let (mut err2, mut ref2) = (0.0, 0.0);
-            for i in 0..m {
-                for j in 0..n {
-                    let mag: f64 = (0..k).map(|p| (av.at(i, p) * bv.at(p, j)).abs()).sum();
-                    let e = (got[i * n + j] - exact[i * n + j]).abs();
-                    assert!(e <= 2.0 * mag / 512.0, "{path:?} [{i},{j}]: off by {e} of Σ|ab| {mag}");
-                    err2 += e * e;
-                    ref2 += exact[i * n + j].powi(2);
-                }
-            }
-            let rel = (err2 / ref2).sqrt();
-            // Random-sign rounding errors add in quadrature: far below the worst case.
-            assert!(rel > 1e-5 && rel < 1e-2, "{path:?}: relative error {rel:e}");
-        });
-    }
-
-    #[test]
-    fn the_avx512_bf16_kernel_and_the_portable_one_agree_bit_for_bit() {
-        if !Bf16Path::Avx512Bf16.available() {
-            eprintln!("skipped: no AVX512-BF16 on this CPU");
-            return;
-        }
-        let mut rng = Rng::new(11);
-        for &(m, k, n) in &SIZES {
-            let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
-            let b: Vec<f32> = (0..k * n).map(|_| (rng.normal() * 3.0) as f32).collect();
-            let bv = MatRef::row_major(&b, k, n);
-            // A packed by rows, and a transposed A packed by pair columns.
-            for av in [MatRef::row_major(&a, m, k), MatRef::row_major(&a, k, m).t()] {
-                let (mut x, mut y) = (vec![0.0f32; m * n], vec![0.0f32; m * n]);
-                matmul_bf16_on(Bf16Path::Avx512Bf16, &mut x, n, av, bv, Accum::Replace);
-                matmul_bf16_on(Bf16Path::Portable, &mut y, n, av, bv, Accum::Replace);
-                let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
-                assert!(same, "({m},{k},{n}) A row-major {}: the kernels differ", av.is_row_major());
-            }
-        }
-    }
-
-    #[test]
-    fn a_product_on_a_packed_weight_equals_the_unpacked_product_bit_for_bit() {
-        on_every_path(|path| {
-            let mut rng = Rng::new(17);
-            for &(m, k, n) in &SIZES {
-                let a: Vec<f32> = (0..m * k).map(|_| rng.normal() as f32).collect();
-                let w: Vec<f32> = (0..n * (k + 2)).map(|_| rng.normal() as f32).collect();
-                let av = MatRef::row_major(&a, m, k);
-                // Both layouts a weight is read in: Wᵀ (forward) and a column block of W (backward).
-                for bv in
-                    [MatRef::row_major(&w, n, k + 2).cols(1, 1 + k).t(), MatRef::row_major(&w, k + 2, n).rows(2, 2 + k)]
-                {
-                    let packed = PackedB::on(path, bv);
-                    assert_eq!((packed.nrows(), packed.ncols()), (k, n));
-                    for accum in [Accum::Replace, Accum::Add] {
-                        let init: Vec<f32> = (0..m * (n + 1)).map(|_| rng.normal() as f32).collect();
-                        let (mut x, mut y) = (init.clone(), init.clone());
-                        matmul_bf16_on(path, &mut x, n + 1, av, bv, accum);
-                        matmul_bf16_packed(&mut y, n + 1, av, &packed, accum);
-                        let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
-                        assert!(same, "{path:?} ({m},{k},{n}) {accum:?}: packed and unpacked differ");
-                    }
-                }
-            }
-        });
-    }
-
-    #[test]
-    fn both_packed_products_check_shapes_under_their_own_names() {
-        let panic_text = |f: &mut dyn FnMut()| {
-            let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("should panic");
-            e.downcast_ref::<String>().cloned().unwrap_or_default()
-        };
-        let w = vec![1.0f32; 4 * 3];
-        let packed = PackedB::new(MatRef::row_major(&w, 4, 3));
-        let a = vec![1.0f32; 2 * 5];
-        let mut rows = Bf16Rows::default();
-        rows.pack(&a, 2, 5);
-        let mut dst = vec![0.0f32; 2 * 3];
-        let e = panic_text(&mut || matmul_bf16_packed(&mut dst, 3, MatRef::row_major(&a, 2, 5), &packed, Accum::Add));
-        assert!(e.contains("matmul_bf16_packed: inner dimensions 5 and 4"), "{e}");
-        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst, 3, &rows, &packed, Accum::Add));
-        assert!(e.contains("matmul_bf16_rows_packed: inner dimensions 5 and 4"), "{e}");
-        rows.pack(&a[..8], 2, 4);
-        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst, 2, &rows, &packed, Accum::Add));
-        assert!(e.contains("matmul_bf16_rows_packed: ld 2 < n 3"), "{e}");
-        let e = panic_text(&mut || matmul_bf16_rows_packed(&mut dst[..5], 3, &rows, &packed, Accum::Add));
-        assert!(e.contains("matmul_bf16_rows_packed: dst too short"), "{e}");
-        let e = panic_text(&mut || {
-            matmul_bf16_packed(&mut dst[..5], 3, MatRef::row_major(&a[..8], 2, 4), &packed, Accum::Add)
-        });
-        assert!(e.contains("matmul_bf16_packed: dst too short"), "{e}");
-        // An empty product returns before the length check.
-        let mut empty = Bf16Rows::default();
-        empty.pack::<f32>(&[], 0, 4);
-        matmul_bf16_rows_packed::<f32>(&mut [], 3, &empty, &packed, Accum::Add);
-        matmul_bf16_rows_packed(&mut dst, 3, &rows, &packed, Accum::Replace);
-        assert_eq!(dst, vec![4.0; 6], "2 × 4 ones times 4 × 3 ones");
-    }
-
-    #[test]
-    fn the_amx_path_is_not_written() {
-        // Kept as a visible marker in the test output: the issue asks for an AMX-BF16 path where
-        // the CPU has it; none is written yet (no AMX machine to test it on).
-        #[cfg(target_arch = "x86_64")]
-        // CPUID leaf 7, EDX bit 22: AMX-BF16 (the std macro for it is unstable).
-        #[allow(unused_unsafe)]
-        // SAFETY: CPUID leaf 7 exists on every x86-64 CPU this builds for.
-        let amx = unsafe { std::arch::x86_64::__cpuid_count(7, 0) }.edx & (1 << 22) != 0;
-        #[cfg(not(target_arch = "x86_64"))]
-        let amx = false;
-        eprintln!("skipped: AMX-BF16 ({}; no AMX kernel written)", if amx { "CPU has AMX" } else { "no AMX" });
-    }
-}
+mod tests;

@@ -1,64 +1,15 @@
 //! Gradient checks of the whole InteractionGNN in f64, over the configuration space: the fused
 //! forward equals the naive one, and every parameter tensor's gradient equals central
-//! differences (relative error < 1e-4). Plus bit-identical results at 1, 2 and 3 threads.
+//! differences (relative error < 1e-4). The bf16 paths' tolerance and their bit identity at any
+//! thread count: `bf16_paths.rs`.
 
+mod common;
+
+use common::{loss_and_grad, random_graph, step, to_f32};
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision, Real, UpdateOrder};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, Precision, UpdateOrder};
 use trackgnn_trackml::rng::Rng;
-
-fn random_graph(
-    n: usize,
-    e: usize,
-    node_dim: usize,
-    edge_dim: usize,
-    seed: u64,
-) -> (GraphInput<f64>, Vec<u8>, Vec<f64>) {
-    let mut rng = Rng::new(seed);
-    let x: Vec<f32> = (0..n * node_dim).map(|_| rng.normal() as f32).collect();
-    let ea: Vec<f32> = (0..e * edge_dim).map(|_| rng.normal() as f32).collect();
-    let mut src = Vec::new();
-    let mut dst = Vec::new();
-    while src.len() < e {
-        let (s, d) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
-        if s != d {
-            src.push(s);
-            dst.push(d);
-        }
-    }
-    let y: Vec<u8> = (0..e).map(|_| rng.bernoulli(0.3) as u8).collect();
-    let w: Vec<f64> = (0..e).map(|_| if rng.bernoulli(0.1) { 0.0 } else { 1.0 }).collect();
-    (GraphInput::new(n, &x, node_dim, &ea, edge_dim, &src, &dst), y, w)
-}
-
-/// The f32 copy of a random graph and its loss weights, for tests of the f32 engine.
-fn to_f32(g: &GraphInput<f64>, w: &[f64]) -> (GraphInput<f32>, Vec<f32>) {
-    let x: Vec<f32> = g.x.iter().map(|&v| v as f32).collect();
-    let ea: Vec<f32> = g.edge_attr.iter().map(|&v| v as f32).collect();
-    let g32 = GraphInput::new(g.num_nodes, &x, g.node_dim, &ea, g.edge_dim, &g.src, &g.dst);
-    (g32, w.iter().map(|&v| v as f32).collect())
-}
-
-/// Forward, the loss (pos_weight 2) and the backward into `model.params.grad`, with `cache`'s
-/// buffers (the logits stay in `cache.logits`); returns the loss.
-fn step<T: Real>(
-    model: &mut InteractionGnn<T>,
-    g: &GraphInput<T>,
-    y: &[u8],
-    w: &[T],
-    cache: &mut ForwardCache<T>,
-) -> f64 {
-    model.forward(g, cache);
-    let mut dl = vec![T::from_f64(0.0); g.num_edges()];
-    let l = bce_with_logits(&cache.logits, y, Some(w), 2.0, &mut dl);
-    model.params.zero_grad();
-    model.backward(g, cache, &dl);
-    l
-}
-
-fn loss_and_grad(model: &mut InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
-    step(model, g, y, w, &mut ForwardCache::default())
-}
 
 fn loss_only(model: &InteractionGnn<f64>, g: &GraphInput<f64>, y: &[u8], w: &[f64]) -> f64 {
     let mut cache = ForwardCache::default();
@@ -215,109 +166,6 @@ fn gradients_across_tiles_and_chunks() {
     // regression for a dz buffer split as if it were H wide (found by tools/parity.sh).
     let cfg = ModelConfig { hidden: 6, iterations: 1, classifier_depth: 1, ..ModelConfig::default() };
     check(cfg, 1500, 9000, 0, Some(6));
-}
-
-#[test]
-fn results_are_bit_identical_at_1_2_and_3_threads_in_both_precisions_and_orders() {
-    let (g, y, w) = random_graph(3000, 30_000, 3, 0, 4);
-    let (g32, w32) = to_f32(&g, &w);
-    for (precision, update_order) in [
-        (Precision::F32, UpdateOrder::EdgeFirst),
-        (Precision::Bf16, UpdateOrder::EdgeFirst),
-        (Precision::F32, UpdateOrder::NodeFirst),
-        (Precision::Bf16, UpdateOrder::NodeFirst),
-    ] {
-        let mut base = InteractionGnn::<f32>::new(
-            ModelConfig { hidden: 16, iterations: 2, update_order, ..ModelConfig::default() },
-            3,
-            0,
-            &mut Rng::new(1),
-        );
-        base.set_precision(precision);
-        let mut results = Vec::new();
-        for threads in [1, 2, 3] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let mut model = base.clone();
-            let (logits, grad) = pool.install(|| {
-                let mut cache = ForwardCache::default();
-                step(&mut model, &g32, &y, &w32, &mut cache);
-                (cache.logits.clone(), model.params.grad.clone())
-            });
-            results.push((logits, grad));
-        }
-        for r in &results[1..] {
-            assert!(
-                r.0.iter().zip(&results[0].0).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{precision} {update_order}: logits differ"
-            );
-            assert!(
-                r.1.iter().zip(&results[0].1).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{precision} {update_order}: gradients differ"
-            );
-        }
-    }
-}
-
-/// Per-tensor relative error ‖g − g_ref‖ / ‖g_ref‖ of the f32 engine's gradients in `precision`
-/// with activations saved in `saved`, against the f64 engine's (whose gradients the checks above
-/// hold to central differences).
-fn gradient_errors(cfg: ModelConfig, precision: Precision, saved: Precision, seed: u64) -> Vec<(String, f64)> {
-    let (g, y, w) = random_graph(400, 3000, 3, 2, seed);
-    let (g32, w32) = to_f32(&g, &w);
-    let mut reference = InteractionGnn::<f64>::new(cfg, 3, 2, &mut Rng::new(seed));
-    // The f32 model holds exactly the f64 model's weights (rounded once, then copied back).
-    let mut model: InteractionGnn<f32> = reference.cast();
-    reference.params.data = model.params.data.iter().map(|&v| v as f64).collect();
-    model.set_precision(precision);
-    model.set_saved_activations(saved);
-    loss_and_grad(&mut reference, &g, &y, &w);
-    step(&mut model, &g32, &y, &w32, &mut ForwardCache::default());
-    reference
-        .params
-        .specs
-        .iter()
-        .map(|s| {
-            let r = &reference.params.grad[s.range()];
-            let m = &model.params.grad[s.range()];
-            let d: f64 = r.iter().zip(m).map(|(a, b)| (a - *b as f64).powi(2)).sum();
-            let n: f64 = r.iter().map(|a| a * a).sum();
-            (s.name.clone(), if n > 0.0 { (d / n).sqrt() } else { d.sqrt() })
-        })
-        .collect()
-}
-
-#[test]
-fn bf16_gradients_are_within_tolerance_of_the_f64_reference() {
-    // The stated tolerance of mixed precision: every tensor's gradient within 5% (relative
-    // L2) of the f64 one with smooth activations, 15% with ReLU (rounding moves units across
-    // the kink); f32 within 1e-4. bf16 is checked with the MLPs' activations saved in f32 and
-    // in bf16 (its default): saving them rounded may cost at most 1.5× the error of the
-    // products' rounding alone. Printed per tensor for the record (`--nocapture`).
-    for (name, cfg, tol) in [
-        ("default (SiLU)", ModelConfig { hidden: 32, iterations: 3, ..ModelConfig::default() }, 5e-2),
-        ("bench-spec (ReLU)", ModelConfig { hidden: 32, ..ModelConfig::bench_spec() }, 1.5e-1),
-        ("acorn (SiLU)", ModelConfig { hidden: 32, iterations: 3, ..ModelConfig::acorn() }, 5e-2),
-    ] {
-        let f32_err = gradient_errors(cfg.clone(), Precision::F32, Precision::F32, 31);
-        let bf16_err = gradient_errors(cfg.clone(), Precision::Bf16, Precision::F32, 31);
-        let saved_err = gradient_errors(cfg.clone(), Precision::Bf16, Precision::Bf16, 31);
-        println!(
-            "{name}: relative gradient error per tensor against f64: f32; bf16 with activations saved in f32, in bf16"
-        );
-        for (((t, e32), (_, e16)), (_, s16)) in f32_err.iter().zip(&bf16_err).zip(&saved_err) {
-            println!("  {t:<36} f32 {e32:9.2e}  bf16 {e16:9.2e}  bf16+saved {s16:9.2e}");
-        }
-        let max = |v: &[(String, f64)]| v.iter().map(|x| x.1).fold(0.0, f64::max);
-        let (m32, m16, s16) = (max(&f32_err), max(&bf16_err), max(&saved_err));
-        println!("  max over tensors: f32 {m32:.2e}  bf16 {m16:.2e}  bf16+saved {s16:.2e}");
-        assert!(m32 < 1e-4, "{name}: f32 gradient off by {m32:e}");
-        for (what, m) in [("bf16", m16), ("bf16 with bf16 activations", s16)] {
-            assert!(m < tol, "{name}: {what} gradient off by {m:e} (tolerance {tol:e})");
-            assert!(m > 10.0 * m32, "{name}: {what} ({m:e}) should be visibly coarser than f32 ({m32:e})");
-        }
-        assert!(s16 < 1.5 * m16, "{name}: bf16 activations cost {s16:e} against {m16:e}");
-        assert_ne!(bf16_err, saved_err, "{name}: the activations were not saved in bf16");
-    }
 }
 
 #[test]

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use serde_json::json;
 use trackgnn_engine::bench::{StepFigures, StepRun, Variant, measure_step};
+use trackgnn_engine::matmul_bf16::{Bf16Path, force_path};
 use trackgnn_engine::{Checkpointing, Precision};
 
 use crate::cli::parse_checkpointing;
@@ -37,6 +38,10 @@ pub struct BenchEngineArgs {
     /// per-iteration or every:K, `+bf16` appended to keep the saved states in bf16.
     #[arg(long, visible_alias = "checkpointing", value_name = "MODE", value_parser = parse_checkpointing, default_value = "none")]
     pub checkpoint: Checkpointing,
+    /// The kernel of the bf16 products instead of the one this CPU's rule chooses (to compare
+    /// kernels on one machine); refused if the CPU cannot run it.
+    #[arg(long, value_enum, value_name = "KERNEL")]
+    pub bf16_kernel: Option<Bf16Path>,
     #[command(flatten)]
     pub json: crate::cli::JsonArg,
 }
@@ -44,6 +49,9 @@ pub struct BenchEngineArgs {
 pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
+    if let Some(k) = a.bf16_kernel {
+        force_path(Some(k)).map_err(|why| anyhow::anyhow!("--bf16-kernel {}: {why}", kernel_name(k)))?;
+    }
     if let Some(v) = a.only {
         let precision = a.precision.unwrap_or_default();
         let run = StepRun { precision, checkpointing: a.checkpoint, steps: a.steps, warmup: a.warmup, threads };
@@ -62,7 +70,7 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
         Some(p) => vec![p],
         None => vec![Precision::F32, Precision::Bf16],
     };
-    let runs = [Variant::BenchSpec, Variant::Defaults, Variant::Unfused]
+    let runs = [Variant::BenchSpec, Variant::Defaults, Variant::Acorn, Variant::Unfused]
         .into_iter()
         .flat_map(|v| precisions.iter().map(move |&p| (v, p)))
         // The unfused forward is a reference point in f32 only (unless asked for).
@@ -86,6 +94,9 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
             &a.checkpoint.to_string(),
         ]);
         cmd.args(["--threads", &threads.to_string()]);
+        if let Some(k) = a.bf16_kernel {
+            cmd.args(["--bf16-kernel", kernel_name(k)]);
+        }
         let out = cmd.output().context("running a benchmark variant")?;
         if !out.status.success() {
             bail!("variant {name} failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -100,4 +111,14 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
         print_json(&json!({ "variants": rows }));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The flag value of a bf16 kernel.
+fn kernel_name(k: Bf16Path) -> &'static str {
+    match k {
+        Bf16Path::Amx => "amx",
+        Bf16Path::Avx512Bf16 => "avx512-bf16",
+        Bf16Path::F32Fma => "f32-fma",
+        Bf16Path::Portable => "portable",
+    }
 }

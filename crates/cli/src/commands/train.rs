@@ -294,6 +294,10 @@ pub fn train(
                 trainer.model.params.len(),
                 out.display()
             );
+            if cfg.precision == trackgnn_engine::Precision::Bf16 {
+                let (path, why) = trackgnn_engine::matmul_bf16::chosen_path();
+                eprintln!("bf16 products on {} ({why})", path.name());
+            }
         }
         Ok(trainer.run(&bars, &stop)?)
     })?;
