@@ -37,6 +37,9 @@ use crate::matmul::{Accum, MatRef, stats};
 use crate::real::Real;
 
 mod amx;
+mod pairs;
+
+use pairs::Pairs;
 
 /// The kernel a bf16 product runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,7 +232,7 @@ pub struct PackedB {
     k: usize,
     n: usize,
     np: usize,
-    pairs: Vec<u32>,
+    pairs: Pairs,
 }
 
 impl PackedB {
@@ -248,7 +251,7 @@ impl PackedB {
         b.check();
         let (k, n) = (b.nrows(), b.ncols());
         let np = path.padded_columns(n);
-        let mut pairs = Vec::new();
+        let mut pairs = Pairs::new();
         pack_cols(&b, np, &mut pairs);
         PackedB { path, k, n, np, pairs }
     }
@@ -283,7 +286,7 @@ impl PackedB {
 impl Default for PackedB {
     /// An empty operand (0 × 0), to be [`PackedB::fill`]ed.
     fn default() -> Self {
-        PackedB { path: best_path(), k: 0, n: 0, np: 0, pairs: Vec::new() }
+        PackedB { path: best_path(), k: 0, n: 0, np: 0, pairs: Pairs::new() }
     }
 }
 
@@ -363,7 +366,7 @@ impl Bf16Path {
 #[allow(clippy::too_many_arguments)]
 fn product<T: Real>(
     path: Bf16Path,
-    pa: &mut Vec<u32>,
+    pa: &mut Pairs,
     a: &MatRef<'_, T>,
     pb: &[u32],
     (n, np): (usize, usize),
@@ -439,7 +442,7 @@ fn product_packed<T: Real>(
 /// Both give the same bits as [`matmul_bf16`] on the f32 matrix.
 #[derive(Clone, Debug, Default)]
 pub struct Bf16Rows {
-    pairs: Vec<u32>,
+    pairs: Pairs,
     rows: usize,
     cols: usize,
 }
@@ -464,7 +467,7 @@ impl Bf16Rows {
 
     /// The pairs of the transpose (cols × rows), pair column after pair column, as
     /// [`pack_rows`] packs a transposed view: `out[q·cols + c]` = (x(2q, c), x(2q + 1, c)).
-    fn pack_transposed(&self, out: &mut Vec<u32>) -> PairLayout {
+    fn pack_transposed(&self, out: &mut Pairs) -> PairLayout {
         let (rows, cols) = (self.rows, self.cols);
         let kp = cols.div_ceil(2);
         out.resize(rows.div_ceil(2) * cols, 0);
@@ -609,8 +612,8 @@ pub(crate) fn pair_of<T: Real>(lo: T, hi: T) -> u32 {
 /// Packed operands of one thread, reused between calls.
 #[derive(Default)]
 struct Pack {
-    a: Vec<u32>,
-    b: Vec<u32>,
+    a: Pairs,
+    b: Pairs,
     out: Vec<f32>,
 }
 
@@ -629,7 +632,7 @@ struct PairLayout {
 /// `out`, row after row (`out[r·kp + q]`), or for a transposed view, whose columns are
 /// contiguous, pair column after pair column (`out[q·rows + r]`: two contiguous columns
 /// interleaved, instead of strided writes); returns which.
-fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Vec<u32>) -> PairLayout {
+fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Pairs) -> PairLayout {
     let (rows, k) = (x.nrows(), x.ncols());
     let kp = k.div_ceil(2);
     // Every branch below writes every element: no need to clear what the last call left.
@@ -680,7 +683,7 @@ crate::dispatch! {
 
 /// `out[q·np + j]` = the pair (b(2q, j), b(2q + 1, j)) of a k × n matrix for j < n, 0 for
 /// n ≤ j < np.
-fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Vec<u32>) {
+fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Pairs) {
     let (k, n) = (b.nrows(), b.ncols());
     let kp = k.div_ceil(2);
     // The branches below write columns 0..n of every pair row; only the padding is cleared

@@ -22,7 +22,7 @@ use std::arch::asm;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::PairLayout;
+use super::{PairLayout, Pairs};
 
 /// Pairs (bf16 × 2) per tile row: 64 bytes.
 const TK: usize = 16;
@@ -125,15 +125,15 @@ const CONFIG: TileConfig = {
 /// tiles), the right operand's last, partial block of pair rows (zero-padded to 16), and a
 /// block of accumulators at the destination's edges.
 struct Scratch {
-    panel: Vec<u32>,
-    b_tail: Vec<u32>,
+    panel: Pairs,
+    b_tail: Pairs,
     /// The accumulators of a block at the destination's edges (32 × 32).
     edge: [f32; 4 * TM * TN],
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> =
-        const { RefCell::new(Scratch { panel: Vec::new(), b_tail: Vec::new(), edge: [0.0; 4 * TM * TN] }) };
+        const { RefCell::new(Scratch { panel: Pairs::new(), b_tail: Pairs::new(), edge: [0.0; 4 * TM * TN] }) };
 }
 
 /// Rows of `out` the kernel writes for m rows: whole tiles.
