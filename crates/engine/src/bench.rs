@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::rng::Rng;
 
 use crate::alloc::{self, peak_rss_bytes};
+use crate::gemm_replay::replay;
 use crate::loss::bce_with_logits;
-use crate::matmul::{replay, stats};
+use crate::matmul::stats;
 use crate::optim::{AdamW, AdamWConfig};
 use crate::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig, Precision};
 

@@ -42,6 +42,7 @@ pub mod bf16;
 pub mod checkpointing;
 pub mod config;
 pub mod dense;
+pub mod gemm_replay;
 pub mod graph_input;
 pub mod loss;
 pub mod matmul;

@@ -58,12 +58,7 @@ pub enum Bf16Path {
 impl Bf16Path {
     /// A short name for benchmark output.
     pub fn name(self) -> &'static str {
-        match self {
-            Bf16Path::Amx => "bf16 amx (tdpbf16ps)",
-            Bf16Path::Avx512Bf16 => "bf16 avx512-bf16 (vdpbf16ps)",
-            Bf16Path::F32Fma => "bf16 operands on f32 FMA (gemm crate)",
-            Bf16Path::Portable => "bf16 portable (f32 arithmetic)",
-        }
+        stats::GemmPath::from(self).name()
     }
 
     /// Whether this CPU can run the path.
@@ -94,6 +89,17 @@ fn has_avx512_bf16() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+impl From<Bf16Path> for stats::GemmPath {
+    fn from(p: Bf16Path) -> Self {
+        match p {
+            Bf16Path::Avx512Bf16 => stats::GemmPath::Bf16Avx512,
+            Bf16Path::Amx => stats::GemmPath::Bf16Amx,
+            Bf16Path::F32Fma => stats::GemmPath::Bf16F32Fma,
+            Bf16Path::Portable => stats::GemmPath::Bf16Portable,
+        }
     }
 }
 
