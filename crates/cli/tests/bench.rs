@@ -3,7 +3,7 @@
 
 use trackgnn_plot::testing::{check_files, no_temporaries};
 
-use crate::util::{json, ok, trackgnn};
+use crate::util::{fails, json, ok, trackgnn};
 
 #[test]
 fn bench_memory_measures_fits_and_plots_tiny_graphs() {
@@ -89,4 +89,31 @@ fn bench_engine_measures_one_step_and_its_gemm_only_replay() {
     let bad = trackgnn(d, &args(&["--checkpoint", "sometimes"]));
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sometimes"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+/// `bench engine --bf16-kernel`: the products run on the kernel asked for where the CPU has it,
+/// and a kernel it lacks is refused with the reason, before anything runs.
+#[test]
+fn bench_engine_runs_the_bf16_kernel_asked_for_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["bench", "engine", "--only", "bench-spec", "--steps", "1", "--warmup", "0", "--threads", "1"];
+    for (kernel, name, lacks) in [
+        ("f32-fma", "bf16 operands on f32 FMA (gemm crate)", ""),
+        ("amx", "bf16 amx (tdpbf16ps)", "the CPU has no AMX-BF16"),
+        ("avx512-bf16", "bf16 avx512-bf16 (vdpbf16ps)", "the CPU has no AVX512-BF16"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(["--precision", "bf16", "--bf16-kernel", kernel, "--json"]);
+        let out = trackgnn(dir.path(), &args);
+        if out.status.success() {
+            let out = json(&String::from_utf8_lossy(&out.stdout));
+            let paths: Vec<&str> =
+                out["gemm_paths"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+            assert_eq!(paths, [name], "--bf16-kernel {kernel}: {out}");
+        } else {
+            let err = fails(out);
+            assert!(!lacks.is_empty() && err.contains(&format!("--bf16-kernel {kernel}: ")), "{err}");
+            eprintln!("skipped: --bf16-kernel {kernel} ({})", err.trim());
+        }
+    }
 }
