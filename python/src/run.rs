@@ -7,10 +7,10 @@ use std::str::FromStr;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::{CandidateScore, Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
-use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::errors::{config_error, to_py, to_py_at};
 use crate::event::{PyEvent, detector};

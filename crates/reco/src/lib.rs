@@ -16,8 +16,6 @@
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
 //! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
 //!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
-//! - [`evaluation`]: a trained run's edge metrics on a graph directory
-//!   ([`evaluation::evaluate_run`]).
 //!
 //! ```
 //! use trackgnn_reco::{
@@ -47,15 +45,15 @@
 //! # Ok::<(), trackgnn_reco::Error>(())
 //! ```
 //!
-//! Not for: scoring the edges (the GNN is `trackgnn-engine`, training `trackgnn-train`), the
-//! edge-level metrics of item 7 of the mission (efficiency/purity of edges, in
+//! Not for: scoring the edges (the GNN is `trackgnn-engine`, a trained one `trackgnn-model`,
+//! training `trackgnn-train`), the edge-level metrics of item 7 of the mission
+//! (efficiency/purity of edges, in `trackgnn-model`, and a run's evaluation with them in
 //! `trackgnn-train`), or track fitting (no helix parameters are estimated). [`inference`]
 //! calls the graph builder, the GNN and the run directory of those crates; it does not
 //! reimplement them.
 #![deny(missing_docs)]
 
 pub mod error;
-pub mod evaluation;
 pub mod inference;
 pub mod metrics;
 pub mod plots;

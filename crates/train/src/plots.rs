@@ -46,7 +46,7 @@ pub type EpochLoss = (u64, f64, f64);
 /// `.svg`, the same for the GNN and the learned graph stages. `epochs` holds (epoch, training
 /// loss, validation loss).
 pub fn plot_loss(dir: &Path, epochs: &[EpochLoss]) -> Result<()> {
-    plot_losses(&dir.join("loss"), &[("", epochs)])
+    plot_losses(&dir.join(crate::run_dir::LOSS_PLOT), &[("", epochs)])
 }
 
 /// The loss figure of [`plot_loss`] with several runs overlaid: each `(label, epochs)` draws

@@ -21,7 +21,7 @@ use trackgnn_train::run_dir::{RunDir, Weights};
 use crate::progress;
 use crate::util::thread_pool;
 use clap::Args;
-use trackgnn_reco::evaluation::SplitPart;
+use trackgnn_train::evaluation::SplitPart;
 
 /// `trackgnn demo`.
 #[derive(Debug, Args)]
