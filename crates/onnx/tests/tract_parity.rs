@@ -6,8 +6,9 @@
 use prost::Message;
 use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, UpdateOrder};
+use trackgnn_engine::{ForwardCache, InteractionGnn, ModelConfig, UpdateOrder};
 use trackgnn_graph::{Graph, GraphRecipe, Method, build_graph};
+use trackgnn_model::graph_input;
 use trackgnn_onnx::proto::{DimensionValue, ModelProto};
 use trackgnn_onnx::{export, required_opset};
 use trackgnn_simulate::{Generator, SimConfig};
@@ -23,16 +24,7 @@ fn graphs(edge_features: bool) -> Vec<Graph> {
 }
 
 fn engine_logits(model: &InteractionGnn<f32>, g: &Graph) -> Vec<f32> {
-    let input = GraphInput::<f32>::new(
-        g.num_nodes(),
-        &g.node_features,
-        g.num_node_features(),
-        &g.edge_features,
-        g.num_edge_features(),
-        &g.src,
-        &g.dst,
-    );
-    model.infer(&input, &mut ForwardCache::default())
+    model.infer(&graph_input(g), &mut ForwardCache::default())
 }
 
 fn tract_logits(plan: &std::sync::Arc<TypedRunnableModel>, g: &Graph, edge_cols: usize) -> Vec<f32> {
