@@ -28,9 +28,11 @@
 //! let (src, dst) = ([0, 1, 3, 4, 1], [1, 2, 4, 5, 4]);
 //! let scores = [0.9, 0.9, 0.95, 0.9, 0.6];
 //! let edges = ScoredEdges::new(6, &src, &dst, &scores);
-//! let cc = TrackBuilder::new(TrackBuilderConfig::default())?.build(&edges)?;
+//! // Tracks of 3 hits or more (the default is 5).
+//! let short = TrackBuilderConfig { min_hits: 3, ..Default::default() };
+//! let cc = TrackBuilder::new(short.clone())?.build(&edges)?;
 //! assert_eq!(cc, [1, 1, 1, 1, 1, 1]); // merged by the fake edge
-//! let walk = TrackBuilderConfig { method: Method::Walkthrough, ..Default::default() };
+//! let walk = TrackBuilderConfig { method: Method::Walkthrough, ..short };
 //! let tracks = TrackBuilder::new(walk)?.build(&edges)?;
 //! assert_eq!(tracks, [1, 1, 1, 2, 2, 2]);
 //!

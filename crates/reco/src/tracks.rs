@@ -95,7 +95,7 @@ pub struct TrackBuilderConfig {
     /// threshold). NaN scores are never kept.
     pub score_cut: f64,
     /// Smallest number of nodes a track may have, ≥ 1; smaller groups get [`NO_TRACK`].
-    /// Default 3.
+    /// Default 5, as `trackgnn reconstruct --min-hits` and the field's evaluation.
     pub min_hits: usize,
     /// Walk-through only: at a node with several unvisited outgoing kept edges, every edge
     /// with score ≥ `branch_cut` is explored as a branch and the longest resulting path wins;
@@ -125,7 +125,7 @@ impl Default for TrackBuilderConfig {
         TrackBuilderConfig {
             method: Method::Cc,
             score_cut: Method::Cc.default_score_cut(),
-            min_hits: 3,
+            min_hits: 5,
             branch_cut: Some(0.8),
             max_paths: 64,
             follow: FollowConfig::default(),
@@ -474,7 +474,7 @@ mod tests {
         let c: TrackBuilderConfig = serde_json::from_str(r#"{"method": "walkthrough", "score_cut": 0.7}"#).unwrap();
         assert_eq!(c.method, Method::Walkthrough);
         assert_eq!(c.score_cut, 0.7);
-        assert_eq!(c.min_hits, 3);
+        assert_eq!(c.min_hits, 5);
         assert!(serde_json::from_str::<TrackBuilderConfig>(r#"{"cut": 0.7}"#).is_err());
     }
 

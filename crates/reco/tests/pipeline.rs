@@ -86,7 +86,7 @@ fn reconstruct_write_read_and_score() {
 
     let mut results = Vec::new();
     for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
-        let builder = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
+        let builder = TrackBuilder::new(TrackBuilderConfig { method, min_hits: 3, ..Default::default() }).unwrap();
         let node_tracks = builder.build(&edges).unwrap();
         let per_hit = event_track_ids(&ev.hits.hit_id, &g.hit_id, &node_tracks).unwrap();
         assert_eq!(per_hit[19], NO_TRACK, "a hit outside the graph is in no track");
