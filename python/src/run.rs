@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::QualityModel;
-use trackgnn_reco::{CandidateScore, Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
+use trackgnn_reco::{CandidateScore, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod};
 
 use crate::errors::{config_error, to_py, to_py_at};
 use crate::event::{PyEvent, detector};
@@ -20,9 +20,9 @@ use crate::graph::{PyGraph, PyRecipe};
 /// at `score_cut` (default: the method's own).
 fn track_config(method: &str, score_cut: Option<f64>) -> PyResult<TrackBuilderConfig> {
     let method = match method {
-        "cc" => Method::Cc,
-        "walkthrough" => Method::Walkthrough,
-        "follow" => Method::Follow,
+        "cc" => TrackMethod::Cc,
+        "walkthrough" => TrackMethod::Walkthrough,
+        "follow" => TrackMethod::Follow,
         other => return Err(config_error(format!("unknown track method `{other}` (cc, walkthrough or follow)"))),
     };
     Ok(TrackBuilderConfig::for_method(method, score_cut))

@@ -11,13 +11,13 @@
 //!
 //! ```no_run
 //! use trackgnn_reco::inference::Reconstructor;
-//! use trackgnn_reco::{Method, TrackBuilderConfig};
+//! use trackgnn_reco::{TrackMethod, TrackBuilderConfig};
 //! use trackgnn_trackml::{Detector, csv};
 //! use trackgnn_model::run_dir::{RunDir, Weights};
 //! # fn main() -> Result<(), trackgnn_reco::Error> {
 //! let run = RunDir::open("trackgnn-demo/run")?;
 //! let rec = Reconstructor::open(&run, &Weights::Best, Detector::trackml())?
-//!     .with_tracks(TrackBuilderConfig::for_method(Method::Follow, None))?;
+//!     .with_tracks(TrackBuilderConfig::for_method(TrackMethod::Follow, None))?;
 //! let files = &csv::discover_events("trackgnn-demo/heldout".as_ref())?[0];
 //! let event = csv::read_event(files, rec.read_options())?;
 //! let reco = rec.event(&event)?;
@@ -45,7 +45,7 @@ use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
-use crate::tracks::{Method, ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
+use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
 /// A run's GNN with its trained weights (the model crate's, here where inference uses it).
 pub use trackgnn_model::TrainedModel;
@@ -189,7 +189,7 @@ impl Reconstructor {
 
     /// Whether tracks are rebuilt around the candidates the quality model keeps.
     pub fn rebuild(&self) -> bool {
-        self.rebuild && self.quality.is_some() && self.builder.config().method == Method::Follow
+        self.rebuild && self.quality.is_some() && self.builder.config().method == TrackMethod::Follow
     }
 
     /// The candidate-quality model and the largest fake probability kept, if any.

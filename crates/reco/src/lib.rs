@@ -19,7 +19,7 @@
 //!
 //! ```
 //! use trackgnn_reco::{
-//!     evaluate, EventTruth, Method, MetricsConfig, ParticleKinematics, ScoredEdges, TrackBuilder,
+//!     evaluate, EventTruth, TrackMethod, MetricsConfig, ParticleKinematics, ScoredEdges, TrackBuilder,
 //!     TrackBuilderConfig,
 //! };
 //! use trackgnn_trackml::ParticleId;
@@ -32,7 +32,7 @@
 //! let short = TrackBuilderConfig { min_hits: 3, ..Default::default() };
 //! let cc = TrackBuilder::new(short.clone())?.build(&edges)?;
 //! assert_eq!(cc, [1, 1, 1, 1, 1, 1]); // merged by the fake edge
-//! let walk = TrackBuilderConfig { method: Method::Walkthrough, ..short };
+//! let walk = TrackBuilderConfig { method: TrackMethod::Walkthrough, ..short };
 //! let tracks = TrackBuilder::new(walk)?.build(&edges)?;
 //! assert_eq!(tracks, [1, 1, 1, 2, 2, 2]);
 //!
@@ -73,6 +73,6 @@ pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };
 pub use tracks::{
-    CandidateScore, FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, candidate_scores,
-    connected_components, follow, num_tracks, select_candidates, walkthrough,
+    CandidateScore, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod,
+    candidate_scores, connected_components, follow, num_tracks, select_candidates, walkthrough,
 };

@@ -5,13 +5,13 @@ use std::path::Path;
 
 use trackgnn_engine::InteractionGnn;
 use trackgnn_graph::recipe::RECIPE_FILE;
-use trackgnn_graph::{GraphRecipe, Method as GraphMethod, build_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph};
 use trackgnn_model::TrainConfig;
 use trackgnn_model::gnn::input_widths;
 use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_model::weights::save_weights;
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
-use trackgnn_reco::{Method, NO_TRACK, TrackBuilderConfig, read_submission, submission_file_name};
+use trackgnn_reco::{NO_TRACK, TrackBuilderConfig, TrackMethod, read_submission, submission_file_name};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event, write_event};
 use trackgnn_trackml::rng::Rng;
@@ -55,9 +55,9 @@ fn hits_only(event: &Event) -> Event {
 fn a_run_reconstructs_events_and_directories() {
     let dir = tempfile::tempdir().unwrap();
     let run = tiny_run(dir.path());
-    let follow = TrackBuilderConfig::for_method(Method::Follow, None);
+    let follow = TrackBuilderConfig::for_method(TrackMethod::Follow, None);
     assert_eq!((follow.score_cut, follow.branch_cut), (0.02, Some(0.8)));
-    assert_eq!(TrackBuilderConfig::for_method(Method::Walkthrough, Some(0.9)).branch_cut, Some(0.9));
+    assert_eq!(TrackBuilderConfig::for_method(TrackMethod::Walkthrough, Some(0.9)).branch_cut, Some(0.9));
     let rec = Reconstructor::open(&run, &Weights::Best, Detector::trackml()).unwrap().with_tracks(follow).unwrap();
     assert_eq!(rec.read_options(), ReadOptions { truth: false, particles: false, cells: false });
     let event = generator().event(2, 1).0;

@@ -505,7 +505,7 @@ impl Paths {
 mod tests {
     use super::*;
     use crate::tracks::search::{NO_LAYER, NodeLayers, Surface};
-    use crate::tracks::{Method, TrackBuilder, walkthrough};
+    use crate::tracks::{TrackBuilder, TrackMethod, walkthrough};
 
     type E = (u32, u32, f32);
 
@@ -538,7 +538,7 @@ mod tests {
     }
 
     fn follow_cfg() -> TrackBuilderConfig {
-        TrackBuilderConfig { method: Method::Follow, score_cut: 0.02, min_hits: 3, ..Default::default() }
+        TrackBuilderConfig { method: TrackMethod::Follow, score_cut: 0.02, min_hits: 3, ..Default::default() }
     }
 
     #[test]
@@ -547,7 +547,7 @@ mod tests {
         assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
         // The walk-through follows the 0.9 fake: a's inner half continues on b's outer half.
         let walk =
-            TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
+            TrackBuilderConfig { method: TrackMethod::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
         assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 3, 3, 3, 1, 1, 1]);
     }
 
@@ -566,7 +566,7 @@ mod tests {
         edges.extend([(2, 6, 0.95), (6, 7, 0.95), (7, 8, 0.95)]);
         assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2]);
         let walk =
-            TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
+            TrackBuilderConfig { method: TrackMethod::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
         assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 1, 1, 1]);
     }
 

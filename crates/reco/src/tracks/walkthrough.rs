@@ -221,7 +221,7 @@ pub fn walkthrough(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracks::{Method, TrackBuilder, connected_components};
+    use crate::tracks::{TrackBuilder, TrackMethod, connected_components};
 
     type E = (u32, u32, f32);
 
@@ -384,7 +384,7 @@ mod tests {
             edges.push((10 * k + 1, (10 * k + 13) % 100, 0.81));
             edges.push((10 * k + 4, (10 * k + 15) % 100, 0.4));
         }
-        for method in [Method::Cc, Method::Walkthrough] {
+        for method in [TrackMethod::Cc, TrackMethod::Walkthrough] {
             let b = TrackBuilder::new(TrackBuilderConfig { method, ..small() }).unwrap();
             let run = |edges: &[E]| {
                 let (s, d, sc) = split(edges);
