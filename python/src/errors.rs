@@ -38,23 +38,20 @@ pub enum Kind {
 /// `NotFound`, or an I/O error "not found"), a configuration error at its top, else other.
 pub fn kind(err: &(dyn StdError + 'static)) -> Kind {
     use trackgnn_graph::Error as G;
+    use trackgnn_model::Error as M;
     use trackgnn_reco::Error as R;
     use trackgnn_trackml::Error as T;
-    use trackgnn_train::Error as Tr;
     let mut cur: Option<&(dyn StdError + 'static)> = Some(err);
     while let Some(e) = cur {
         // `#[error(transparent)]` wrappers skip the inner error in the source chain, so look
         // inside them here.
-        let missing =
-            match (e.downcast_ref::<T>(), e.downcast_ref::<G>(), e.downcast_ref::<R>(), e.downcast_ref::<Tr>()) {
-                (Some(T::MissingFile { .. }), ..) => true,
-                (_, Some(G::NotFound { .. }), ..) => true,
-                (_, _, Some(R::Event(T::MissingFile { .. })), _) => true,
-                (_, _, Some(R::Graph(G::NotFound { .. })), _) => true,
-                (_, _, Some(R::Run(Tr::NoCheckpoint { .. })), _) => true,
-                (.., Some(Tr::NoCheckpoint { .. })) => true,
-                _ => e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound),
-            };
+        let missing = match (e.downcast_ref::<T>(), e.downcast_ref::<G>(), e.downcast_ref::<R>()) {
+            (Some(T::MissingFile { .. }), ..) => true,
+            (_, Some(G::NotFound { .. }), _) => true,
+            (_, _, Some(R::Event(T::MissingFile { .. }))) => true,
+            (_, _, Some(R::Graph(G::NotFound { .. }))) => true,
+            _ => e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound),
+        };
         if missing {
             return Kind::MissingFile;
         }
@@ -62,7 +59,7 @@ pub fn kind(err: &(dyn StdError + 'static)) -> Kind {
     }
     let config = matches!(err.downcast_ref::<G>(), Some(G::Config(_)))
         || matches!(err.downcast_ref::<R>(), Some(R::Config { .. } | R::Graph(G::Config(_))))
-        || matches!(err.downcast_ref::<Tr>(), Some(Tr::Config(_)));
+        || matches!(err.downcast_ref::<M>(), Some(M::Config(_)));
     if config { Kind::Config } else { Kind::Other }
 }
 

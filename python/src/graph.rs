@@ -8,7 +8,7 @@ use numpy::{Element, PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use trackgnn_graph::{
-    Graph, GraphRecipe, Method, ModuleMap, build_graph as build, read_graph as read, write_graph as write,
+    Graph, GraphMethod, GraphRecipe, ModuleMap, build_graph as build, read_graph as read, write_graph as write,
 };
 
 use crate::errors::{config_error, to_py};
@@ -31,8 +31,8 @@ impl PyRecipe {
     #[pyo3(signature = (method="geometric"))]
     fn new(method: &str) -> PyResult<PyRecipe> {
         let method = match method {
-            "geometric" => Method::Geometric,
-            "module-map" => Method::ModuleMap,
+            "geometric" => GraphMethod::Geometric,
+            "module-map" => GraphMethod::ModuleMap,
             other => return Err(config_error(format!("unknown graph method `{other}` (geometric or module-map)"))),
         };
         Ok(PyRecipe { recipe: GraphRecipe::new(method) })
@@ -70,10 +70,10 @@ impl PyRecipe {
     #[getter]
     fn method(&self) -> &'static str {
         match self.recipe.method {
-            Method::Geometric => "geometric",
-            Method::ModuleMap => "module-map",
-            Method::MetricLearning => "metric-learning",
-            Method::Hybrid => "hybrid",
+            GraphMethod::Geometric => "geometric",
+            GraphMethod::ModuleMap => "module-map",
+            GraphMethod::MetricLearning => "metric-learning",
+            GraphMethod::Hybrid => "hybrid",
         }
     }
 
@@ -235,13 +235,13 @@ pub fn build_graph<'py>(
     module_map: Option<PathBuf>,
     detector: Option<PathBuf>,
 ) -> PyResult<(PyGraph, Bound<'py, PyAny>)> {
-    let recipe = recipe.map_or_else(|| GraphRecipe::new(Method::Geometric), |r| r.recipe.clone());
+    let recipe = recipe.map_or_else(|| GraphRecipe::new(GraphMethod::Geometric), |r| r.recipe.clone());
     let det = self::detector(py, detector)?;
     let map_path = module_map.or_else(|| recipe.map_file.as_ref().map(PathBuf::from));
     let (graph, stats) = py
         .detach(|| {
             let map = match (&recipe.method, map_path) {
-                (Method::ModuleMap, Some(p)) => Some(ModuleMap::load(&p)?),
+                (GraphMethod::ModuleMap, Some(p)) => Some(ModuleMap::load(&p)?),
                 _ => None,
             };
             build(&event.event, &det, &recipe, map.as_ref())

@@ -1,13 +1,13 @@
 //! The metrics, as dicts with the keys of the libraries' JSON: the edge metrics of a scored
-//! graph (`trackgnn_train::metrics::EdgeMetrics`, those of `trackgnn eval`) and the track
+//! graph (`trackgnn_model::metrics::EdgeMetrics`, those of `trackgnn eval`) and the track
 //! metrics of an event's tracks (`trackgnn_reco::TrackMetrics`, those of `trackgnn
 //! reconstruct`).
 
 use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use trackgnn_model::metrics::EdgeMetrics;
 use trackgnn_reco::{MetricsConfig, evaluate_event};
-use trackgnn_train::metrics::EdgeMetrics;
 
 use crate::errors::{config_error, to_py};
 use crate::event::PyEvent;

@@ -7,10 +7,10 @@ use std::str::FromStr;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::QualityModel;
-use trackgnn_reco::{CandidateScore, Method, ScoredEdges, TrackBuilder, TrackBuilderConfig};
-use trackgnn_train::run_dir::{RunDir, Weights};
+use trackgnn_reco::{CandidateScore, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod};
 
 use crate::errors::{config_error, to_py, to_py_at};
 use crate::event::{PyEvent, detector};
@@ -20,9 +20,9 @@ use crate::graph::{PyGraph, PyRecipe};
 /// at `score_cut` (default: the method's own).
 fn track_config(method: &str, score_cut: Option<f64>) -> PyResult<TrackBuilderConfig> {
     let method = match method {
-        "cc" => Method::Cc,
-        "walkthrough" => Method::Walkthrough,
-        "follow" => Method::Follow,
+        "cc" => TrackMethod::Cc,
+        "walkthrough" => TrackMethod::Walkthrough,
+        "follow" => TrackMethod::Follow,
         other => return Err(config_error(format!("unknown track method `{other}` (cc, walkthrough or follow)"))),
     };
     Ok(TrackBuilderConfig::for_method(method, score_cut))
@@ -74,7 +74,8 @@ pub struct PyRun {
 impl PyRun {
     /// Opens the run directory `path` with its `weights` (`best`, `last` or a safetensors
     /// file), building tracks with `method` (`cc`, `walkthrough`, `follow`) at `score_cut`
-    /// (default: the method's own) of at least `min_hits` hits, on the built-in TrackML
+    /// (default: the method's own) of at least `min_hits` hits (default 5, as `trackgnn
+    /// reconstruct`), on the built-in TrackML
     /// detector or `detector` (a `detectors.csv`). Candidates of at most
     /// `candidate_score_max_hits` hits (default: all) whose score by `candidate_score`
     /// (`weakest_link` or `mean_best_edge`) is below `min_candidate_score` are dropped (default
@@ -86,7 +87,7 @@ impl PyRun {
     /// reconstruct --truth-scores`, a diagnostic).
     #[new]
     #[pyo3(signature = (
-        path, weights="best", method="cc", score_cut=None, min_hits=3, truth_scores=false, detector=None,
+        path, weights="best", method="cc", score_cut=None, min_hits=5, truth_scores=false, detector=None,
         min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None, quality=None,
         max_fake_probability=0.5, rebuild=false
     ))]
@@ -226,10 +227,10 @@ impl PyRun {
 /// A track id per node of `graph` (0 = no track) from the `scores` of its edges, grouped by
 /// `method` (`cc`, `walkthrough`, or `follow` without the hit search, which needs the event:
 /// see `Run.tracks`) at `score_cut` (default: the method's own), tracks of at least
-/// `min_hits` nodes, with the candidate selection of `Run`.
+/// `min_hits` nodes (default 5, as `Run`), with the candidate selection of `Run`.
 #[pyfunction]
 #[pyo3(signature = (
-    graph, scores, method="cc", score_cut=None, min_hits=3,
+    graph, scores, method="cc", score_cut=None, min_hits=5,
     min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None
 ))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments

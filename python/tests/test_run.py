@@ -132,7 +132,7 @@ def test_build_tracks_drops_candidates_held_by_a_weak_link(event):
     # The mean of the hits' best edges does not see one weak edge among good ones.
     by_mean = trackgnn.build_tracks(graph, scores, score_cut=0.5, min_candidate_score=0.9, candidate_score="mean_best_edge")
     assert n(by_mean) > n(selected)
-    # Only candidates of at most 2 nodes must reach the cut: all tracks of 3 or more stay.
+    # Only candidates of at most 2 nodes must reach the cut: every track (of 5 or more) stays.
     short_only = trackgnn.build_tracks(graph, scores, score_cut=0.5, min_candidate_score=0.9, candidate_score_max_hits=2)
     assert n(short_only) == n(kept_all)
     with pytest.raises(trackgnn.ConfigError, match="unknown candidate score `best`"):

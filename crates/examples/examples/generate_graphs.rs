@@ -13,7 +13,7 @@ use std::path::Path;
 
 use trackgnn_examples::{PILEUP, dir_arg, graphs_dir};
 use trackgnn_graph::recipe::RECIPE_FILE;
-use trackgnn_graph::{GraphRecipe, Method, build_graph, graph_file_name, write_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph, graph_file_name, write_graph};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 
@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// the graph efficiency over all of them (the share of the target edges the graphs hold).
 pub fn generate_graphs(dir: &Path, events: u64) -> Result<f64, Box<dyn Error>> {
     let generator = Generator::new(Detector::trackml(), SimConfig { pileup: PILEUP, ..SimConfig::default() });
-    let recipe = GraphRecipe::new(Method::Geometric);
+    let recipe = GraphRecipe::new(GraphMethod::Geometric);
     let out = graphs_dir(dir);
     std::fs::create_dir_all(&out)?;
     let (mut found, mut targets) = (0, 0);

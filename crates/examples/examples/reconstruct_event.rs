@@ -14,7 +14,7 @@ use std::path::Path;
 
 use trackgnn_examples::{PILEUP, dir_arg, run_dir};
 use trackgnn_reco::inference::{EventReco, Reconstructor};
-use trackgnn_reco::{Method, MetricsConfig, NO_TRACK, TrackBuilderConfig, evaluate_event};
+use trackgnn_reco::{MetricsConfig, NO_TRACK, TrackBuilderConfig, TrackMethod, evaluate_event};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -30,7 +30,7 @@ pub fn reconstruct_event(dir: &Path, event_id: u64) -> Result<EventReco, Box<dyn
     let det = Detector::trackml();
     let run = RunDir::open(run_dir(dir))?;
     let rec = Reconstructor::open(&run, &Weights::Best, det.clone())?
-        .with_tracks(TrackBuilderConfig::for_method(Method::Follow, None))?;
+        .with_tracks(TrackBuilderConfig::for_method(TrackMethod::Follow, None))?;
     let generator = Generator::new(det, SimConfig { pileup: PILEUP, ..SimConfig::default() });
     let (event, _) = generator.event(2, event_id);
     let reco = rec.event(&event)?;

@@ -165,7 +165,7 @@ mod tests {
     use trackgnn_trackml::csv::{discover_events, write_event};
 
     use super::*;
-    use crate::recipe::Method;
+    use crate::recipe::GraphMethod;
 
     #[test]
     fn a_directory_of_events_becomes_graphs_and_a_recipe() {
@@ -177,7 +177,7 @@ mod tests {
             write_event(&events, &generator.event(3, id).0, false).unwrap();
         }
         let files = discover_events(&events).unwrap();
-        let recipe = GraphRecipe::new(Method::Geometric);
+        let recipe = GraphRecipe::new(GraphMethod::Geometric);
         let calls = std::sync::atomic::AtomicUsize::new(0);
         let built = build_graphs(&files, generator.detector(), &recipe, Stages::default(), &out, &|| {
             calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

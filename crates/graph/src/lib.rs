@@ -8,13 +8,13 @@
 //! ([`mod@file`]).
 //!
 //! ```
-//! use trackgnn_graph::{GraphRecipe, Method, build_graph};
+//! use trackgnn_graph::{GraphRecipe, GraphMethod, build_graph};
 //! use trackgnn_simulate::{Generator, SimConfig};
 //! use trackgnn_trackml::Detector;
 //!
 //! let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 1.0, ..SimConfig::default() });
 //! let (event, _) = generator.event(42, 1);
-//! let recipe = GraphRecipe::new(Method::Geometric); // every hit a node: no truth cuts
+//! let recipe = GraphRecipe::new(GraphMethod::Geometric); // every hit a node: no truth cuts
 //! let (graph, stats) = build_graph(&event, generator.detector(), &recipe, None)?;
 //! assert_eq!(graph.num_nodes(), event.hits.len());
 //! assert!(stats.efficiency > 0.8, "{} of the target edges", stats.efficiency);
@@ -45,4 +45,4 @@ pub use features::Feature;
 pub use file::{GraphHeader, discover_graphs, graph_file_name, read_graph, read_graph_header, write_graph};
 pub use graph::{Graph, GraphTruth};
 pub use module_map::ModuleMap;
-pub use recipe::{BuildStats, GraphRecipe, Method, Stages, build_graph, build_graph_with};
+pub use recipe::{BuildStats, GraphMethod, GraphRecipe, Stages, build_graph, build_graph_with};

@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_hybrid_graph_is_the_same_at_any_thread_count() {
-        use crate::recipe::{GraphRecipe, Method, Stages, build_graph_with};
+        use crate::recipe::{GraphMethod, GraphRecipe, Stages, build_graph_with};
         use trackgnn_simulate::{Generator, SimConfig};
         use trackgnn_trackml::Detector;
         let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 10.0, ..SimConfig::default() });
@@ -335,7 +335,7 @@ mod tests {
             map.add_training_event(&generator.event(7, id).0, det).unwrap();
         }
         let (event, _) = generator.event(7, 4);
-        let mut recipe = GraphRecipe::new(Method::Hybrid);
+        let mut recipe = GraphRecipe::new(GraphMethod::Hybrid);
         recipe.map_margin.relative = 0.3;
         recipe.metric_learning = Some(test_config(0.1, 24, 0.3));
         let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn metric_and_hybrid_graphs_rebuild_without_truth_and_the_hybrid_is_the_union() {
-        use crate::recipe::{GraphRecipe, Method, Stages, build_graph_with};
+        use crate::recipe::{GraphMethod, GraphRecipe, Stages, build_graph_with};
         use trackgnn_simulate::{Generator, SimConfig};
         use trackgnn_trackml::Detector;
         let generator = Generator::new(Detector::trackml(), SimConfig { pileup: 2.0, ..SimConfig::default() });
@@ -364,7 +364,7 @@ mod tests {
         let det = generator.detector();
         let mut map = crate::ModuleMap::new(Default::default());
         map.add_training_event(&event, det).unwrap();
-        let mut recipe = GraphRecipe::new(Method::MetricLearning);
+        let mut recipe = GraphRecipe::new(GraphMethod::MetricLearning);
         recipe.metric_learning = Some(test_config(0.12, 6, 0.5));
         let stages = Stages { map: Some(&map), embedder: Some(&Position), filter: Some(&Short) };
         let mut no_truth = event.clone();
@@ -392,9 +392,9 @@ mod tests {
         let mut unfiltered = recipe.clone();
         unfiltered.metric_learning.as_mut().unwrap().filter_cut = 0.0;
         assert!(edges(&unfiltered).len() > metric.len());
-        recipe.method = Method::ModuleMap;
+        recipe.method = GraphMethod::ModuleMap;
         let mapped = edges(&recipe);
-        recipe.method = Method::Hybrid;
+        recipe.method = GraphMethod::Hybrid;
         let hybrid = edges(&recipe);
         let union: std::collections::HashSet<u64> = metric.union(&mapped).copied().collect();
         assert_eq!(hybrid, union);

@@ -21,11 +21,11 @@ use crate::truth::{TargetConfig, key_pair, pair_key, truth_edges};
 mod overrides;
 pub use overrides::{EmbeddingRun, FilterRun, LearnedRun, OverrideError, RecipeOverrides, absolute};
 
-/// The edge builder.
+/// The graph-construction method (a recipe's `method`): which edge builder makes the edges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Method {
+pub enum GraphMethod {
     /// Layer pairs with phi-slope and z0 cuts, plus same-layer overlaps.
     Geometric,
     /// Module pairs of a module map with the ranges it learned.
@@ -46,14 +46,14 @@ pub enum Method {
     Hybrid,
 }
 
-impl std::fmt::Display for Method {
+impl std::fmt::Display for GraphMethod {
     /// The name recipes and command lines use (`module-map`, …).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Method::Geometric => "geometric",
-            Method::ModuleMap => "module-map",
-            Method::MetricLearning => "metric-learning",
-            Method::Hybrid => "hybrid",
+            GraphMethod::Geometric => "geometric",
+            GraphMethod::ModuleMap => "module-map",
+            GraphMethod::MetricLearning => "metric-learning",
+            GraphMethod::Hybrid => "hybrid",
         })
     }
 }
@@ -68,7 +68,7 @@ pub const RECIPE_FILE: &str = "recipe.toml";
 #[serde(deny_unknown_fields)]
 pub struct GraphRecipe {
     /// The edge builder.
-    pub method: Method,
+    pub method: GraphMethod,
     /// Which hits become nodes.
     #[serde(default)]
     pub node_cuts: NodeCuts,
@@ -124,7 +124,7 @@ impl GraphRecipe {
     }
 
     /// A recipe with default settings for a method.
-    pub fn new(method: Method) -> Self {
+    pub fn new(method: GraphMethod) -> Self {
         GraphRecipe {
             method,
             node_cuts: NodeCuts::default(),
@@ -144,12 +144,12 @@ impl GraphRecipe {
 
     /// True if the method needs a module map.
     pub fn needs_map(&self) -> bool {
-        matches!(self.method, Method::ModuleMap | Method::Hybrid)
+        matches!(self.method, GraphMethod::ModuleMap | GraphMethod::Hybrid)
     }
 
     /// True if the method needs the metric-learning stages.
     pub fn needs_embedding(&self) -> bool {
-        matches!(self.method, Method::MetricLearning | Method::Hybrid)
+        matches!(self.method, GraphMethod::MetricLearning | GraphMethod::Hybrid)
     }
 
     /// The recipe inference uses: the same, without truth-based node cuts.
@@ -263,10 +263,10 @@ pub fn build_graph_with(
         metric::build(table, cfg, embedder, stages.filter)
     };
     let (src, dst) = match recipe.method {
-        Method::Geometric => geometric::build(&table, det, &recipe.geometric),
-        Method::ModuleMap => map_edges(&table)?,
-        Method::MetricLearning => metric_edges(&table)?,
-        Method::Hybrid => {
+        GraphMethod::Geometric => geometric::build(&table, det, &recipe.geometric),
+        GraphMethod::ModuleMap => map_edges(&table)?,
+        GraphMethod::MetricLearning => metric_edges(&table)?,
+        GraphMethod::Hybrid => {
             // The two stages are independent: each runs on the pool's threads the other leaves.
             let (mapped, metric) = rayon::join(|| map_edges(&table), || metric_edges(&table));
             let ((mut src, mut dst), (s2, d2)) = (mapped?, metric?);

@@ -7,7 +7,7 @@ use trackgnn_graph::file::{read_graph, write_graph};
 use trackgnn_graph::geometric::{self, GeometricConfig};
 use trackgnn_graph::module_map::{MapConfig, MapMargin, file_hash};
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
-use trackgnn_graph::{GraphRecipe, Method, ModuleMap, build_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, ModuleMap, build_graph};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::{Detector, Event};
 
@@ -46,7 +46,7 @@ fn windowed_geometric_builder_equals_all_pairs() {
 #[test]
 fn geometric_graphs_find_most_target_edges() {
     let (det, evs) = events(10.0, 2);
-    let mut recipe = GraphRecipe::new(Method::Geometric);
+    let mut recipe = GraphRecipe::new(GraphMethod::Geometric);
     recipe.node_cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
     for ev in &evs {
         let (g, s) = build_graph(ev, &det, &recipe, None).unwrap();
@@ -143,7 +143,7 @@ fn module_map_round_trip_and_self_consistency() {
 #[test]
 fn built_graphs_round_trip_through_files_and_inference_needs_no_truth() {
     let (det, evs) = events(3.0, 1);
-    let recipe = GraphRecipe::new(Method::Geometric);
+    let recipe = GraphRecipe::new(GraphMethod::Geometric);
     let (g, _) = build_graph(&evs[0], &det, &recipe, None).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("g.graph");
@@ -260,7 +260,7 @@ fn outward_recipes_store_target_edges_along_the_particle_and_old_recipes_rebuild
     let (det, evs) = events(10.0, 2);
     // The dense graph of issue 22: layer pairs admitted in both orders in the end caps.
     let dense = GeometricConfig { z0_max: 1000.0, ..GeometricConfig::default() };
-    let mut outward = GraphRecipe::new(Method::Geometric);
+    let mut outward = GraphRecipe::new(GraphMethod::Geometric);
     outward.geometric = dense;
     let as_built = GraphRecipe { edge_direction: EdgeDirection::AsBuilt, ..outward.clone() };
     let (mut before, mut after, mut total) = (0, 0, 0);

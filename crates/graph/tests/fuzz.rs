@@ -9,7 +9,9 @@ use std::path::Path;
 use trackgnn_graph::features::{HitTable, NodeCuts};
 use trackgnn_graph::module_map::MapConfig;
 use trackgnn_graph::truth::{TargetConfig, truth_edges};
-use trackgnn_graph::{Graph, GraphRecipe, GraphTruth, Method, ModuleMap, read_graph, read_graph_header, write_graph};
+use trackgnn_graph::{
+    Graph, GraphMethod, GraphRecipe, GraphTruth, ModuleMap, read_graph, read_graph_header, write_graph,
+};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::fuzzing::proptest::prelude::*;
@@ -170,7 +172,7 @@ fn fuzz_module_map() {
 /// panics or hangs the parser, and a recipe that parses round-trips.
 #[test]
 fn fuzz_graph_recipe_toml() {
-    let seed = toml::to_string(&GraphRecipe::new(Method::ModuleMap)).unwrap().into_bytes();
+    let seed = toml::to_string(&GraphRecipe::new(GraphMethod::ModuleMap)).unwrap().into_bytes();
     let result = runner(CI_CASES).run(&inputs(vec![seed]), |bytes| {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         within("graph recipe", move || {

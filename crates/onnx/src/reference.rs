@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
+use trackgnn_engine::{ForwardCache, InteractionGnn};
 use trackgnn_graph::Graph;
+use trackgnn_model::graph_input;
 
 use crate::error::{Error, Result};
 use crate::npy::write_npy;
@@ -53,7 +54,7 @@ impl Reference {
     pub fn add(&mut self, model: &InteractionGnn<f32>, event_id: u64, graph: &Graph) -> Result<()> {
         let g = graph;
         let (n, e, nf, ef) = (g.num_nodes(), g.num_edges(), g.num_node_features(), g.num_edge_features());
-        let input = GraphInput::<f32>::new(n, &g.node_features, nf, &g.edge_features, ef, &g.src, &g.dst);
+        let input = graph_input(g);
         let mut cache = ForwardCache::default();
         if self.events.is_empty() {
             model.infer(&input, &mut cache);

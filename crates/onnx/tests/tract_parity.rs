@@ -6,8 +6,9 @@
 use prost::Message;
 use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, UpdateOrder};
-use trackgnn_graph::{Graph, GraphRecipe, Method, build_graph};
+use trackgnn_engine::{ForwardCache, InteractionGnn, ModelConfig, UpdateOrder};
+use trackgnn_graph::{Graph, GraphMethod, GraphRecipe, build_graph};
+use trackgnn_model::graph_input;
 use trackgnn_onnx::proto::{DimensionValue, ModelProto};
 use trackgnn_onnx::{export, required_opset};
 use trackgnn_simulate::{Generator, SimConfig};
@@ -18,21 +19,12 @@ use tract_onnx::prelude::*;
 /// Two generated events' graphs of different sizes.
 fn graphs(edge_features: bool) -> Vec<Graph> {
     let g = Generator::new(Detector::trackml(), SimConfig { pileup: 1.0, ..SimConfig::default() });
-    let recipe = GraphRecipe { edge_features, ..GraphRecipe::new(Method::Geometric) };
+    let recipe = GraphRecipe { edge_features, ..GraphRecipe::new(GraphMethod::Geometric) };
     (1..=2).map(|id| build_graph(&g.event(7, id).0, g.detector(), &recipe, None).unwrap().0).collect()
 }
 
 fn engine_logits(model: &InteractionGnn<f32>, g: &Graph) -> Vec<f32> {
-    let input = GraphInput::<f32>::new(
-        g.num_nodes(),
-        &g.node_features,
-        g.num_node_features(),
-        &g.edge_features,
-        g.num_edge_features(),
-        &g.src,
-        &g.dst,
-    );
-    model.infer(&input, &mut ForwardCache::default())
+    model.infer(&graph_input(g), &mut ForwardCache::default())
 }
 
 fn tract_logits(plan: &std::sync::Arc<TypedRunnableModel>, g: &Graph, edge_cols: usize) -> Vec<f32> {
@@ -64,7 +56,7 @@ fn check(cfg: ModelConfig, edge_features: bool) -> f32 {
     let gs = graphs(edge_features);
     let edge_dim = gs[0].num_edge_features();
     let model = InteractionGnn::<f32>::new(cfg.clone(), gs[0].num_node_features(), edge_dim, &mut Rng::new(11));
-    let exported = export(&model, &GraphRecipe::new(Method::Geometric).features, 0.5).unwrap();
+    let exported = export(&model, &GraphRecipe::new(GraphMethod::Geometric).features, 0.5).unwrap();
     assert_eq!(exported.model.opset, required_opset(cfg.norm, &cfg.aggregation));
 
     // The file declares the ACTS names and symbolic N and E.

@@ -1,4 +1,5 @@
-//! Plot files, shared by training and reconstruction: text drawn with a TrueType font found at
+//! Plot files, shared by training and reconstruction: the chart they draw in ([`draw_chart`]),
+//! text drawn with a TrueType font found at
 //! run time ([`font_available`]), and each figure written as `<stem>.png` and `<stem>.svg`,
 //! each through a temporary sibling file and a rename, so a reader never sees half a plot.
 //!
@@ -37,8 +38,10 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+mod chart;
 mod font;
 
+pub use chart::{Frame, Series, draw_chart};
 pub use font::{FAMILY, font_available};
 
 /// Image size in pixels (PNG) or user units (SVG).

@@ -131,13 +131,7 @@ pub enum Error {
     Graph(#[from] trackgnn_graph::Error),
     /// Reading a run (its configuration, recipe or weights) failed.
     #[error(transparent)]
-    Run(#[from] trackgnn_train::Error),
-    /// A graph directory holds none of the graphs asked for (e.g. none of a run's test events).
-    #[error("no graphs to evaluate in {}", dir.display())]
-    NothingToEvaluate {
-        /// The graph directory.
-        dir: PathBuf,
-    },
+    Run(#[from] trackgnn_model::Error),
     /// A plot could not be drawn or written.
     #[error("{}: cannot draw plot: {message}", path.display())]
     Plot {

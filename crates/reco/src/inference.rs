@@ -2,7 +2,7 @@
 //! → edge scores (the run's GNN) → track candidates → a TrackML submission; and, for events
 //! that have truth files, the track metrics afterwards.
 //!
-//! [`TrainedModel::open`] loads a run's configuration and weights;
+//! [`TrainedModel::open`] (of `trackgnn-model`) loads a run's configuration and weights;
 //! [`Reconstructor::open`] adds the module map and the detector, and then reconstructs one
 //! event at a time ([`Reconstructor::event`]) or a whole directory of events
 //! ([`Reconstructor::reconstruct_dir`]). Reconstruction never reads a truth file, except in
@@ -11,13 +11,13 @@
 //!
 //! ```no_run
 //! use trackgnn_reco::inference::Reconstructor;
-//! use trackgnn_reco::{Method, TrackBuilderConfig};
+//! use trackgnn_reco::{TrackMethod, TrackBuilderConfig};
 //! use trackgnn_trackml::{Detector, csv};
-//! use trackgnn_train::run_dir::{RunDir, Weights};
+//! use trackgnn_model::run_dir::{RunDir, Weights};
 //! # fn main() -> Result<(), trackgnn_reco::Error> {
 //! let run = RunDir::open("trackgnn-demo/run")?;
 //! let rec = Reconstructor::open(&run, &Weights::Best, Detector::trackml())?
-//!     .with_tracks(TrackBuilderConfig::for_method(Method::Follow, None))?;
+//!     .with_tracks(TrackBuilderConfig::for_method(TrackMethod::Follow, None))?;
 //! let files = &csv::discover_events("trackgnn-demo/heldout".as_ref())?[0];
 //! let event = csv::read_event(files, rec.read_options())?;
 //! let reco = rec.event(&event)?;
@@ -30,18 +30,13 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Serialize;
-use trackgnn_engine::loss::sigmoid;
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn};
+use trackgnn_engine::ForwardCache;
 use trackgnn_graph::module_map::file_hash;
-use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
 use trackgnn_graph::{BuildStats, Graph, GraphRecipe, ModuleMap, build_graph_with};
+use trackgnn_model::LearnedStages;
+use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
-use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
-use trackgnn_train::TrainConfig;
-use trackgnn_train::checkpoint::load_weights;
-use trackgnn_train::metric_learning::LearnedStages;
-use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::error::{Error, Result};
 
@@ -50,57 +45,10 @@ use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
-use crate::tracks::{Method, ScoredEdges, TrackBuilder, TrackBuilderConfig, num_tracks};
+use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
-
-/// A run's model with its trained weights, and the configuration it was trained with.
-pub struct TrainedModel {
-    /// The run's training configuration.
-    pub config: TrainConfig,
-    /// The GNN, with the weights loaded.
-    pub model: InteractionGnn<f32>,
-    /// The weights file loaded.
-    pub weights: PathBuf,
-}
-
-impl TrainedModel {
-    /// Loads `run`'s configuration and the `weights` chosen into a model for graphs of
-    /// `node_dim` node features and `edge_dim` edge features (weights of other sizes are an
-    /// error naming the tensor).
-    pub fn open(run: &RunDir, weights: &Weights, node_dim: usize, edge_dim: usize) -> Result<TrainedModel> {
-        let config = run.read_config()?;
-        let mut model = InteractionGnn::<f32>::new(config.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
-        let weights = run.weights_path(weights);
-        load_weights(&weights, &mut model.params)?;
-        model.set_precision(config.precision);
-        Ok(TrainedModel { config, model, weights })
-    }
-
-    /// [`open`](Self::open) for the graphs of `recipe`.
-    pub fn for_recipe(run: &RunDir, weights: &Weights, recipe: &GraphRecipe) -> Result<TrainedModel> {
-        let edge_dim = if recipe.edge_features { EDGE_FEATURE_NAMES.len() } else { 0 };
-        TrainedModel::open(run, weights, recipe.features.features.len(), edge_dim)
-    }
-
-    /// The edge scores (probabilities) of a graph, reusing `cache`'s buffers.
-    pub fn scores(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
-        self.logits(graph, cache).iter().map(|&x| sigmoid(x)).collect()
-    }
-
-    /// The edge logits of a graph (scores before the sigmoid), reusing `cache`'s buffers.
-    pub fn logits(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
-        let input = GraphInput::<f32>::new(
-            graph.num_nodes(),
-            &graph.node_features,
-            graph.num_node_features(),
-            &graph.edge_features,
-            graph.num_edge_features(),
-            &graph.src,
-            &graph.dst,
-        );
-        self.model.infer(&input, cache).to_vec()
-    }
-}
+/// A run's GNN with its trained weights (the model crate's, here where inference uses it).
+pub use trackgnn_model::TrainedModel;
 
 /// Seconds one event spent in each stage of [`Reconstructor::event`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -241,7 +189,7 @@ impl Reconstructor {
 
     /// Whether tracks are rebuilt around the candidates the quality model keeps.
     pub fn rebuild(&self) -> bool {
-        self.rebuild && self.quality.is_some() && self.builder.config().method == Method::Follow
+        self.rebuild && self.quality.is_some() && self.builder.config().method == TrackMethod::Follow
     }
 
     /// The candidate-quality model and the largest fake probability kept, if any.

@@ -16,12 +16,10 @@
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
 //! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
 //!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
-//! - [`evaluation`]: a trained run's edge metrics on a graph directory
-//!   ([`evaluation::evaluate_run`]).
 //!
 //! ```
 //! use trackgnn_reco::{
-//!     evaluate, EventTruth, Method, MetricsConfig, ParticleKinematics, ScoredEdges, TrackBuilder,
+//!     evaluate, EventTruth, TrackMethod, MetricsConfig, ParticleKinematics, ScoredEdges, TrackBuilder,
 //!     TrackBuilderConfig,
 //! };
 //! use trackgnn_trackml::ParticleId;
@@ -30,9 +28,11 @@
 //! let (src, dst) = ([0, 1, 3, 4, 1], [1, 2, 4, 5, 4]);
 //! let scores = [0.9, 0.9, 0.95, 0.9, 0.6];
 //! let edges = ScoredEdges::new(6, &src, &dst, &scores);
-//! let cc = TrackBuilder::new(TrackBuilderConfig::default())?.build(&edges)?;
+//! // Tracks of 3 hits or more (the default is 5).
+//! let short = TrackBuilderConfig { min_hits: 3, ..Default::default() };
+//! let cc = TrackBuilder::new(short.clone())?.build(&edges)?;
 //! assert_eq!(cc, [1, 1, 1, 1, 1, 1]); // merged by the fake edge
-//! let walk = TrackBuilderConfig { method: Method::Walkthrough, ..Default::default() };
+//! let walk = TrackBuilderConfig { method: TrackMethod::Walkthrough, ..short };
 //! let tracks = TrackBuilder::new(walk)?.build(&edges)?;
 //! assert_eq!(tracks, [1, 1, 1, 2, 2, 2]);
 //!
@@ -47,15 +47,15 @@
 //! # Ok::<(), trackgnn_reco::Error>(())
 //! ```
 //!
-//! Not for: scoring the edges (the GNN is `trackgnn-engine`, training `trackgnn-train`), the
-//! edge-level metrics of item 7 of the mission (efficiency/purity of edges, in
+//! Not for: scoring the edges (the GNN is `trackgnn-engine`, a trained one `trackgnn-model`,
+//! training `trackgnn-train`), the edge-level metrics of item 7 of the mission
+//! (efficiency/purity of edges, in `trackgnn-model`, and a run's evaluation with them in
 //! `trackgnn-train`), or track fitting (no helix parameters are estimated). [`inference`]
 //! calls the graph builder, the GNN and the run directory of those crates; it does not
 //! reimplement them.
 #![deny(missing_docs)]
 
 pub mod error;
-pub mod evaluation;
 pub mod inference;
 pub mod metrics;
 pub mod plots;
@@ -73,6 +73,6 @@ pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };
 pub use tracks::{
-    CandidateScore, FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, candidate_scores,
-    connected_components, follow, num_tracks, select_candidates, walkthrough,
+    CandidateScore, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod,
+    candidate_scores, connected_components, follow, num_tracks, select_candidates, walkthrough,
 };

@@ -16,14 +16,13 @@ use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::metrics::{EfficiencyBin, TrackMetrics};
 
 pub use trackgnn_plot::font_available;
-use trackgnn_plot::{FAMILY, log_ticks, tick_label, with_ext, write_figure};
+use trackgnn_plot::{Frame, Series, draw_chart, with_ext, write_figure};
 
 /// Series colours: the first ones of matplotlib's `tab10`.
 const COLORS: [RGBColor; 4] =
@@ -131,88 +130,52 @@ struct Figure<'a> {
 
 impl trackgnn_plot::Figure for Figure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> std::result::Result<(), String> {
-        draw(root, self, text)
-    }
-}
-
-/// Draws the figure on any backend, on a linear or a log x axis.
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    fig: &Figure<'_>,
-    text: bool,
-) -> std::result::Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(err)?;
-    let mut b = ChartBuilder::on(root);
-    b.margin(20);
-    if text {
-        b.caption(fig.title, (FAMILY, 24)).x_label_area_size(50).y_label_area_size(80);
-    }
-    let y = 0.0..1.05;
-    if fig.log_x {
-        let (labelled, light) = log_ticks(&fig.x);
-        let x = fig.x.clone().log_scale().with_key_points(labelled).with_light_points(light);
-        let chart = b.build_cartesian_2d(x, y).map_err(err)?;
-        fill(chart, fig, text)
-    } else {
-        let chart = b.build_cartesian_2d(fig.x.clone(), y).map_err(err)?;
-        fill(chart, fig, text)
-    }
-}
-
-/// Draws mesh, error bars, points and legend into a built chart.
-fn fill<'a, DB, X>(
-    mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
-    fig: &Figure<'_>,
-    text: bool,
-) -> std::result::Result<(), String>
-where
-    DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(BLACK.mix(0.05));
-    if text {
-        mesh.x_desc(fig.x_label)
-            .y_desc("efficiency")
-            .label_style((FAMILY, 16))
-            .axis_desc_style((FAMILY, 18))
-            .x_label_formatter(&|v| tick_label(*v, 3))
-            .y_label_formatter(&|v| tick_label(*v, 3));
-    }
-    mesh.draw().map_err(err)?;
-    // The ideal: efficiency 1.
-    chart.draw_series(LineSeries::new([(fig.x.start, 1.0), (fig.x.end, 1.0)], BLACK.mix(0.25))).map_err(err)?;
-    for (i, (name, pts)) in fig.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let style = color.stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(std::iter::empty(), style))
-            .map_err(err)?
-            .label(*name)
-            .legend(move |(x, y)| marker((x + 12, y), i, color));
-        let bars = pts.iter().flat_map(|p| {
-            [
-                PathElement::new(vec![(p.x_lo, p.y), (p.x_hi, p.y)], style),
-                PathElement::new(vec![(p.x, p.y_lo), (p.x, p.y_hi)], style),
-            ]
-        });
-        chart.draw_series(bars).map_err(err)?;
-        chart.draw_series(pts.iter().map(|p| marker((p.x, p.y), i, color))).map_err(err)?;
-    }
-    if text && !fig.series.is_empty() {
-        chart
-            .configure_series_labels()
+        let frame = Frame {
+            title: self.title,
+            x_label: self.x_label,
+            y_label: "efficiency",
+            x: self.x.clone(),
+            y: 0.0..1.05,
+            log_x: self.log_x,
+            log_y: false,
+            decimals: 3,
             // Mid-height: the curves sit near 1 (targets) and, over all pT, near 0.1.
-            .position(SeriesLabelPosition::MiddleRight)
-            .label_font((FAMILY, 16))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
+            legend: (!self.series.is_empty()).then_some(SeriesLabelPosition::MiddleRight),
+        };
+        draw_chart(root, &frame, self, text)
     }
-    Ok(())
+}
+
+/// The ideal (efficiency 1), then each series' error bars and points.
+impl Series for Figure<'_> {
+    fn draw<'a, DB, X, Y>(&self, chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>) -> std::result::Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        // The ideal: efficiency 1.
+        chart.draw_series(LineSeries::new([(self.x.start, 1.0), (self.x.end, 1.0)], BLACK.mix(0.25))).map_err(err)?;
+        for (i, (name, pts)) in self.series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let style = color.stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(std::iter::empty(), style))
+                .map_err(err)?
+                .label(*name)
+                .legend(move |(x, y)| marker((x + 12, y), i, color));
+            let bars = pts.iter().flat_map(|p| {
+                [
+                    PathElement::new(vec![(p.x_lo, p.y), (p.x_hi, p.y)], style),
+                    PathElement::new(vec![(p.x, p.y_lo), (p.x, p.y_hi)], style),
+                ]
+            });
+            chart.draw_series(bars).map_err(err)?;
+            chart.draw_series(pts.iter().map(|p| marker((p.x, p.y), i, color))).map_err(err)?;
+        }
+        Ok(())
+    }
 }
 
 /// A point marker: filled dots for the first series, rings for the others, so that

@@ -25,7 +25,7 @@ use crate::metrics::composition::{compose, singleton_key};
 use crate::submission::event_track_ids;
 use crate::tracks::selection::{best_links, keep_candidates};
 use crate::tracks::{
-    CandidateScore, FollowConfig, Method, NO_TRACK, ScoredEdges, TrackBuilderConfig, candidate_scores,
+    CandidateScore, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilderConfig, TrackMethod, candidate_scores,
 };
 
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
@@ -284,7 +284,7 @@ impl QualitySamples {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CandidateSource {
     /// The track builder.
-    pub method: Method,
+    pub method: TrackMethod,
     /// Its edge score cut.
     pub score_cut: f64,
     /// Its smallest candidate, in hits.
@@ -311,7 +311,7 @@ impl std::fmt::Display for CandidateSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let method = format!("{:?}", self.method).to_lowercase();
         write!(f, "{method} candidates (score cut {}, >= {} hits", self.score_cut, self.min_hits)?;
-        if self.method == Method::Follow {
+        if self.method == TrackMethod::Follow {
             match &self.follow {
                 // The settings that differ from the defaults, by name.
                 Some(follow) => {

@@ -2,14 +2,14 @@
 //!
 //! Edges with `score ≥ score_cut` are kept; then one of two methods groups the nodes:
 //!
-//! - [`Method::Cc`] ([`connected_components`]): every connected component of the kept edges
+//! - [`TrackMethod::Cc`] ([`connected_components`]): every connected component of the kept edges
 //!   (direction ignored) is one track. Fast and the field's baseline (Exa.TrkX), but two
 //!   tracks joined by a single surviving fake edge become one candidate.
-//! - [`Method::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
+//! - [`TrackMethod::Walkthrough`] ([`walkthrough()`]): paths followed along the best-scoring
 //!   outgoing edge from each start node (acorn's "CC & walk"), which separates tracks that a
 //!   fake edge joins at a branching. Edges are walked outward ([`ScoredEdges::outward`]),
 //!   whatever their stored direction.
-//! - [`Method::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
+//! - [`TrackMethod::Follow`] ([`follow()`]): paths along edges down to a low score cut, choosing at
 //!   every step the hit that best continues the helix (curvature and polar angle), weighed
 //!   against its score. Needs the nodes' positions. For dense (high pile-up) events. With
 //!   the nodes' layers ([`ScoredEdges::with_layers`]) it then extends the paths by a hit
@@ -54,11 +54,11 @@ pub const NO_TRACK: u32 = 0;
 /// either order of their measured r.
 pub const REVERSE_MIN_DR: f32 = 2.0;
 
-/// How nodes are grouped into tracks.
+/// The track-building method: how nodes are grouped into tracks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Method {
+pub enum TrackMethod {
     /// Connected components of the kept edges (the reference method).
     #[default]
     #[cfg_attr(feature = "clap", value(help = "Connected components of the edges above the cut"))]
@@ -74,13 +74,13 @@ pub enum Method {
     Follow,
 }
 
-impl Method {
+impl TrackMethod {
     /// The method's usual edge score cut: 0.5 (the field's edge threshold) for `Cc` and
     /// `Walkthrough`; 0.02 for `Follow`, whose helix windows do the rest of the selection.
     pub fn default_score_cut(self) -> f64 {
         match self {
-            Method::Cc | Method::Walkthrough => 0.5,
-            Method::Follow => 0.02,
+            TrackMethod::Cc | TrackMethod::Walkthrough => 0.5,
+            TrackMethod::Follow => 0.02,
         }
     }
 }
@@ -89,13 +89,13 @@ impl Method {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrackBuilderConfig {
-    /// The grouping method. Default: [`Method::Cc`].
-    pub method: Method,
+    /// The grouping method. Default: [`TrackMethod::Cc`].
+    pub method: TrackMethod,
     /// Edges with score ≥ this cut are kept, in [0, 1]. Default 0.5 (the field's edge
     /// threshold). NaN scores are never kept.
     pub score_cut: f64,
     /// Smallest number of nodes a track may have, ≥ 1; smaller groups get [`NO_TRACK`].
-    /// Default 3.
+    /// Default 5, as `trackgnn reconstruct --min-hits` and the field's evaluation.
     pub min_hits: usize,
     /// Walk-through only: at a node with several unvisited outgoing kept edges, every edge
     /// with score ≥ `branch_cut` is explored as a branch and the longest resulting path wins;
@@ -123,9 +123,9 @@ pub struct TrackBuilderConfig {
 impl Default for TrackBuilderConfig {
     fn default() -> Self {
         TrackBuilderConfig {
-            method: Method::Cc,
-            score_cut: Method::Cc.default_score_cut(),
-            min_hits: 3,
+            method: TrackMethod::Cc,
+            score_cut: TrackMethod::Cc.default_score_cut(),
+            min_hits: 5,
             branch_cut: Some(0.8),
             max_paths: 64,
             follow: FollowConfig::default(),
@@ -138,9 +138,9 @@ impl Default for TrackBuilderConfig {
 
 impl TrackBuilderConfig {
     /// The reference settings for `method`, cutting edges at `score_cut` (default: the
-    /// method's own, [`Method::default_score_cut`]); the walk-through's branch cut is the
+    /// method's own, [`TrackMethod::default_score_cut`]); the walk-through's branch cut is the
     /// default one raised to the score cut when that is higher.
-    pub fn for_method(method: Method, score_cut: Option<f64>) -> TrackBuilderConfig {
+    pub fn for_method(method: TrackMethod, score_cut: Option<f64>) -> TrackBuilderConfig {
         let defaults = TrackBuilderConfig::default();
         let score_cut = score_cut.unwrap_or(method.default_score_cut());
         let branch_cut = Some(defaults.branch_cut.map_or(score_cut, |b| b.max(score_cut)));
@@ -149,19 +149,19 @@ impl TrackBuilderConfig {
 
     /// Track following's settings, if it is the method.
     pub fn follow_settings(&self) -> Option<&FollowConfig> {
-        (self.method == Method::Follow).then_some(&self.follow)
+        (self.method == TrackMethod::Follow).then_some(&self.follow)
     }
 
     /// Whether building runs the hit search of track following.
     pub fn hit_search(&self) -> bool {
-        self.method == Method::Follow && self.follow.search
+        self.method == TrackMethod::Follow && self.follow.search
     }
 
     /// Whether building uses the nodes' layers ([`ScoredEdges::with_layers`]): the
     /// walk-through and track following order two hits of one end-cap disk by them
     /// ([`ScoredEdges::outward`]), and the hit search needs them.
     pub fn uses_layers(&self) -> bool {
-        self.method != Method::Cc
+        self.method != TrackMethod::Cc
     }
 
     /// Checks every field's range.
@@ -382,9 +382,9 @@ impl TrackBuilder {
     #[track_caller]
     pub fn build(&self, edges: &ScoredEdges<'_>) -> Result<Vec<u32>> {
         let ids = match self.config.method {
-            Method::Cc => connected_components(edges, &self.config),
-            Method::Walkthrough => walkthrough(edges, &self.config),
-            Method::Follow => follow(edges, &self.config),
+            TrackMethod::Cc => connected_components(edges, &self.config),
+            TrackMethod::Walkthrough => walkthrough(edges, &self.config),
+            TrackMethod::Follow => follow(edges, &self.config),
         }?;
         Ok(self.score_selection(edges, ids))
     }
@@ -398,7 +398,7 @@ impl TrackBuilder {
     /// If the slices of `edges` differ in length, or `kept` is not one id per node.
     #[track_caller]
     pub fn rebuild_around(&self, edges: &ScoredEdges<'_>, kept: &[u32]) -> Result<Vec<u32>> {
-        if self.config.method != Method::Follow {
+        if self.config.method != TrackMethod::Follow {
             return Ok(kept.to_vec());
         }
         let ids = follow_around(edges, &self.config, Some(kept))?;
@@ -472,9 +472,9 @@ mod tests {
     #[test]
     fn config_reads_from_json_with_defaults() {
         let c: TrackBuilderConfig = serde_json::from_str(r#"{"method": "walkthrough", "score_cut": 0.7}"#).unwrap();
-        assert_eq!(c.method, Method::Walkthrough);
+        assert_eq!(c.method, TrackMethod::Walkthrough);
         assert_eq!(c.score_cut, 0.7);
-        assert_eq!(c.min_hits, 3);
+        assert_eq!(c.min_hits, 5);
         assert!(serde_json::from_str::<TrackBuilderConfig>(r#"{"cut": 0.7}"#).is_err());
     }
 
@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn bad_node_index_is_an_error() {
         let e = ScoredEdges::new(3, &[0, 1], &[1, 3], &[0.9, 0.9]);
-        for method in [Method::Cc, Method::Walkthrough] {
+        for method in [TrackMethod::Cc, TrackMethod::Walkthrough] {
             let b = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
             match b.build(&e) {
                 Err(Error::NodeOutOfRange { edge: 1, node: 3, num_nodes: 3 }) => {}
@@ -510,7 +510,12 @@ mod tests {
 
     /// Tracks of `nodes` with `edges` (all scoring 1) by `method`, cut 0.5, candidates of
     /// ≥ 5 hits (as `reconstruct` builds them), with the nodes' layers if given.
-    fn build_nodes(method: Method, nodes: &[[f32; 3]], edges: &[(u32, u32)], layers: Option<NodeLayers>) -> Vec<u32> {
+    fn build_nodes(
+        method: TrackMethod,
+        nodes: &[[f32; 3]],
+        edges: &[(u32, u32)],
+        layers: Option<NodeLayers>,
+    ) -> Vec<u32> {
         let col = |k: usize| nodes.iter().map(|n| n[k]).collect::<Vec<f32>>();
         let (r, phi, z) = (col(0), col(1), col(2));
         let (s, d): (Vec<u32>, Vec<u32>) = edges.iter().copied().unzip();
@@ -540,7 +545,7 @@ mod tests {
         // Both orders of one pair at once (a graph without deduplication) count as one edge.
         let both: Vec<(u32, u32)> = outward.iter().chain(&inward).copied().collect();
         let nodes = endcap_helix();
-        for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
+        for method in [TrackMethod::Cc, TrackMethod::Walkthrough, TrackMethod::Follow] {
             for edges in [&mixed[..], &inward, &outward, &both] {
                 assert_eq!(build_nodes(method, &nodes, edges, None), [1; 7], "{method:?}, edges {edges:?}");
             }
@@ -570,7 +575,7 @@ mod tests {
         let chain: Vec<(u32, u32)> = (0..7).map(|k| (k, k + 1)).collect();
         let module: Vec<u32> = (0..layer.len() as u32).collect();
         let layers = NodeLayers { layer: &layer, module: &module, surfaces: &surfaces };
-        for method in [Method::Walkthrough, Method::Follow] {
+        for method in [TrackMethod::Walkthrough, TrackMethod::Follow] {
             // Stored along the particle, the small drop in r does not reverse the edge.
             assert_eq!(build_nodes(method, &nodes, &chain, None), [1; 8], "{method:?}");
             assert_eq!(build_nodes(method, &nodes, &chain, Some(layers)), [1; 8], "{method:?}");

@@ -1,41 +1,49 @@
-//! Inference with a trained run: a small run trained here, then one event, a directory of
+//! Inference with a run: a small run written here, then one event, a directory of
 //! events, the truth-scores diagnostic and the refusals.
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 
+use trackgnn_engine::InteractionGnn;
 use trackgnn_graph::recipe::RECIPE_FILE;
-use trackgnn_graph::{GraphRecipe, Method as GraphMethod, build_graph, graph_file_name, write_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph};
+use trackgnn_model::TrainConfig;
+use trackgnn_model::gnn::input_widths;
+use trackgnn_model::run_dir::{RunDir, Weights};
+use trackgnn_model::weights::save_weights;
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
-use trackgnn_reco::{Method, NO_TRACK, TrackBuilderConfig, read_submission, submission_file_name};
+use trackgnn_reco::{NO_TRACK, TrackBuilderConfig, TrackMethod, read_submission, submission_file_name};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::csv::{ReadOptions, discover_events, read_event, write_event};
+use trackgnn_trackml::rng::Rng;
 use trackgnn_trackml::{Detector, Event};
-use trackgnn_train::dist::SingleProcess;
-use trackgnn_train::run_dir::{RunDir, Weights};
-use trackgnn_train::{Silent, TrainConfig, Trainer};
 
 fn generator() -> Generator {
     Generator::new(Detector::trackml(), SimConfig { pileup: 2.0, ..SimConfig::default() })
 }
 
-/// Trains one epoch of a tiny model on 10 generated events; returns the run.
+/// A run directory as training leaves it (configuration, recipe, best and last weights), with
+/// the untrained weights of a tiny model: inference needs no trained model to be exercised.
 fn tiny_run(dir: &Path) -> RunDir {
     let g = generator();
     let recipe = GraphRecipe::new(GraphMethod::Geometric);
     let graphs = dir.join("graphs");
     std::fs::create_dir_all(&graphs).unwrap();
-    for id in 1..=10 {
-        let (graph, _) = build_graph(&g.event(1, id).0, g.detector(), &recipe, None).unwrap();
-        write_graph(&graphs.join(graph_file_name(id)), &graph).unwrap();
-    }
     std::fs::write(graphs.join(RECIPE_FILE), toml::to_string(&recipe).unwrap()).unwrap();
+    // Training takes the widths from its first graph, inference from the recipe: they agree.
+    let (graph, _) = build_graph(&g.event(1, 1).0, g.detector(), &recipe, None).unwrap();
+    let (node_dim, edge_dim) = input_widths(&recipe);
+    assert_eq!((graph.num_node_features(), graph.num_edge_features()), (node_dim, edge_dim));
     let mut cfg = TrainConfig { epochs: 1, ..TrainConfig::default() };
     (cfg.model.hidden, cfg.model.iterations) = (8, 1);
-    let mut comm = SingleProcess;
-    let mut trainer = Trainer::new(cfg, &graphs, &dir.join("run"), false, &mut comm).unwrap();
-    trainer.run(&Silent, &AtomicBool::new(false)).unwrap();
-    RunDir::open(dir.join("run")).unwrap()
+    let run = RunDir::new(dir.join("run"));
+    std::fs::create_dir_all(run.checkpoint_dir()).unwrap();
+    run.write_config(&cfg).unwrap();
+    run.copy_recipe(&graphs).unwrap();
+    let model = InteractionGnn::<f32>::new(cfg.model.clone(), node_dim, edge_dim, &mut Rng::new(1));
+    for w in [Weights::Best, Weights::Last] {
+        save_weights(&run.weights_path(&w), &model.params).unwrap();
+    }
+    RunDir::open(run.root()).unwrap()
 }
 
 /// `event` with its hits only, as reconstruction reads it.
@@ -47,9 +55,9 @@ fn hits_only(event: &Event) -> Event {
 fn a_run_reconstructs_events_and_directories() {
     let dir = tempfile::tempdir().unwrap();
     let run = tiny_run(dir.path());
-    let follow = TrackBuilderConfig::for_method(Method::Follow, None);
+    let follow = TrackBuilderConfig::for_method(TrackMethod::Follow, None);
     assert_eq!((follow.score_cut, follow.branch_cut), (0.02, Some(0.8)));
-    assert_eq!(TrackBuilderConfig::for_method(Method::Walkthrough, Some(0.9)).branch_cut, Some(0.9));
+    assert_eq!(TrackBuilderConfig::for_method(TrackMethod::Walkthrough, Some(0.9)).branch_cut, Some(0.9));
     let rec = Reconstructor::open(&run, &Weights::Best, Detector::trackml()).unwrap().with_tracks(follow).unwrap();
     assert_eq!(rec.read_options(), ReadOptions { truth: false, particles: false, cells: false });
     let event = generator().event(2, 1).0;

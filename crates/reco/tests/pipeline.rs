@@ -3,8 +3,9 @@
 
 use trackgnn_graph::Graph;
 use trackgnn_reco::{
-    Method, MetricsConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, evaluate_event, event_track_ids,
-    plot_track_efficiency, read_submission, singleton_track_ids, submission_file_name, trackml_score, write_submission,
+    MetricsConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, evaluate_event,
+    event_track_ids, plot_track_efficiency, read_submission, singleton_track_ids, submission_file_name, trackml_score,
+    write_submission,
 };
 use trackgnn_trackml::event::{ParticleRecord, Truth};
 use trackgnn_trackml::{Event, Hits, ModuleId, ParticleId, Particles};
@@ -85,8 +86,8 @@ fn reconstruct_write_read_and_score() {
     let dir = tempfile::tempdir().unwrap();
 
     let mut results = Vec::new();
-    for method in [Method::Cc, Method::Walkthrough, Method::Follow] {
-        let builder = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
+    for method in [TrackMethod::Cc, TrackMethod::Walkthrough, TrackMethod::Follow] {
+        let builder = TrackBuilder::new(TrackBuilderConfig { method, min_hits: 3, ..Default::default() }).unwrap();
         let node_tracks = builder.build(&edges).unwrap();
         let per_hit = event_track_ids(&ev.hits.hit_id, &g.hit_id, &node_tracks).unwrap();
         assert_eq!(per_hit[19], NO_TRACK, "a hit outside the graph is in no track");

@@ -5,22 +5,9 @@
 //! configuration, so every rank of a data-parallel run reaches the same one without talking:
 //! all ranks take the same number of steps and none waits forever at the all-reduce.
 
-use serde::{Deserialize, Serialize};
 use trackgnn_engine::InteractionGnn;
 
-/// What to do with a graph whose step would exceed the memory budget.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Oversize {
-    /// Cut it into overlapping φ sectors, trained in one step with their gradients summed.
-    #[default]
-    #[cfg_attr(feature = "clap", value(help = "Cut the graph into overlapping φ sectors trained in one step"))]
-    Split,
-    /// Leave it out of training (with a warning naming it).
-    #[cfg_attr(feature = "clap", value(help = "Leave the graph out of training"))]
-    Skip,
-}
+pub use trackgnn_model::config::Oversize;
 
 /// Most sectors a graph is cut into before it counts as not fitting at all.
 pub const MAX_PARTS: usize = 64;

@@ -17,8 +17,9 @@
 //! moment a complete checkpoint exists under the final name or the aside name, and
 //! [`load_checkpoint`] falls back to the aside name when the final one is missing.
 //!
-//! The safetensors encoding and strict reading live in `checkpoint/tensors.rs`, which also
-//! gives the weights-only export ([`save_weights`], [`load_weights`]).
+//! The safetensors encoding and strict reading live in `trackgnn_model::weights`, which also
+//! gives the weights-only export ([`save_weights`], [`load_weights`]); the file names are the
+//! run directory's (`trackgnn_model::run_dir`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,27 +29,14 @@ use trackgnn_engine::optim::AdamWState;
 
 use crate::error::{Error, Result};
 
-pub(crate) mod tensors;
 #[cfg(test)]
 mod testutil;
 
-use tensors::{check_store, encode_optimizer, encode_weights, read_optimizer, read_weights, sync_dir, write_synced};
-pub use tensors::{load_weights, save_weights};
-
-/// File name of the model weights inside a checkpoint.
-pub const MODEL_FILE: &str = "model.safetensors";
-/// File name of the optimiser state inside a checkpoint.
-pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
-/// File name of the trainer's state inside a checkpoint.
-pub const STATE_FILE: &str = "state.json";
-
-/// The aside name of checkpoint `dir` (`<dir>.old`), where the previous checkpoint sits while
-/// a new one is renamed into place.
-pub fn aside_path(dir: &Path) -> PathBuf {
-    let mut s = dir.as_os_str().to_owned();
-    s.push(".old");
-    PathBuf::from(s)
-}
+pub use trackgnn_model::run_dir::{MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, aside_path};
+use trackgnn_model::weights::{
+    check_store, encode_optimizer, encode_weights, read_optimizer, read_weights, sync_dir, write_synced,
+};
+pub use trackgnn_model::weights::{load_weights, save_weights};
 
 /// Saves a checkpoint into directory `dir`, atomically (see the module doc), creating its
 /// parent if needed. An existing `dir` is replaced only if it is a checkpoint (holds
@@ -93,7 +81,7 @@ pub fn save_checkpoint(
         fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
     fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let written = (|| {
+    let written = (|| -> Result<()> {
         let model = encode_weights(&tmp.join(MODEL_FILE), params)?;
         write_synced(&tmp.join(MODEL_FILE), &model)?;
         let optim = encode_optimizer(&tmp.join(OPTIMIZER_FILE), params, opt)?;
@@ -101,7 +89,7 @@ pub fn save_checkpoint(
         let state_path = tmp.join(STATE_FILE);
         let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json { path: state_path.clone(), source: e })?;
         write_synced(&state_path, &json)?;
-        sync_dir(&tmp)
+        Ok(sync_dir(&tmp)?)
     })();
     if let Err(e) = written {
         // A full disk: free what the partial copy took; the checkpoint in place is untouched.

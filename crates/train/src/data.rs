@@ -10,6 +10,7 @@ use trackgnn_engine::GraphInput;
 use trackgnn_graph::recipe::PROMPT_R;
 use trackgnn_graph::sectors::{SectorConfig, split};
 use trackgnn_graph::{Graph, discover_graphs, read_graph, read_graph_header};
+use trackgnn_model::graph_input;
 use trackgnn_trackml::rng::Rng;
 
 use crate::config::{Sampler, TrainConfig};
@@ -232,15 +233,7 @@ fn sample_of(g: &Graph, weights: LossWeights, loss_scale: f64) -> Sample {
             (true, _, _) => 1.0,
         })
         .collect();
-    let input = GraphInput::new(
-        g.num_nodes(),
-        &g.node_features,
-        g.num_node_features(),
-        &g.edge_features,
-        g.num_edge_features(),
-        &g.src,
-        &g.dst,
-    );
+    let input = graph_input(g);
     Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight, loss_scale }
 }
 

@@ -144,6 +144,12 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+    /// A graph directory holds none of the graphs asked for (e.g. none of a run's test events).
+    #[error("no graphs to evaluate in {}", dir.display())]
+    NothingToEvaluate {
+        /// The graph directory.
+        dir: PathBuf,
+    },
     /// A checkpoint could not be written (disk full, …); the previous one is intact.
     #[error("{}: writing the checkpoint of step {step} failed; {kept}", dir.display())]
     CheckpointWrite {
@@ -167,6 +173,30 @@ impl From<trackgnn_plot::Error> for Error {
         match e {
             trackgnn_plot::Error::Io { path, source } => Error::Io { path, source },
             trackgnn_plot::Error::Draw { path, message } => Error::Plot { path, message },
+        }
+    }
+}
+
+impl From<trackgnn_model::Error> for Error {
+    /// The same variant: the model crate's errors are a part of this crate's.
+    fn from(e: trackgnn_model::Error) -> Self {
+        use trackgnn_model::Error as M;
+        match e {
+            M::Io { path, source } => Error::Io { path, source },
+            M::Safetensors { path, source } => Error::Safetensors { path, source },
+            M::Json { path, source } => Error::Json { path, source },
+            M::MissingTensor { path, name } => Error::MissingTensor { path, name },
+            M::UnexpectedTensor { path, name } => Error::UnexpectedTensor { path, name },
+            M::ShapeMismatch { path, name, expected, found } => Error::ShapeMismatch { path, name, expected, found },
+            M::WrongDtype { path, name, expected, found } => Error::WrongDtype { path, name, expected, found },
+            M::Corrupt { path, message } => Error::Corrupt { path, message },
+            M::Inconsistent { path, message } => Error::Inconsistent { path, message },
+            M::Graph(e) => Error::Graph(e),
+            M::Model(e) => Error::Model(e),
+            M::Config(message) => Error::Config(message),
+            M::Context { context, source } => Error::Context { context, source },
+            // The model crate's error is non-exhaustive: a variant it adds is kept whole.
+            other => Error::context("reading a run", other),
         }
     }
 }

@@ -1,8 +1,8 @@
-//! Training of the edge classifier, and what a run leaves behind: the field's edge metrics
-//! ([`metrics`]: efficiency, target/total purity, purity, AUC, ROC curves), atomic checkpoints
-//! in safetensors that PyTorch can load ([`checkpoint`]), the per-epoch metrics log in CSV
-//! and JSON lines ([`logs`]) and PNG/SVG plots ([`plots`]); the run directory that holds
-//! them all, read back through typed records ([`run_dir`]); one forward and backward written
+//! Training of the edge classifier, and what a run leaves behind: atomic checkpoints in
+//! safetensors that PyTorch can load ([`checkpoint`]), the per-epoch metrics log in CSV and
+//! JSON lines ([`logs`]) and PNG/SVG plots ([`plots`]), written into the run directory of
+//! `trackgnn-model` (re-exported as [`run_dir`], with the field's edge metrics as
+//! [`metrics`]); a run evaluated on a graph directory ([`evaluation`], `trackgnn eval`); one forward and backward written
 //! for `tools/parity.py` to recompute in PyTorch ([`parity`]). The optimiser itself (AdamW,
 //! clipping, schedule) lives in `trackgnn_engine::optim`.
 //!
@@ -28,7 +28,8 @@
 //! the `train` program of `crates/examples` shows it.
 //!
 //! Not for: the model and its backward pass (`trackgnn-engine`), graph building
-//! (`trackgnn-graph`), or inference with a trained run (`trackgnn-reco`'s `inference`).
+//! (`trackgnn-graph`), loading a trained run for inference (`trackgnn-model`), or
+//! reconstruction with one (`trackgnn-reco`'s `inference`).
 #![deny(missing_docs)]
 
 pub mod budget;
@@ -38,18 +39,19 @@ pub mod data;
 pub mod dist;
 pub mod error;
 pub mod eval;
+pub mod evaluation;
 pub mod logs;
 pub mod metric_learning;
-pub mod metrics;
 pub mod parity;
 pub mod plots;
-pub mod run_dir;
 pub mod scaling;
 pub mod trainer;
+
+pub use trackgnn_model::{metrics, run_dir};
 
 pub use config::TrainConfig;
 pub use error::{Error, Result};
 pub use logs::{EpochRecord, MetricsLog};
-pub use metrics::EdgeMetrics;
 pub use run_dir::{RunDir, Weights};
+pub use trackgnn_model::EdgeMetrics;
 pub use trainer::{Progress, Silent, TrainOutcome, Trainer};

@@ -9,160 +9,10 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Deserializer, Serialize};
-
 use crate::error::{Error, Result};
 
-use crate::run_dir::{METRICS_CSV_FILE as CSV_FILE, METRICS_JSONL_FILE as JSONL_FILE};
-
-/// One epoch of a run. Fractions in 0–1; NaN for what was not measured (written as `NaN`
-/// in the CSV and `null` in the JSON). `Default` is epoch 0 with every measurement NaN/0.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct EpochRecord {
-    /// Epoch number, as the trainer counts it.
-    pub epoch: u64,
-    /// Optimiser steps taken so far.
-    pub step: u64,
-    /// Mean training loss over the epoch's steps.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub train_loss: f64,
-    /// Validation loss (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub val_loss: f64,
-    /// Edge efficiency `TP_target / N_target_true` (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub efficiency: f64,
-    /// Target purity `TP_target / N_predicted` (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub target_purity: f64,
-    /// Total purity `TP_any_true / N_predicted` (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub total_purity: f64,
-    /// Purity `TP_target / (N_predicted − predicted true non-target)` (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub purity: f64,
-    /// Edge AUC, target edges as positives (per-event mean).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub auc: f64,
-    /// Learning rate of the epoch's last step.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub lr: f64,
-    /// Mean global gradient L2 norm over the epoch's steps (before clipping).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub grad_norm: f64,
-    /// Largest global gradient L2 norm of the epoch (before clipping).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub grad_norm_max: f64,
-    /// L2 norm of all parameters at the end of the epoch.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub weight_norm: f64,
-    /// Wall time of the epoch (training and validation), seconds.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub epoch_seconds: f64,
-    /// Wall time per training batch (step), seconds.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds_per_batch: f64,
-    /// Wall time of the validation pass, seconds.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub val_seconds: f64,
-    /// Data-parallel load imbalance: mean over steps of (slowest rank's compute time / mean
-    /// rank compute time); 1 with one rank.
-    #[serde(default = "one", deserialize_with = "nan_if_null")]
-    pub load_imbalance: f64,
-    /// Seconds ranks spent in the gradient all-reduce (waiting for the slowest included), summed
-    /// over the epoch's steps and averaged over ranks.
-    #[serde(default, deserialize_with = "nan_if_null")]
-    pub allreduce_seconds: f64,
-    /// Peak bytes of the engine's activations and gradient buffers (counted, not estimated).
-    #[serde(default)]
-    pub engine_peak_bytes: u64,
-    /// Peak resident memory of the process so far, bytes ([`peak_rss_bytes`]).
-    pub peak_rss_bytes: u64,
-}
-
-impl Default for EpochRecord {
-    fn default() -> Self {
-        let nan = f64::NAN;
-        EpochRecord {
-            epoch: 0,
-            step: 0,
-            train_loss: nan,
-            val_loss: nan,
-            efficiency: nan,
-            target_purity: nan,
-            total_purity: nan,
-            purity: nan,
-            auc: nan,
-            lr: nan,
-            grad_norm: nan,
-            grad_norm_max: nan,
-            weight_norm: nan,
-            epoch_seconds: nan,
-            seconds_per_batch: nan,
-            val_seconds: nan,
-            load_imbalance: 1.0,
-            allreduce_seconds: 0.0,
-            engine_peak_bytes: 0,
-            peak_rss_bytes: 0,
-        }
-    }
-}
-
-/// The epoch's line of a training's progress: losses, edge metrics and time.
-impl std::fmt::Display for EpochRecord {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "epoch {:>3}: train loss {:.5}  val loss {:.5}  efficiency {:.4}  target purity {:.4}  total purity {:.4}  purity {:.4}  AUC {:.4}  {:.1} s ({:.3} s/batch)",
-            self.epoch,
-            self.train_loss,
-            self.val_loss,
-            self.efficiency,
-            self.target_purity,
-            self.total_purity,
-            self.purity,
-            self.auc,
-            self.epoch_seconds,
-            self.seconds_per_batch
-        )
-    }
-}
-
-impl EpochRecord {
-    /// The CSV columns, in field order.
-    pub const COLUMNS: &[&str] = &[
-        "epoch",
-        "step",
-        "train_loss",
-        "val_loss",
-        "efficiency",
-        "target_purity",
-        "total_purity",
-        "purity",
-        "auc",
-        "lr",
-        "grad_norm",
-        "grad_norm_max",
-        "weight_norm",
-        "epoch_seconds",
-        "seconds_per_batch",
-        "val_seconds",
-        "load_imbalance",
-        "allreduce_seconds",
-        "engine_peak_bytes",
-        "peak_rss_bytes",
-    ];
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-/// JSON has no NaN: serde_json writes non-finite numbers as `null`; read them back as NaN.
-pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
-}
+pub use trackgnn_model::run_dir::{EpochRecord, RankReport, read_records};
+use trackgnn_model::run_dir::{JsonLine, METRICS_CSV_FILE as CSV_FILE, METRICS_JSONL_FILE as JSONL_FILE, parse_jsonl};
 
 /// The metrics log of one run directory, open for appending.
 #[derive(Debug)]
@@ -238,61 +88,6 @@ impl MetricsLog {
     }
 }
 
-/// Reads the records of a `metrics.jsonl` (fields missing in old logs get their default; a
-/// last line cut short is dropped).
-pub fn read_records(path: &Path) -> Result<Vec<EpochRecord>> {
-    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    parse_jsonl(path, &text)?
-        .into_iter()
-        .map(|r| {
-            serde_json::from_value(serde_json::Value::Object(r.obj))
-                .map_err(|e| Error::Json { path: line_path(path, r.line), source: e })
-        })
-        .collect()
-}
-
-/// One line of a JSON-lines log.
-struct JsonLine<'a> {
-    /// The line as written.
-    raw: &'a str,
-    /// Line number, from 1.
-    line: usize,
-    /// The record's `epoch`.
-    epoch: u64,
-    /// The record.
-    obj: serde_json::Map<String, serde_json::Value>,
-}
-
-/// `path:line`, for errors.
-fn line_path(path: &Path, line: usize) -> PathBuf {
-    PathBuf::from(format!("{}:{line}", path.display()))
-}
-
-/// The records of a JSON-lines text. Blank lines are skipped; an unparsable last line
-/// without a newline (a write cut short) is dropped.
-fn parse_jsonl<'a>(path: &Path, text: &'a str) -> Result<Vec<JsonLine<'a>>> {
-    let at = |line: usize| line_path(path, line);
-    let lines: Vec<&str> = text.split('\n').collect();
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let obj = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
-            Ok(obj) => obj,
-            Err(_) if i + 1 == lines.len() => break, // no newline after it: cut short
-            Err(e) => {
-                return Err(Error::Json { path: at(i + 1), source: e });
-            }
-        };
-        let Some(epoch) = obj.get("epoch").and_then(|e| e.as_u64()) else {
-            return Err(Error::Corrupt { path: at(i + 1), message: "record without an integer `epoch`".into() });
-        };
-        out.push(JsonLine { raw: line.trim_end(), line: i + 1, epoch, obj });
-    }
-    Ok(out)
-}
-
 /// One CSV line of `obj` in [`EpochRecord::COLUMNS`] order: numbers as JSON writes them,
 /// `null` (a non-finite number) as `NaN`, a missing field empty.
 fn csv_row(obj: &serde_json::Map<String, serde_json::Value>) -> String {
@@ -319,44 +114,20 @@ fn write_replace(path: &Path, bytes: &[u8]) -> Result<()> {
 
 pub use trackgnn_engine::alloc::{current_rss_bytes, peak_rss_bytes};
 
-/// What one rank of a run reports when the run ends (`rank{r}.json` in the run directory).
-/// Times cover this process from its start (a resumed run counts only its own process).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RankReport {
-    /// The rank, 0-based.
-    pub rank: usize,
-    /// Number of ranks of the job.
-    pub ranks: usize,
-    /// Worker threads of the rank's thread pool.
-    pub threads: usize,
-    /// Host name (`/proc/sys/kernel/hostname`; empty if unavailable).
-    pub host: String,
-    /// Wall time since the process started, seconds.
-    pub wall_seconds: f64,
-    /// CPU time of the process (user + system, all threads), seconds.
-    pub cpu_seconds: f64,
-    /// `cpu_seconds / (wall_seconds × threads)`: the fraction of its threads' capacity the rank
-    /// used (the loader thread and MPI can push it slightly above 1).
-    pub cpu_utilisation: f64,
-    /// Peak resident memory of the process, bytes ([`peak_rss_bytes`]).
-    pub peak_rss_bytes: u64,
-}
-
-impl RankReport {
-    /// Measures this process now.
-    pub fn measure(rank: usize, ranks: usize, threads: usize) -> RankReport {
-        let times = ProcessTimes::now().unwrap_or_default();
-        let host = fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
-        RankReport {
-            rank,
-            ranks,
-            threads,
-            host,
-            wall_seconds: times.wall_seconds,
-            cpu_seconds: times.cpu_seconds,
-            cpu_utilisation: times.cpu_seconds / (times.wall_seconds * threads.max(1) as f64).max(1e-9),
-            peak_rss_bytes: peak_rss_bytes(),
-        }
+/// What this process reports now, as rank `rank` of `ranks` with `threads` worker threads
+/// (`rank{r}.json` in the run directory).
+pub fn measure_rank(rank: usize, ranks: usize, threads: usize) -> RankReport {
+    let times = ProcessTimes::now().unwrap_or_default();
+    let host = fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+    RankReport {
+        rank,
+        ranks,
+        threads,
+        host,
+        wall_seconds: times.wall_seconds,
+        cpu_seconds: times.cpu_seconds,
+        cpu_utilisation: times.cpu_seconds / (times.wall_seconds * threads.max(1) as f64).max(1e-9),
+        peak_rss_bytes: peak_rss_bytes(),
     }
 }
 
@@ -519,7 +290,7 @@ mod tests {
         if cfg!(target_os = "linux") {
             let now = ProcessTimes::now().unwrap();
             assert!(now.wall_seconds >= 0.0 && now.cpu_seconds >= 0.0, "{now:?}");
-            let r = RankReport::measure(0, 1, 2);
+            let r = measure_rank(0, 1, 2);
             assert!(r.peak_rss_bytes > 0 && r.cpu_utilisation >= 0.0, "{r:?}");
             assert!(load_average().is_some());
         }

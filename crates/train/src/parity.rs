@@ -137,7 +137,7 @@ pub fn export_parity(spec: &ParitySpec, out: &Path) -> Result<ParityExport> {
     meta.insert("pos_weight".to_string(), spec.pos_weight.to_string());
     let order: Vec<&String> = model.params.specs.iter().map(|s| &s.name).collect();
     meta.insert("param_order".to_string(), serde_json::to_string(&order).expect("names serialise"));
-    let bytes = crate::checkpoint::tensors::serialize_sorted(views, meta).map_err(st)?;
+    let bytes = trackgnn_model::weights::serialize_sorted(views, meta).map_err(st)?;
     Ok(ParityExport { bytes, parameters: model.params.len(), nodes: n, edges: e, loss })
 }
 

@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::{EpochRecord, RunDir};
 
-use trackgnn_plot::{FAMILY, log_ticks, tick_label, write_figure};
+use trackgnn_plot::{Frame, Series, draw_chart, write_figure};
 pub use trackgnn_plot::{font_available, with_ext};
 
 /// Line colours: the matplotlib `tab10` palette.
@@ -46,7 +46,7 @@ pub type EpochLoss = (u64, f64, f64);
 /// `.svg`, the same for the GNN and the learned graph stages. `epochs` holds (epoch, training
 /// loss, validation loss).
 pub fn plot_loss(dir: &Path, epochs: &[EpochLoss]) -> Result<()> {
-    plot_losses(&dir.join("loss"), &[("", epochs)])
+    plot_losses(&dir.join(crate::run_dir::LOSS_PLOT), &[("", epochs)])
 }
 
 /// The loss figure of [`plot_loss`] with several runs overlaid: each `(label, epochs)` draws
@@ -238,90 +238,53 @@ fn padded(vals: impl Iterator<Item = f64>, log: bool) -> Range<f64> {
 
 impl trackgnn_plot::Figure for Figure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> std::result::Result<(), String> {
-        draw(root, self, text)
+        let frame = Frame {
+            title: self.title,
+            x_label: self.x_label,
+            y_label: self.y_label,
+            x: self.x.clone(),
+            y: self.y.clone(),
+            log_x: false,
+            log_y: self.log_y,
+            decimals: 4,
+            legend: (!self.series.is_empty()).then(|| legend_corner(self)),
+        };
+        draw_chart(root, &frame, self, text)
     }
 }
 
-/// Draws the figure on any backend, on a linear or a log y axis.
-fn draw<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    fig: &Figure<'_>,
-    text: bool,
-) -> std::result::Result<(), String> {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    root.fill(&WHITE).map_err(err)?;
-    let mut b = ChartBuilder::on(root);
-    b.margin(20);
-    if text {
-        b.caption(fig.title, (FAMILY, 24)).x_label_area_size(50).y_label_area_size(80);
-    }
-    if fig.log_y {
-        let (labelled, light) = log_ticks(&fig.y);
-        let y = fig.y.clone().log_scale().with_key_points(labelled).with_light_points(light);
-        let chart = b.build_cartesian_2d(fig.x.clone(), y).map_err(err)?;
-        fill(chart, fig, text)
-    } else {
-        let chart = b.build_cartesian_2d(fig.x.clone(), fig.y.clone()).map_err(err)?;
-        fill(chart, fig, text)
-    }
-}
-
-/// Draws mesh, lines, markers and legend into a built chart.
-fn fill<'a, DB, X, Y>(
-    mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    fig: &Figure<'_>,
-    text: bool,
-) -> std::result::Result<(), String>
-where
-    DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
-{
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
-    let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(BLACK.mix(0.05));
-    if text {
-        mesh.x_desc(fig.x_label)
-            .y_desc(fig.y_label)
-            .label_style((FAMILY, 16))
-            .axis_desc_style((FAMILY, 18))
-            .x_label_formatter(&|v| tick_label(*v, 4))
-            .y_label_formatter(&|v| tick_label(*v, 4));
-    }
-    mesh.draw().map_err(err)?;
-    if fig.diagonal {
-        chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3))).map_err(err)?;
-    }
-    for (i, (name, runs)) in fig.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let style = color.stroke_width(2);
-        // An empty labelled series carries the legend entry, so that a series without a
-        // drawable point is still listed.
-        chart
-            .draw_series(LineSeries::new(std::iter::empty(), style))
-            .map_err(err)?
-            .label(*name)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 24, y)], style));
-        for run in runs {
-            chart.draw_series(LineSeries::new(run.iter().copied(), style)).map_err(err)?;
+/// Lines and markers (and the diagonal of a ROC plot).
+impl Series for Figure<'_> {
+    fn draw<'a, DB, X, Y>(&self, chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>) -> std::result::Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        if self.diagonal {
+            chart.draw_series(LineSeries::new([(0.0, 0.0), (1.0, 1.0)], BLACK.mix(0.3))).map_err(err)?;
         }
-        if runs.iter().map(Vec::len).sum::<usize>() <= MARKERS_UP_TO {
-            let dots = runs.iter().flatten().map(|&p| Circle::new(p, 3, color.filled()));
-            chart.draw_series(dots).map_err(err)?;
+        for (i, (name, runs)) in self.series.iter().enumerate() {
+            let color = COLORS[i % COLORS.len()];
+            let style = color.stroke_width(2);
+            // An empty labelled series carries the legend entry, so that a series without a
+            // drawable point is still listed.
+            chart
+                .draw_series(LineSeries::new(std::iter::empty(), style))
+                .map_err(err)?
+                .label(*name)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 24, y)], style));
+            for run in runs {
+                chart.draw_series(LineSeries::new(run.iter().copied(), style)).map_err(err)?;
+            }
+            if runs.iter().map(Vec::len).sum::<usize>() <= MARKERS_UP_TO {
+                let dots = runs.iter().flatten().map(|&p| Circle::new(p, 3, color.filled()));
+                chart.draw_series(dots).map_err(err)?;
+            }
         }
+        Ok(())
     }
-    if text && !fig.series.is_empty() {
-        let pos = legend_corner(fig);
-        chart
-            .configure_series_labels()
-            .position(pos)
-            .label_font((FAMILY, 16))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(err)?;
-    }
-    Ok(())
 }
 
 /// The corner for the legend with the fewest line points (and midpoints) under it, in the

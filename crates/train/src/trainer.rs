@@ -24,7 +24,7 @@ use crate::data::{GraphSet, LossWeights, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
 use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
-use crate::logs::{EpochRecord, MetricsLog, RankReport, peak_rss_bytes};
+use crate::logs::{EpochRecord, MetricsLog, peak_rss_bytes};
 use crate::plots;
 use crate::run_dir::{EventSplit, InitWeights, RankChange, RunDir, StepRecord};
 
@@ -354,8 +354,8 @@ impl<'a> Trainer<'a> {
     fn resume(&mut self) -> Result<()> {
         let dir = self.run.checkpoint_dir();
         let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
-        let saved: RunState =
-            serde_json::from_value(state).map_err(|e| Error::Json { path: dir.join("state.json"), source: e })?;
+        let saved: RunState = serde_json::from_value(state)
+            .map_err(|e| Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
         // The starting weights matter only to a fresh run: a resume continues from the
         // checkpoint's, with or without `init_weights` given again.
         self.cfg.init_weights = saved.config.init_weights.clone();
@@ -787,7 +787,7 @@ impl<'a> Trainer<'a> {
     /// Every rank writes `rank{r}.json`: its process's peak memory, CPU and wall time.
     fn write_rank_report(&self) -> Result<()> {
         let (rank, size) = (self.comm.rank(), self.comm.size());
-        self.run.write_rank_report(&RankReport::measure(rank, size, rayon::current_num_threads()))
+        Ok(self.run.write_rank_report(&crate::logs::measure_rank(rank, size, rayon::current_num_threads()))?)
     }
 
     /// Stops with an error if the replicas' weights differ (they must stay bit-identical).
@@ -813,7 +813,7 @@ impl<'a> Trainer<'a> {
         let series = |f: fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
         plots::plot_loss(&dir, &history.iter().map(|r| (r.epoch, r.train_loss, r.val_loss)).collect::<Vec<_>>())?;
         plots::plot_series(
-            &dir.join("metrics"),
+            &dir.join(crate::run_dir::METRICS_PLOT),
             "Validation edge metrics",
             "epoch",
             "fraction",
@@ -827,7 +827,7 @@ impl<'a> Trainer<'a> {
             false,
         )?;
         plots::plot_series(
-            &dir.join("gradient_norm"),
+            &dir.join(crate::run_dir::GRADIENT_NORM_PLOT),
             "Gradient and weight norms",
             "epoch",
             "L2 norm",
@@ -839,7 +839,7 @@ impl<'a> Trainer<'a> {
             true,
         )?;
         if !val.roc.is_empty() {
-            plots::plot_roc(&dir.join("roc"), &[("validation", val.roc.clone())])?;
+            plots::plot_roc(&dir.join(crate::run_dir::ROC_PLOT), &[("validation", val.roc.clone())])?;
         }
         Ok(())
     }

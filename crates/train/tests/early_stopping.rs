@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use trackgnn_graph::features::NodeCuts;
-use trackgnn_graph::{GraphRecipe, Method, build_graph, graph_file_name, write_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph, graph_file_name, write_graph};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_train::dist::SingleProcess;
@@ -15,7 +15,7 @@ use trackgnn_train::{Silent, TrainConfig, Trainer};
 /// Writes `n` small geometric graphs of pile-up-5 events into `dir`.
 fn make_graphs(dir: &Path, n: u64) {
     let g = Generator::new(Detector::trackml(), SimConfig { pileup: 5.0, ..SimConfig::default() });
-    let mut recipe = GraphRecipe::new(Method::Geometric);
+    let mut recipe = GraphRecipe::new(GraphMethod::Geometric);
     recipe.node_cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
     for id in 1..=n {
         let (ev, _) = g.event(91, id);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::{ForwardCache, InteractionGnn};
 use trackgnn_graph::features::NodeCuts;
-use trackgnn_graph::{GraphRecipe, Method, build_graph, graph_file_name, write_graph};
+use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph, graph_file_name, write_graph};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::rng::Rng;
@@ -25,7 +25,7 @@ const W: LossWeights = LossWeights { non_target: 0.0, secondary: 1.0 };
 /// Writes `n` geometric pT > 1 GeV graphs of pile-up-20 events into `dir`.
 fn make_graphs(dir: &Path, n: u64) {
     let g = Generator::new(Detector::trackml(), SimConfig { pileup: 20.0, ..SimConfig::default() });
-    let mut recipe = GraphRecipe::new(Method::Geometric);
+    let mut recipe = GraphRecipe::new(GraphMethod::Geometric);
     recipe.node_cuts = NodeCuts { pt_min: Some(1.0), remove_noise: true, eta_range: None };
     for id in 1..=n {
         let (ev, _) = g.event(77, id);

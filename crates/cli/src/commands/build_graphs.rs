@@ -9,7 +9,7 @@ use serde_json::json;
 use trackgnn_graph::dataset::{BuildReport, BuildSummary, Comparison, SavedSummary, build_graphs, read_summary};
 use trackgnn_graph::recipe::RecipeOverrides;
 use trackgnn_graph::sectors::SectorConfig;
-use trackgnn_graph::{GraphRecipe, Method, ModuleMap};
+use trackgnn_graph::{GraphMethod, GraphRecipe, ModuleMap};
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::{LearnedStages, embedding_run, filter_run};
 
@@ -26,8 +26,8 @@ pub struct BuildGraphsArgs {
     #[arg(long, value_name = "DIR")]
     pub out: std::path::PathBuf,
     /// Edge builder.
-    #[arg(long, value_enum, default_value_t = Method::Geometric)]
-    pub method: Method,
+    #[arg(long, value_enum, default_value_t = GraphMethod::Geometric)]
+    pub method: GraphMethod,
     /// Module map file (for --method module-map).
     #[arg(long, value_name = "FILE")]
     pub map: Option<std::path::PathBuf>,

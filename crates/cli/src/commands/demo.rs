@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use trackgnn_graph::dataset::{self, BuildSummary};
-use trackgnn_graph::{GraphRecipe, Method, Stages};
+use trackgnn_graph::{GraphMethod, GraphRecipe, Stages};
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
-use trackgnn_reco::{Method as TrackMethod, TrackBuilderConfig};
+use trackgnn_reco::{TrackBuilderConfig, TrackMethod};
 use trackgnn_simulate::dataset::{RunRecord, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
@@ -21,7 +21,7 @@ use trackgnn_train::run_dir::{RunDir, Weights};
 use crate::progress;
 use crate::util::thread_pool;
 use clap::Args;
-use trackgnn_reco::evaluation::SplitPart;
+use trackgnn_train::evaluation::SplitPart;
 
 /// `trackgnn demo`.
 #[derive(Debug, Args)]
@@ -134,7 +134,7 @@ fn simulate(generator: &Generator, out: &Path, seed: u64, ids: std::ops::RangeIn
 /// Builds the graph of every event in `input` with the default geometric recipe (no truth
 /// cuts) into `out`, with the recipe beside them.
 fn build_graphs(det: &Detector, input: &Path, out: &Path) -> Result<()> {
-    let recipe = GraphRecipe::new(Method::Geometric);
+    let recipe = GraphRecipe::new(GraphMethod::Geometric);
     let events = discover_events(input)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let pb = progress::bar(events.len() as u64, "build graphs");

@@ -10,7 +10,7 @@ use anyhow::Result;
 use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::quality::QualityModel;
-use trackgnn_reco::tracks::Method as TrackMethod;
+use trackgnn_reco::tracks::TrackMethod;
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
 

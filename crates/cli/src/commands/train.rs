@@ -8,9 +8,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
-use trackgnn_reco::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::config::{LrScaling, NonFinite, Oversize, Sampler, TrainOverrides};
 use trackgnn_train::dist::{Comm, requeue_slurm_job};
+use trackgnn_train::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::{ResumeArg, parse_bytes, parse_checkpointing};

@@ -10,7 +10,7 @@ use serde::Serialize;
 use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::{CandidateSource, FEATURES, QualityModel, QualitySamples};
-use trackgnn_reco::tracks::Method as TrackMethod;
+use trackgnn_reco::tracks::TrackMethod;
 use trackgnn_trackml::csv::{discover_events, read_event};
 use trackgnn_train::run_dir::{RunDir, Weights};
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{BuildSummary, BuiltEvent};
 use crate::error::{Error, Result};
-use crate::recipe::{GraphRecipe, Method, PROMPT_R};
+use crate::recipe::{GraphMethod, GraphRecipe, PROMPT_R};
 
 /// The summary every build writes into its graph directory, for later comparisons.
 pub const SUMMARY_FILE: &str = "build-summary.json";
@@ -20,7 +20,7 @@ pub struct SavedSummary<'a> {
     /// The graph directory.
     pub out: &'a Path,
     /// The edge builder.
-    pub method: Method,
+    pub method: GraphMethod,
     /// The figures.
     pub summary: &'a BuildSummary,
 }
@@ -168,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_build_prints_a_line_per_event_and_its_figures() {
-        let (built, recipe) = (built(), GraphRecipe::new(Method::Geometric));
+        let (built, recipe) = (built(), GraphRecipe::new(GraphMethod::Geometric));
         let summary = BuildSummary::of(&built, false, 1.0);
         let text = BuildReport { out: Path::new("g"), recipe: &recipe, built: &built, summary: &summary }.to_string();
         let lines: Vec<&str> = text.lines().collect();
@@ -186,7 +186,8 @@ mod tests {
     fn the_saved_summary_reads_back_and_compares_with_older_files() {
         let dir = tempfile::tempdir().unwrap();
         let summary = BuildSummary::of(&built(), false, 1.0);
-        let saved = SavedSummary { out: dir.path(), method: Method::ModuleMap, summary: &summary }.write().unwrap();
+        let saved =
+            SavedSummary { out: dir.path(), method: GraphMethod::ModuleMap, summary: &summary }.write().unwrap();
         assert_eq!(read_summary(dir.path()).unwrap(), saved);
         assert_eq!(saved["method"], "module-map");
         let old = serde_json::json!({"method": "geometric", "out": "old", "summary": {"edges_per_event": 5.0}});

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{GraphRecipe, Method};
+use super::{GraphMethod, GraphRecipe};
 use crate::error::Result;
 use crate::metric::MetricLearningConfig;
 use crate::module_map::file_hash;
@@ -44,7 +44,7 @@ pub struct FilterRun {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecipeOverrides {
     /// The edge builder.
-    pub method: Option<Method>,
+    pub method: Option<GraphMethod>,
     /// Keep only hits of particles with pT at least this \[GeV\] (drops noise too).
     pub pt_min: Option<f64>,
     /// Drop noise hits.
@@ -83,10 +83,10 @@ pub struct RecipeOverrides {
 pub enum OverrideError {
     /// The method needs a module map and none was given.
     #[error("--method {0} needs --map FILE (build one with `trackgnn module-map build`)")]
-    NeedsMap(Method),
+    NeedsMap(GraphMethod),
     /// The method needs an embedding and none was given.
     #[error("--method {0} needs --embedding RUN (train one with `trackgnn train-embedding`)")]
-    NeedsEmbedding(Method),
+    NeedsEmbedding(GraphMethod),
     /// A filter without an embedding.
     #[error("--filter needs --embedding RUN")]
     FilterWithoutEmbedding,
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn flags_win_over_the_recipe_and_the_rest_stays() {
-        let mut base = GraphRecipe::new(Method::Geometric);
+        let mut base = GraphRecipe::new(GraphMethod::Geometric);
         base.geometric.z0_max = 123.0;
         assert_eq!(RecipeOverrides::default().apply(base.clone()).unwrap(), base);
         let flags = RecipeOverrides { pt_min: Some(1.0), skip_layers: Some(2), ..Default::default() };
@@ -219,11 +219,11 @@ mod tests {
 
     #[test]
     fn a_method_without_its_stage_or_a_single_sector_is_refused() {
-        let base = GraphRecipe::new(Method::Geometric);
+        let base = GraphRecipe::new(GraphMethod::Geometric);
         let with = |o: RecipeOverrides| o.apply(base.clone()).unwrap_err().to_string();
-        let map = RecipeOverrides { method: Some(Method::ModuleMap), ..Default::default() };
+        let map = RecipeOverrides { method: Some(GraphMethod::ModuleMap), ..Default::default() };
         assert_eq!(with(map), "--method module-map needs --map FILE (build one with `trackgnn module-map build`)");
-        let ml = RecipeOverrides { method: Some(Method::MetricLearning), ..Default::default() };
+        let ml = RecipeOverrides { method: Some(GraphMethod::MetricLearning), ..Default::default() };
         assert!(with(ml).starts_with("--method metric-learning needs --embedding RUN"));
         assert!(with(RecipeOverrides { radius: Some(0.1), ..Default::default() }).contains("need --embedding"));
         let filter = FilterRun { run: run("f"), cut: 0.3 };
@@ -239,17 +239,17 @@ mod tests {
     fn the_stages_bring_their_cuts_and_explicit_cuts_win() {
         let embedding = Some(EmbeddingRun { run: run("e"), radius: 0.2, k_max: 30 });
         let flags = RecipeOverrides {
-            method: Some(Method::MetricLearning),
+            method: Some(GraphMethod::MetricLearning),
             embedding: embedding.clone(),
             filter: Some(FilterRun { run: run("f"), cut: 0.3 }),
             k_max: Some(12),
             ..Default::default()
         };
-        let ml = flags.apply(GraphRecipe::new(Method::Geometric)).unwrap().metric_learning.unwrap();
+        let ml = flags.apply(GraphRecipe::new(GraphMethod::Geometric)).unwrap().metric_learning.unwrap();
         assert_eq!((ml.radius, ml.k_max, ml.filter_cut), (0.2, 12, 0.3));
         assert_eq!((ml.embedding_hash.as_deref(), ml.filter_run.as_deref()), (Some("crc32:e"), Some("f")));
         // A recipe file's section keeps its cuts; only the run is replaced.
-        let mut base = GraphRecipe::new(Method::MetricLearning);
+        let mut base = GraphRecipe::new(GraphMethod::MetricLearning);
         base.metric_learning = Some(MetricLearningConfig { radius: 0.5, ..ml });
         let again = RecipeOverrides { embedding, ..Default::default() }.apply(base).unwrap();
         assert_eq!(again.metric_learning.unwrap().radius, 0.5);

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{DirReco, EventSummary, Reconstructor};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::tracks::{CandidateScore, FollowConfig, Method};
+use crate::tracks::{CandidateScore, FollowConfig, TrackMethod};
 
 /// Mean seconds per event in each stage.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -72,7 +72,7 @@ pub struct RecoReport<'a> {
     #[serde(skip)]
     pub metrics_config: MetricsConfig,
     #[serde(skip)]
-    track_method: Method,
+    track_method: TrackMethod,
 }
 
 impl<'a> RecoReport<'a> {

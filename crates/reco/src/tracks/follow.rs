@@ -505,7 +505,7 @@ impl Paths {
 mod tests {
     use super::*;
     use crate::tracks::search::{NO_LAYER, NodeLayers, Surface};
-    use crate::tracks::{Method, TrackBuilder, walkthrough};
+    use crate::tracks::{TrackBuilder, TrackMethod, walkthrough};
 
     type E = (u32, u32, f32);
 
@@ -538,7 +538,7 @@ mod tests {
     }
 
     fn follow_cfg() -> TrackBuilderConfig {
-        TrackBuilderConfig { method: Method::Follow, score_cut: 0.02, ..Default::default() }
+        TrackBuilderConfig { method: TrackMethod::Follow, score_cut: 0.02, min_hits: 3, ..Default::default() }
     }
 
     #[test]
@@ -546,7 +546,8 @@ mod tests {
         let (nodes, edges) = kinked();
         assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2]);
         // The walk-through follows the 0.9 fake: a's inner half continues on b's outer half.
-        let walk = TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, ..Default::default() };
+        let walk =
+            TrackBuilderConfig { method: TrackMethod::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
         assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 3, 3, 3, 1, 1, 1]);
     }
 
@@ -564,7 +565,8 @@ mod tests {
         let mut edges = chain(0, [0.9, 0.9, 0.5, 0.9, 0.9]);
         edges.extend([(2, 6, 0.95), (6, 7, 0.95), (7, 8, 0.95)]);
         assert_eq!(build(&nodes, &edges, &follow_cfg()).unwrap(), [1, 1, 1, 1, 1, 1, 2, 2, 2]);
-        let walk = TrackBuilderConfig { method: Method::Walkthrough, score_cut: 0.3, ..Default::default() };
+        let walk =
+            TrackBuilderConfig { method: TrackMethod::Walkthrough, score_cut: 0.3, min_hits: 3, ..Default::default() };
         assert_eq!(build(&nodes, &edges, &walk).unwrap(), [1, 1, 1, 2, 2, 2, 1, 1, 1]);
     }
 
@@ -639,7 +641,7 @@ mod tests {
         let err = follow(&e, &follow_cfg()).unwrap_err().to_string();
         assert!(err.contains("phi"), "{err}");
         // The other methods do not need them.
-        assert_eq!(walkthrough(&e, &TrackBuilderConfig::default()).unwrap(), [1, 1, 1]);
+        assert_eq!(walkthrough(&e, &TrackBuilderConfig { min_hits: 3, ..Default::default() }).unwrap(), [1, 1, 1]);
         let bad =
             |f: FollowConfig| TrackBuilderConfig { follow: f, ..follow_cfg() }.validate().unwrap_err().to_string();
         let unsorted = FollowConfig { position_sigma: vec![[700.0, 0.6], [200.0, 0.025]], ..Default::default() };

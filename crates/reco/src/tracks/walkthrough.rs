@@ -221,9 +221,14 @@ pub fn walkthrough(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracks::{Method, TrackBuilder, connected_components};
+    use crate::tracks::{TrackBuilder, TrackMethod, connected_components};
 
     type E = (u32, u32, f32);
+
+    /// The default settings with tracks of 3 nodes or more, as the small graphs here hold.
+    fn small() -> TrackBuilderConfig {
+        TrackBuilderConfig { min_hits: 3, ..TrackBuilderConfig::default() }
+    }
 
     fn split(edges: &[E]) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
         (edges.iter().map(|e| e.0).collect(), edges.iter().map(|e| e.1).collect(), edges.iter().map(|e| e.2).collect())
@@ -237,7 +242,7 @@ mod tests {
     fn both(n: usize, edges: &[E]) -> (Vec<u32>, Vec<u32>) {
         let (s, d, sc) = split(edges);
         let e = ScoredEdges::new(n, &s, &d, &sc);
-        let cfg = TrackBuilderConfig::default();
+        let cfg = small();
         (connected_components(&e, &cfg).unwrap(), walkthrough(&e, &cfg).unwrap())
     }
 
@@ -275,7 +280,7 @@ mod tests {
         let r: Vec<f32> = vec![30.0, 70.0, 115.0, 170.0, 260.0, 31.0, 71.0, 171.0, 261.0];
         let (s, d, sc) = split(&edges);
         let e = ScoredEdges::new(9, &s, &d, &sc).with_r(&r);
-        let cfg = TrackBuilderConfig { branch_cut: None, ..Default::default() };
+        let cfg = TrackBuilderConfig { branch_cut: None, ..small() };
         assert_eq!(connected_components(&e, &cfg).unwrap(), [1; 9]);
         assert_eq!(walkthrough(&e, &cfg).unwrap(), [1, 1, 1, 1, 1, 0, 0, 0, 0]);
         // With min_hits 2 the remainder 5,6 and 7,8 become tracks of their own.
@@ -312,7 +317,7 @@ mod tests {
         let (cc, walked) = both(8, &edges);
         assert_eq!(cc, [0, 0, 0, 1, 1, 1, 0, 0]);
         assert_eq!(walked, cc);
-        let one = TrackBuilderConfig { min_hits: 1, ..Default::default() };
+        let one = TrackBuilderConfig { min_hits: 1, ..small() };
         assert_eq!(walk(8, &edges, &one), [1, 1, 2, 3, 3, 3, 4, 4]);
     }
 
@@ -320,12 +325,12 @@ mod tests {
     fn branch_above_branch_cut_takes_the_longer_path() {
         // 0→1→{2 (0.9, dead end), 3 (0.85)}→4→5.
         let edges = [(0, 1, 0.95), (1, 2, 0.9), (1, 3, 0.85), (3, 4, 0.9), (4, 5, 0.9)];
-        let greedy = TrackBuilderConfig { branch_cut: None, ..Default::default() };
+        let greedy = TrackBuilderConfig { branch_cut: None, ..small() };
         assert_eq!(walk(6, &edges, &greedy), [1, 1, 1, 2, 2, 2], "best edge first: 0,1,2 then 3,4,5");
-        let branching = TrackBuilderConfig { branch_cut: Some(0.8), ..Default::default() };
+        let branching = TrackBuilderConfig { branch_cut: Some(0.8), ..small() };
         assert_eq!(walk(6, &edges, &branching), [1, 1, 0, 1, 1, 1], "the branch leads further");
         // A branch below branch_cut is not explored.
-        let strict = TrackBuilderConfig { branch_cut: Some(0.88), ..Default::default() };
+        let strict = TrackBuilderConfig { branch_cut: Some(0.88), ..small() };
         assert_eq!(walk(6, &edges, &strict), [1, 1, 1, 2, 2, 2]);
         // A budget of one path means no branching.
         let budget = TrackBuilderConfig { max_paths: 1, ..branching };
@@ -336,7 +341,7 @@ mod tests {
     fn equal_length_branches_keep_the_better_scored_one() {
         // 0→1→{2→3 (0.95), 4→5 (0.9)}: both 4 long; the better first edge wins.
         let edges = [(0, 1, 0.9), (1, 4, 0.9), (1, 2, 0.95), (2, 3, 0.9), (4, 5, 0.9)];
-        let cfg = TrackBuilderConfig { branch_cut: Some(0.8), ..Default::default() };
+        let cfg = TrackBuilderConfig { branch_cut: Some(0.8), ..small() };
         assert_eq!(walk(6, &edges, &cfg), [1, 1, 1, 1, 0, 0]);
     }
 
@@ -345,7 +350,7 @@ mod tests {
         // Two sources 0 (r = 50) and 1 (r = 20) both want node 2; the inner one gets it.
         let edges = [(0, 2, 0.9), (1, 2, 0.8), (2, 3, 0.9)];
         let (s, d, sc) = split(&edges);
-        let cfg = TrackBuilderConfig::default();
+        let cfg = small();
         let e = ScoredEdges::new(4, &s, &d, &sc);
         assert_eq!(walkthrough(&e, &cfg).unwrap(), [1, 0, 1, 1], "by index without r");
         let r = [50.0, 20.0, 100.0, 150.0];
@@ -355,7 +360,7 @@ mod tests {
     #[test]
     fn cycles_terminate() {
         let edges = [(0, 1, 0.9), (1, 2, 0.9), (2, 0, 0.9), (3, 4, 0.9), (4, 3, 0.9)];
-        let cfg = TrackBuilderConfig { branch_cut: Some(0.5), ..Default::default() };
+        let cfg = TrackBuilderConfig { branch_cut: Some(0.5), ..small() };
         let ids = walk(5, &edges, &cfg);
         assert_eq!(ids, [1, 1, 1, 0, 0]);
     }
@@ -379,8 +384,8 @@ mod tests {
             edges.push((10 * k + 1, (10 * k + 13) % 100, 0.81));
             edges.push((10 * k + 4, (10 * k + 15) % 100, 0.4));
         }
-        for method in [Method::Cc, Method::Walkthrough] {
-            let b = TrackBuilder::new(TrackBuilderConfig { method, ..Default::default() }).unwrap();
+        for method in [TrackMethod::Cc, TrackMethod::Walkthrough] {
+            let b = TrackBuilder::new(TrackBuilderConfig { method, ..small() }).unwrap();
             let run = |edges: &[E]| {
                 let (s, d, sc) = split(edges);
                 b.build(&ScoredEdges::new(100, &s, &d, &sc)).unwrap()
@@ -413,7 +418,7 @@ mod tests {
     fn long_chain_walks_without_recursion() {
         let n = 100_000u32;
         let edges: Vec<E> = (0..n - 1).map(|i| (i, i + 1, 0.9)).collect();
-        let ids = walk(n as usize, &edges, &TrackBuilderConfig::default());
+        let ids = walk(n as usize, &edges, &small());
         assert!(ids.iter().all(|&t| t == 1));
     }
 }

@@ -239,7 +239,8 @@ impl RunSummary {
             .last()
             .ok_or_else(|| Error::Corrupt { path: rd.metrics_jsonl_path(), message: "no epoch logged".into() })?;
         let train_graphs = rd.read_events()?.train.len();
-        let reports: Vec<RankReport> = (0..c.ranks).map(|r| rd.read_rank_report(r)).collect::<Result<_>>()?;
+        let reports: Vec<RankReport> =
+            (0..c.ranks).map(|r| rd.read_rank_report(r)).collect::<trackgnn_model::Result<_>>()?;
         let graphs_per_epoch = s.steps_per_epoch * s.graphs_per_step;
         let cpu: Vec<f64> = reports.iter().map(|r| r.cpu_seconds).collect();
         let util: Vec<f64> = reports.iter().map(|r| r.cpu_utilisation).collect();

@@ -15,11 +15,12 @@
 //!   plots/              loss, metrics, gradient norms, ROC
 //! ```
 //!
-//! Everything else reads and writes these files through [`RunDir`] and the typed records here.
+//! Everything else reads and writes these files through [`RunDir`] and the typed records here;
+//! the file names are spelled here only (the learned stages' runs use the same names).
 //!
 //! ```no_run
-//! use trackgnn_train::run_dir::{RunDir, Weights};
-//! # fn main() -> Result<(), trackgnn_train::Error> {
+//! use trackgnn_model::run_dir::{RunDir, Weights};
+//! # fn main() -> Result<(), trackgnn_model::Error> {
 //! let run = RunDir::open("runs/demo")?;
 //! let cfg = run.read_config()?;
 //! let recipe = run.read_recipe()?;
@@ -34,12 +35,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use trackgnn_graph::GraphRecipe;
 
 use crate::config::TrainConfig;
 use crate::error::{Error, Result};
-use crate::logs::{EpochRecord, RankReport, nan_if_null};
 
 /// The resolved training configuration.
 pub const CONFIG_FILE: &str = "config.toml";
@@ -57,10 +57,36 @@ pub const STEPS_FILE: &str = "steps.jsonl";
 pub const RESUMES_FILE: &str = "resumes.jsonl";
 /// Weights of the best epoch.
 pub const BEST_FILE: &str = "best.safetensors";
-/// The last checkpoint (a directory; see [`crate::checkpoint`]).
+/// The last checkpoint (a directory: [`MODEL_FILE`], [`OPTIMIZER_FILE`], [`STATE_FILE`]; the train
+/// crate's `checkpoint` writes it).
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// The plots of the run.
 pub const PLOTS_DIR: &str = "plots";
+/// File name of the model weights inside a checkpoint (the last weights of a run).
+pub const MODEL_FILE: &str = "model.safetensors";
+/// File name of the optimiser state inside a checkpoint.
+pub const OPTIMIZER_FILE: &str = "optimizer.safetensors";
+/// File name of the trainer's state inside a checkpoint.
+pub const STATE_FILE: &str = "state.json";
+/// Stem of the loss plot in [`PLOTS_DIR`] (`.png` and `.svg`), of the GNN and of the learned
+/// stages alike.
+pub const LOSS_PLOT: &str = "loss";
+/// Stem of the GNN's validation edge-metrics plot.
+pub const METRICS_PLOT: &str = "metrics";
+/// Stem of the GNN's gradient-norm plot.
+pub const GRADIENT_NORM_PLOT: &str = "gradient_norm";
+/// Stem of the GNN's validation ROC plot.
+pub const ROC_PLOT: &str = "roc";
+/// Stem of a learned stage's validation graph plot (efficiency and purity per epoch).
+pub const GRAPH_PLOT: &str = "graph";
+
+/// The aside name of checkpoint `dir` (`<dir>.old`), where the previous checkpoint sits while
+/// a new one is renamed into place.
+pub fn aside_path(dir: &Path) -> PathBuf {
+    let mut s = dir.as_os_str().to_owned();
+    s.push(".old");
+    PathBuf::from(s)
+}
 
 /// File name of what rank `rank` reports at the end of the run ([`RankReport`]).
 pub fn rank_file_name(rank: usize) -> String {
@@ -213,6 +239,174 @@ impl StepRecord {
     }
 }
 
+/// One epoch of a run. Fractions in 0–1; NaN for what was not measured (written as `NaN`
+/// in the CSV and `null` in the JSON). `Default` is epoch 0 with every measurement NaN/0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpochRecord {
+    /// Epoch number, as the trainer counts it.
+    pub epoch: u64,
+    /// Optimiser steps taken so far.
+    pub step: u64,
+    /// Mean training loss over the epoch's steps.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub train_loss: f64,
+    /// Validation loss (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub val_loss: f64,
+    /// Edge efficiency `TP_target / N_target_true` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub efficiency: f64,
+    /// Target purity `TP_target / N_predicted` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub target_purity: f64,
+    /// Total purity `TP_any_true / N_predicted` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub total_purity: f64,
+    /// Purity `TP_target / (N_predicted − predicted true non-target)` (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub purity: f64,
+    /// Edge AUC, target edges as positives (per-event mean).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub auc: f64,
+    /// Learning rate of the epoch's last step.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub lr: f64,
+    /// Mean global gradient L2 norm over the epoch's steps (before clipping).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub grad_norm: f64,
+    /// Largest global gradient L2 norm of the epoch (before clipping).
+    #[serde(deserialize_with = "nan_if_null")]
+    pub grad_norm_max: f64,
+    /// L2 norm of all parameters at the end of the epoch.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub weight_norm: f64,
+    /// Wall time of the epoch (training and validation), seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub epoch_seconds: f64,
+    /// Wall time per training batch (step), seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub seconds_per_batch: f64,
+    /// Wall time of the validation pass, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub val_seconds: f64,
+    /// Data-parallel load imbalance: mean over steps of (slowest rank's compute time / mean
+    /// rank compute time); 1 with one rank.
+    #[serde(default = "one", deserialize_with = "nan_if_null")]
+    pub load_imbalance: f64,
+    /// Seconds ranks spent in the gradient all-reduce (waiting for the slowest included), summed
+    /// over the epoch's steps and averaged over ranks.
+    #[serde(default, deserialize_with = "nan_if_null")]
+    pub allreduce_seconds: f64,
+    /// Peak bytes of the engine's activations and gradient buffers (counted, not estimated).
+    #[serde(default)]
+    pub engine_peak_bytes: u64,
+    /// Peak resident memory of the process so far, bytes (`trackgnn_engine::alloc::peak_rss_bytes`).
+    pub peak_rss_bytes: u64,
+}
+
+impl Default for EpochRecord {
+    fn default() -> Self {
+        let nan = f64::NAN;
+        EpochRecord {
+            epoch: 0,
+            step: 0,
+            train_loss: nan,
+            val_loss: nan,
+            efficiency: nan,
+            target_purity: nan,
+            total_purity: nan,
+            purity: nan,
+            auc: nan,
+            lr: nan,
+            grad_norm: nan,
+            grad_norm_max: nan,
+            weight_norm: nan,
+            epoch_seconds: nan,
+            seconds_per_batch: nan,
+            val_seconds: nan,
+            load_imbalance: 1.0,
+            allreduce_seconds: 0.0,
+            engine_peak_bytes: 0,
+            peak_rss_bytes: 0,
+        }
+    }
+}
+
+/// The epoch's line of a training's progress: losses, edge metrics and time.
+impl std::fmt::Display for EpochRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "epoch {:>3}: train loss {:.5}  val loss {:.5}  efficiency {:.4}  target purity {:.4}  total purity {:.4}  purity {:.4}  AUC {:.4}  {:.1} s ({:.3} s/batch)",
+            self.epoch,
+            self.train_loss,
+            self.val_loss,
+            self.efficiency,
+            self.target_purity,
+            self.total_purity,
+            self.purity,
+            self.auc,
+            self.epoch_seconds,
+            self.seconds_per_batch
+        )
+    }
+}
+
+impl EpochRecord {
+    /// The CSV columns, in field order.
+    pub const COLUMNS: &[&str] = &[
+        "epoch",
+        "step",
+        "train_loss",
+        "val_loss",
+        "efficiency",
+        "target_purity",
+        "total_purity",
+        "purity",
+        "auc",
+        "lr",
+        "grad_norm",
+        "grad_norm_max",
+        "weight_norm",
+        "epoch_seconds",
+        "seconds_per_batch",
+        "val_seconds",
+        "load_imbalance",
+        "allreduce_seconds",
+        "engine_peak_bytes",
+        "peak_rss_bytes",
+    ];
+}
+
+/// JSON has no NaN: serde_json writes non-finite numbers as `null`; read them back as NaN.
+pub fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// What one rank of a run reports when the run ends (`rank{r}.json` in the run directory).
+/// Times cover this process from its start (a resumed run counts only its own process).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankReport {
+    /// The rank, 0-based.
+    pub rank: usize,
+    /// Number of ranks of the job.
+    pub ranks: usize,
+    /// Worker threads of the rank's thread pool.
+    pub threads: usize,
+    /// Host name (`/proc/sys/kernel/hostname`; empty if unavailable).
+    pub host: String,
+    /// Wall time since the process started, seconds.
+    pub wall_seconds: f64,
+    /// CPU time of the process (user + system, all threads), seconds.
+    pub cpu_seconds: f64,
+    /// `cpu_seconds / (wall_seconds × threads)`: the fraction of its threads' capacity the rank
+    /// used (the loader thread and MPI can push it slightly above 1).
+    pub cpu_utilisation: f64,
+    /// Peak resident memory of the process, bytes (`trackgnn_engine::alloc::peak_rss_bytes`).
+    pub peak_rss_bytes: u64,
+}
+
 /// A run directory. [`RunDir::open`] an existing run to read it; the trainer creates and
 /// writes one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,12 +499,11 @@ impl RunDir {
     /// run it makes sense to resume.
     pub fn has_checkpoint(&self) -> bool {
         let dir = self.checkpoint_dir();
-        let model = crate::checkpoint::MODEL_FILE;
-        dir.join(model).is_file() || crate::checkpoint::aside_path(&dir).join(model).is_file()
+        dir.join(MODEL_FILE).is_file() || aside_path(&dir).join(MODEL_FILE).is_file()
     }
     /// The last checkpoint's weights.
     pub fn last_weights_path(&self) -> PathBuf {
-        self.checkpoint_dir().join(crate::checkpoint::MODEL_FILE)
+        self.checkpoint_dir().join(MODEL_FILE)
     }
     /// The plots directory.
     pub fn plots_dir(&self) -> PathBuf {
@@ -354,7 +547,7 @@ impl RunDir {
 
     /// The run's epochs (`metrics.jsonl`).
     pub fn read_metrics(&self) -> Result<Vec<EpochRecord>> {
-        crate::logs::read_records(&self.metrics_jsonl_path())
+        read_records(&self.metrics_jsonl_path())
     }
 
     /// What rank `rank` reported at the end of the run.
@@ -368,13 +561,13 @@ impl RunDir {
     }
 
     /// Writes `config.toml`.
-    pub(crate) fn write_config(&self, cfg: &TrainConfig) -> Result<()> {
+    pub fn write_config(&self, cfg: &TrainConfig) -> Result<()> {
         let text = toml::to_string(cfg).map_err(|e| Error::context("serialising the configuration", e))?;
         write_atomic(&self.config_path(), text.as_bytes())
     }
 
     /// Copies the graph directory's `recipe.toml`, if it has one.
-    pub(crate) fn copy_recipe(&self, graphs_dir: &Path) -> Result<()> {
+    pub fn copy_recipe(&self, graphs_dir: &Path) -> Result<()> {
         let recipe = graphs_dir.join(trackgnn_graph::recipe::RECIPE_FILE);
         if recipe.exists() {
             let text = fs::read(&recipe).map_err(|e| Error::io(&recipe, e))?;
@@ -384,14 +577,14 @@ impl RunDir {
     }
 
     /// Writes `events.json`.
-    pub(crate) fn write_events(&self, split: &EventSplit) -> Result<()> {
+    pub fn write_events(&self, split: &EventSplit) -> Result<()> {
         let path = self.events_path();
         let text = serde_json::to_string_pretty(split).map_err(|e| Error::Json { path: path.clone(), source: e })?;
         write_atomic(&path, text.as_bytes())
     }
 
     /// Appends a line to `steps.jsonl`.
-    pub(crate) fn append_step(&self, step: &StepRecord) -> Result<()> {
+    pub fn append_step(&self, step: &StepRecord) -> Result<()> {
         let path = self.steps_path();
         let line = serde_json::to_string(step).map_err(|e| Error::Json { path: path.clone(), source: e })?;
         let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
@@ -399,7 +592,7 @@ impl RunDir {
     }
 
     /// Appends a line to `resumes.jsonl`.
-    pub(crate) fn append_rank_change(&self, change: &RankChange) -> Result<()> {
+    pub fn append_rank_change(&self, change: &RankChange) -> Result<()> {
         let path = self.resumes_path();
         let line = serde_json::to_string(change).map_err(|e| Error::Json { path: path.clone(), source: e })?;
         let mut f = fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(&path, e))?;
@@ -407,13 +600,13 @@ impl RunDir {
     }
 
     /// Removes `steps.jsonl` (a fresh run).
-    pub(crate) fn remove_steps(&self) {
+    pub fn remove_steps(&self) {
         let _ = fs::remove_file(self.steps_path());
     }
 
     /// Keeps the lines of `steps.jsonl` up to `global_step`, verbatim (a resumed run rewrites
     /// the rest). Lines that do not parse are dropped.
-    pub(crate) fn truncate_steps(&self, global_step: u64) -> Result<()> {
+    pub fn truncate_steps(&self, global_step: u64) -> Result<()> {
         let path = self.steps_path();
         let Ok(text) = fs::read_to_string(&path) else {
             return Ok(());
@@ -428,7 +621,7 @@ impl RunDir {
     }
 
     /// Writes `rank{r}.json`.
-    pub(crate) fn write_rank_report(&self, report: &RankReport) -> Result<()> {
+    pub fn write_rank_report(&self, report: &RankReport) -> Result<()> {
         fs::create_dir_all(&self.root).map_err(|e| Error::io(&self.root, e))?;
         let path = self.rank_report_path(report.rank);
         let text = serde_json::to_string_pretty(report).map_err(|e| Error::Json { path: path.clone(), source: e })?;
@@ -456,13 +649,68 @@ fn parse_steps(path: &Path, text: &str) -> Result<Vec<StepRecord>> {
     Ok(out)
 }
 
+/// Reads the records of a `metrics.jsonl` (fields missing in old logs get their default; a
+/// last line cut short is dropped).
+pub fn read_records(path: &Path) -> Result<Vec<EpochRecord>> {
+    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    parse_jsonl(path, &text)?
+        .into_iter()
+        .map(|r| {
+            serde_json::from_value(serde_json::Value::Object(r.obj))
+                .map_err(|e| Error::Json { path: line_path(path, r.line), source: e })
+        })
+        .collect()
+}
+
+/// One line of a JSON-lines log.
+pub struct JsonLine<'a> {
+    /// The line as written.
+    pub raw: &'a str,
+    /// Line number, from 1.
+    pub line: usize,
+    /// The record's `epoch`.
+    pub epoch: u64,
+    /// The record.
+    pub obj: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `path:line`, for errors.
+fn line_path(path: &Path, line: usize) -> PathBuf {
+    PathBuf::from(format!("{}:{line}", path.display()))
+}
+
+/// The records of a JSON-lines text. Blank lines are skipped; an unparsable last line
+/// without a newline (a write cut short) is dropped.
+pub fn parse_jsonl<'a>(path: &Path, text: &'a str) -> Result<Vec<JsonLine<'a>>> {
+    let at = |line: usize| line_path(path, line);
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let obj = match serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(line) {
+            Ok(obj) => obj,
+            Err(_) if i + 1 == lines.len() => break, // no newline after it: cut short
+            Err(e) => {
+                return Err(Error::Json { path: at(i + 1), source: e });
+            }
+        };
+        let Some(epoch) = obj.get("epoch").and_then(|e| e.as_u64()) else {
+            return Err(Error::Corrupt { path: at(i + 1), message: "record without an integer `epoch`".into() });
+        };
+        out.push(JsonLine { raw: line.trim_end(), line: i + 1, epoch, obj });
+    }
+    Ok(out)
+}
+
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     serde_json::from_str(&text).map_err(|e| Error::Json { path: path.to_path_buf(), source: e })
 }
 
 /// Writes a file under a temporary name and renames it into place.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::io(path, e))
 }
 

@@ -1,6 +1,7 @@
-//! Parameter tensors and optimiser state in safetensors files: encoding, strict reading
-//! (every parameter present with its shape and dtype, nothing else), and the weights-only
-//! export for PyTorch.
+//! Weights in and out: parameter tensors and optimiser state in safetensors files, their
+//! encoding, strict reading (every parameter present with its shape and dtype, nothing else),
+//! and the weights-only export for PyTorch ([`save_weights`], [`load_weights`]). The trainer's
+//! checkpoints are made of these files.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -32,7 +33,7 @@ pub fn load_weights(path: &Path, params: &mut ParamStore<f32>) -> Result<()> {
 }
 
 /// Checks that the specs of `params` have unique names and lie inside the buffer.
-pub(super) fn check_store(path: &Path, params: &ParamStore<f32>) -> Result<()> {
+pub fn check_store(path: &Path, params: &ParamStore<f32>) -> Result<()> {
     let mut seen = HashSet::new();
     for s in &params.specs {
         if !seen.insert(s.name.as_str()) {
@@ -52,14 +53,14 @@ pub(super) fn check_store(path: &Path, params: &ParamStore<f32>) -> Result<()> {
 }
 
 /// Writes `bytes` to a new file at `path` and fsyncs it.
-pub(super) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = fs::File::create(path).map_err(|e| Error::io(path, e))?;
     f.write_all(bytes).map_err(|e| Error::io(path, e))?;
     f.sync_all().map_err(|e| Error::io(path, e))
 }
 
 /// Fsyncs a directory, so that renames and new entries in it are durable.
-pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+pub fn sync_dir(dir: &Path) -> Result<()> {
     trackgnn_trackml::atomic::sync_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
@@ -85,7 +86,7 @@ fn encode(path: &Path, tensors: Vec<(String, Vec<usize>, Vec<u8>)>, meta: HashMa
 /// which differs from one map to the next. The sorted object has the same length, and it
 /// replaces the one safetensors writes first in the header only where that one holds the
 /// same entries (else the bytes stay as written: still valid, only not canonical).
-pub(crate) fn serialize_sorted<S, V, I>(
+pub fn serialize_sorted<S, V, I>(
     data: I,
     meta: HashMap<String, String>,
 ) -> std::result::Result<Vec<u8>, SafeTensorError>
@@ -107,14 +108,14 @@ where
 }
 
 /// The bytes of `model.safetensors` for `params`.
-pub(super) fn encode_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<u8>> {
+pub fn encode_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<u8>> {
     let tensors =
         params.specs.iter().map(|s| (s.name.clone(), s.shape.clone(), le_bytes(&params.data[s.range()]))).collect();
     encode(path, tensors, HashMap::from([("format".to_owned(), "pt".to_owned())]))
 }
 
 /// The bytes of `optimizer.safetensors` for `opt` in the layout of `params`.
-pub(super) fn encode_optimizer(path: &Path, params: &ParamStore<f32>, opt: &AdamWState) -> Result<Vec<u8>> {
+pub fn encode_optimizer(path: &Path, params: &ParamStore<f32>, opt: &AdamWState) -> Result<Vec<u8>> {
     let mut parts: Vec<(&str, &[f32])> = vec![("m", &opt.m), ("v", &opt.v)];
     if let Some(vm) = &opt.v_max {
         parts.push(("v_max", vm));
@@ -182,7 +183,7 @@ fn read_into(path: &Path, st: &SafeTensors<'_>, name: String, spec: &ParamSpec, 
 }
 
 /// Reads the weights of every spec of `params` from `path` into a new buffer.
-pub(super) fn read_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<f32>> {
+pub fn read_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<f32>> {
     let bytes = read_file(path)?;
     let st = parse(path, &bytes)?;
     check_no_extra(path, &st, &params.specs.iter().map(|s| s.name.clone()).collect())?;
@@ -194,7 +195,7 @@ pub(super) fn read_weights(path: &Path, params: &ParamStore<f32>) -> Result<Vec<
 }
 
 /// Reads the optimiser state for `params` from `path`.
-pub(super) fn read_optimizer(path: &Path, params: &ParamStore<f32>) -> Result<AdamWState> {
+pub fn read_optimizer(path: &Path, params: &ParamStore<f32>) -> Result<AdamWState> {
     let bytes = read_file(path)?;
     let st = parse(path, &bytes)?;
     let (_, meta) =
@@ -226,9 +227,8 @@ pub(super) fn read_optimizer(path: &Path, params: &ParamStore<f32>) -> Result<Ad
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{blank, opt_state, store};
-    use super::super::{OPTIMIZER_FILE, load_checkpoint, save_checkpoint};
     use super::*;
+    use crate::testutil::{blank, opt_state, store};
     use serde_json::json;
 
     #[test]
@@ -315,18 +315,18 @@ mod tests {
     #[test]
     fn optimizer_file_without_step_is_corrupt() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("ck");
+        let path = tmp.path().join("optimizer.safetensors");
         let p = store();
-        save_checkpoint(&dir, &p, &opt_state(p.len(), false), &json!({})).unwrap();
+        fs::write(&path, encode_optimizer(&path, &p, &opt_state(p.len(), false)).unwrap()).unwrap();
+        assert_eq!(read_optimizer(&path, &p).unwrap(), opt_state(p.len(), false));
         // Re-encode the optimiser tensors without metadata.
-        let path = dir.join(OPTIMIZER_FILE);
         let tensors = p
             .specs
             .iter()
             .flat_map(|s| ["m.", "v."].map(|pre| (format!("{pre}{}", s.name), s.shape.clone(), vec![0u8; 4 * s.len()])))
             .collect();
         fs::write(&path, encode(&path, tensors, HashMap::new()).unwrap()).unwrap();
-        let e = load_checkpoint(&dir, &mut blank(&p)).unwrap_err();
+        let e = read_optimizer(&path, &p).unwrap_err();
         assert!(matches!(e, Error::Corrupt { .. }) && e.to_string().contains("step"), "{e}");
     }
 }

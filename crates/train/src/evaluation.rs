@@ -5,13 +5,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use trackgnn_train::data::{GraphSet, LossWeights, load_sample};
-use trackgnn_train::dist::SingleProcess;
-use trackgnn_train::eval::evaluate;
-use trackgnn_train::{EdgeMetrics, RunDir, TrainConfig, Weights};
+use trackgnn_model::TrainedModel;
 
+use crate::data::{GraphSet, LossWeights, load_sample};
+use crate::dist::SingleProcess;
 use crate::error::{Error, Result};
-use crate::inference::TrainedModel;
+use crate::eval::evaluate;
+use crate::{EdgeMetrics, RunDir, TrainConfig, Weights};
 
 /// One part of a run's train/validation/test split.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
