@@ -109,53 +109,46 @@ crate::dispatch! {
     ) {
         let ChunkCache { mut argmax, mut mean, mut std } = cc;
         let eps = T::from_f64(STD_EPS);
-        let needs_sum = aggs.iter().any(|a| matches!(a, Aggr::Sum | Aggr::Mean | Aggr::Std));
-        let has_max = aggs.contains(&Aggr::Max);
-        // One pass over a node's messages gives the sum (for sum, mean and std's mean) and the
-        // max: each message row is read once, not once per aggregation (the gathers are the
-        // memory-bound part). The sums are taken in edge order from zero, as before.
-        let (mut sum, mut max, mut arg) = (vec![T::ZERO; h], vec![T::ZERO; h], vec![u32::MAX; h]);
         for local in 0..out.len() / ld {
             let edges = csr.of(n0 + local);
             let cnt = edges.len();
             let inv = if cnt > 0 { T::ONE / T::from_usize(cnt) } else { T::ZERO };
-            if needs_sum {
-                sum.iter_mut().for_each(|v| *v = T::ZERO);
-            }
-            if has_max {
-                max.iter_mut().for_each(|v| *v = T::ZERO);
-                arg.iter_mut().for_each(|v| *v = u32::MAX);
-            }
-            for (i, &e) in edges.iter().enumerate() {
-                let xr = &x[e as usize * h..(e as usize + 1) * h];
-                if needs_sum {
-                    sum.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
-                }
-                if has_max {
-                    for j in 0..h {
-                        if i == 0 || xr[j] > max[j] {
-                            max[j] = xr[j];
-                            arg[j] = e;
-                        }
-                    }
-                }
-            }
             let row = &mut out[local * ld..(local + 1) * ld];
             for (k, a) in aggs.iter().enumerate() {
                 let dst = &mut row[col0 + k * h..col0 + (k + 1) * h];
+                dst.iter_mut().for_each(|v| *v = T::ZERO);
                 match a {
-                    Aggr::Sum => dst.copy_from_slice(&sum),
-                    Aggr::Mean => dst.iter_mut().zip(&sum).for_each(|(d, &v)| *d = v * inv),
+                    Aggr::Sum | Aggr::Mean => {
+                        for &e in edges {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            dst.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
+                        }
+                        if *a == Aggr::Mean {
+                            dst.iter_mut().for_each(|v| *v *= inv);
+                        }
+                    }
                     Aggr::Max => {
-                        dst.copy_from_slice(&max);
-                        argmax.as_deref_mut().expect("max cache")[local * h..(local + 1) * h].copy_from_slice(&arg);
+                        let arg = &mut argmax.as_deref_mut().expect("max cache")[local * h..(local + 1) * h];
+                        for (i, &e) in edges.iter().enumerate() {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            for j in 0..h {
+                                if i == 0 || xr[j] > dst[j] {
+                                    dst[j] = xr[j];
+                                    arg[j] = e;
+                                }
+                            }
+                        }
                     }
                     Aggr::Std => {
                         let m = &mut mean.as_deref_mut().expect("std cache")[local * h..(local + 1) * h];
                         let sd = &mut std.as_deref_mut().expect("std cache")[local * h..(local + 1) * h];
-                        m.iter_mut().zip(&sum).for_each(|(m, &v)| *m = v * inv);
+                        m.iter_mut().for_each(|v| *v = T::ZERO);
+                        for &e in edges {
+                            let xr = &x[e as usize * h..(e as usize + 1) * h];
+                            m.iter_mut().zip(xr).for_each(|(d, &v)| *d += v);
+                        }
+                        m.iter_mut().for_each(|v| *v *= inv);
                         // dst accumulates Σ (x − μ)² before the square root.
-                        dst.iter_mut().for_each(|v| *v = T::ZERO);
                         for &e in edges {
                             let xr = &x[e as usize * h..(e as usize + 1) * h];
                             for j in 0..h {
