@@ -111,7 +111,7 @@ impl From<Bf16Path> for stats::GemmPath {
 /// 3. else f32 FMAs on the bf16 values ([`Bf16Path::F32Fma`]): Intel cores issue `vdpbf16ps`
 ///    on one port where f32 FMAs issue on two, and without AVX512-BF16 there is nothing better.
 ///
-/// The measurements behind the rule are in `docs/benchmarks.md`.
+/// The measurements behind the rule are in `tools/recipes/results/engine_cpu.md`.
 pub fn best_path() -> Bf16Path {
     match FORCED.load(Ordering::Relaxed) {
         0 => chosen_path().0,
