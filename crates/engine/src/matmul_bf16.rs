@@ -63,11 +63,7 @@ impl Bf16Path {
 
     /// Whether this CPU can run the path.
     pub fn available(self) -> bool {
-        match self {
-            Bf16Path::Portable | Bf16Path::F32Fma => true,
-            Bf16Path::Avx512Bf16 => has_avx512_bf16(),
-            Bf16Path::Amx => amx::unavailable().is_none(),
-        }
+        self.unavailable().is_none()
     }
 
     /// Why this CPU cannot run the path (the CPU lacks it, or the kernel refused AMX's tile
