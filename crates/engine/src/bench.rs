@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::rng::Rng;
 
 use crate::alloc::{self, peak_rss_bytes};
+use crate::executor::{CpuExecutor, GnnExecutor};
 use crate::gemm_replay::replay;
 use crate::loss::bce_with_logits;
 use crate::matmul::stats;
@@ -176,8 +177,9 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(precision);
     model.checkpointing = checkpointing;
-    let mut opt = AdamW::new(model.params.len(), AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() });
-    let mut cache = ForwardCache::default();
+    let adam = AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() };
+    // The step goes through the device seam, as the trainer's does.
+    let mut exec = CpuExecutor::new(model, adam);
     let mut dl = vec![0.0f32; g.num_edges()];
     let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
     let mut cache_bytes = 0;
@@ -188,16 +190,14 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
         stats::record(step + 1 == warmup + steps);
         let t = Instant::now();
         if v == Variant::Unfused {
-            let logits = model.forward_unfused(&g);
+            let logits = exec.model().forward_unfused(&g);
             losses.push(bce_with_logits(&logits, &y, None, 4.0, &mut dl));
         } else {
-            model.forward(&g, &mut cache);
-            losses.push(bce_with_logits(&cache.logits, &y, None, 4.0, &mut dl));
-            model.params.zero_grad();
-            model.backward(&g, &mut cache, &dl);
-            let lr = opt.config().lr;
-            opt.step(&mut model.params.data, &model.params.grad, lr);
-            cache_bytes = cache.bytes();
+            exec.zero_grad();
+            losses.push(bce_with_logits(exec.forward(&g), &y, None, 4.0, &mut dl));
+            exec.backward(&g, &dl);
+            exec.optimizer_step(adam.lr);
+            cache_bytes = exec.cache().bytes();
         }
         let dt = t.elapsed().as_secs_f64();
         if step >= warmup {
@@ -243,7 +243,7 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
         what: if v == Variant::Unfused { "forward only" } else { "forward + backward + Adam" }.to_string(),
         config: cfg,
         threads,
-        parameters: model.params.len(),
+        parameters: exec.params().len(),
         nodes: g.num_nodes,
         edges: g.num_edges(),
         step_seconds_mean: finite(mean),

@@ -32,8 +32,12 @@
 //! assert!(losses[19] < losses[0], "{losses:?}");
 //! ```
 //!
+//! The trainer, evaluation and inference reach a model through [`GnnExecutor`] ([`executor`]):
+//! forward, backward, the optimiser step and inference on one [`Device`], with the CPU engine
+//! ([`CpuExecutor`]) as its implementation today.
+//!
 //! Not for: graphs from events (`trackgnn-graph`), the training loop, data sets, metrics and
-//! checkpoints (`trackgnn-train`), or GPUs: it is a CPU engine, parallel with rayon.
+//! checkpoints (`trackgnn-train`).
 #![deny(missing_docs)]
 
 pub mod alloc;
@@ -42,6 +46,7 @@ pub mod bf16;
 pub mod checkpointing;
 pub mod config;
 pub mod dense;
+pub mod executor;
 pub mod gemm_replay;
 pub mod graph_input;
 pub mod loss;
@@ -59,6 +64,7 @@ pub mod simd;
 pub use checkpointing::Checkpointing;
 pub use config::{ConfigError, ModelConfig, Norm, Precision, UpdateOrder};
 pub use dense::{DenseNet, DenseNetConfig};
+pub use executor::{CpuExecutor, Device, DeviceError, GnnExecutor, executor_on};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

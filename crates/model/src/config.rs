@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::optim::{AdamWConfig, LrScheduleConfig};
-use trackgnn_engine::{Checkpointing, ModelConfig, Precision};
+use trackgnn_engine::{Checkpointing, Device, ModelConfig, Precision};
 
 /// What to do with a graph whose training step would exceed the memory budget
 /// (`--max-memory`; see the train crate's `budget`).
@@ -146,6 +146,9 @@ pub struct TrainConfig {
     /// f32 accumulation, f32 weights and optimiser state). Configs written before it load as
     /// `f32`.
     pub precision: Precision,
+    /// Where the model runs: `cpu` (the default; configs written before it load so) or
+    /// `cuda:N`. It changes neither the model nor its weight files, and may change on resume.
+    pub device: Device,
     /// Memory budget of one training step in bytes (0: none). A graph whose step would need
     /// more is cut into φ sectors or skipped (`oversize`).
     pub max_memory_bytes: u64,
@@ -188,6 +191,7 @@ impl Default for TrainConfig {
             sampler_bins: 8,
             checkpointing: Checkpointing::NONE,
             precision: Precision::F32,
+            device: Device::Cpu,
             max_memory_bytes: 0,
             oversize: Oversize::Split,
             sector_overlap_phi: 0.3,

@@ -102,6 +102,9 @@ pub enum Error {
     /// The model configuration cannot be used.
     #[error(transparent)]
     Model(#[from] trackgnn_engine::ConfigError),
+    /// The model cannot run on the device asked for.
+    #[error(transparent)]
+    Device(#[from] trackgnn_engine::DeviceError),
     /// A setting that cannot be used, or a directory that is not a run.
     #[error("{0}")]
     Config(String),

@@ -1,10 +1,12 @@
 //! The trained GNN, ready for inference: a run's configuration and its weights in an
-//! [`InteractionGnn`], giving a graph's edge logits and scores.
+//! [`InteractionGnn`], run on a device by a [`GnnExecutor`], giving a graph's edge logits and
+//! scores.
 
 use std::path::PathBuf;
 
 use trackgnn_engine::loss::sigmoid;
-use trackgnn_engine::{ForwardCache, InteractionGnn};
+use trackgnn_engine::optim::AdamWConfig;
+use trackgnn_engine::{Device, GnnExecutor, InteractionGnn, Precision, executor_on};
 use trackgnn_graph::recipe::EDGE_FEATURE_NAMES;
 use trackgnn_graph::{Graph, GraphRecipe};
 use trackgnn_trackml::rng::Rng;
@@ -19,10 +21,13 @@ use crate::weights::load_weights;
 pub struct TrainedModel {
     /// The run's training configuration.
     pub config: TrainConfig,
-    /// The GNN, with the weights loaded.
-    pub model: InteractionGnn<f32>,
+    /// The GNN's definition with the weights loaded; inference runs a copy of it on the
+    /// executor's device.
+    model: InteractionGnn<f32>,
     /// The weights file loaded.
     pub weights: PathBuf,
+    /// The model on the device that scores graphs.
+    executor: Box<dyn GnnExecutor>,
 }
 
 /// The input widths of the graphs `recipe` builds: node features and edge features. Training
@@ -35,14 +40,15 @@ pub fn input_widths(recipe: &GraphRecipe) -> (usize, usize) {
 impl TrainedModel {
     /// Loads `run`'s configuration and the `weights` chosen into a model for graphs of
     /// `node_dim` node features and `edge_dim` edge features (weights of other sizes are an
-    /// error naming the tensor).
+    /// error naming the tensor), on the CPU in the run's precision.
     pub fn open(run: &RunDir, weights: &Weights, node_dim: usize, edge_dim: usize) -> Result<TrainedModel> {
         let config = run.read_config()?;
         let mut model = InteractionGnn::<f32>::new(config.model.clone(), node_dim, edge_dim, &mut Rng::new(0));
         let weights = run.weights_path(weights);
         load_weights(&weights, &mut model.params)?;
         model.set_precision(config.precision);
-        Ok(TrainedModel { config, model, weights })
+        let executor = executor_on(Device::Cpu, model.clone(), AdamWConfig::default())?;
+        Ok(TrainedModel { config, model, weights, executor })
     }
 
     /// [`open`](Self::open) for the graphs of `recipe` (of its [`input_widths`]).
@@ -51,13 +57,40 @@ impl TrainedModel {
         TrainedModel::open(run, weights, node_dim, edge_dim)
     }
 
-    /// The edge scores (probabilities) of a graph, reusing `cache`'s buffers.
-    pub fn scores(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
-        self.logits(graph, cache).iter().map(|&x| sigmoid(x)).collect()
+    /// Scores graphs on `device` from now on (an error if this build cannot run it there).
+    pub fn set_device(&mut self, device: Device) -> Result<()> {
+        self.executor = executor_on(device, self.model.clone(), AdamWConfig::default())?;
+        Ok(())
     }
 
-    /// The edge logits of a graph (scores before the sigmoid), reusing `cache`'s buffers.
-    pub fn logits(&self, graph: &Graph, cache: &mut ForwardCache<f32>) -> Vec<f32> {
-        self.model.infer(&graph_input(graph), cache).to_vec()
+    /// Scores graphs in `precision` from now on (the run's by default).
+    pub fn set_precision(&mut self, precision: Precision) {
+        self.model.set_precision(precision);
+        self.executor.set_precision(precision);
+    }
+
+    /// The GNN's definition and trained weights (what ONNX export reads).
+    pub fn model(&self) -> &InteractionGnn<f32> {
+        &self.model
+    }
+
+    /// The device that scores graphs.
+    pub fn device(&self) -> Device {
+        self.executor.device()
+    }
+
+    /// The model on its device.
+    pub fn executor(&self) -> &dyn GnnExecutor {
+        &*self.executor
+    }
+
+    /// The edge scores (probabilities) of a graph.
+    pub fn scores(&self, graph: &Graph) -> Vec<f32> {
+        self.logits(graph).iter().map(|&x| sigmoid(x)).collect()
+    }
+
+    /// The edge logits of a graph (scores before the sigmoid).
+    pub fn logits(&self, graph: &Graph) -> Vec<f32> {
+        self.executor.infer(&graph_input(graph))
     }
 }

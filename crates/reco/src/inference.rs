@@ -26,11 +26,9 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Serialize;
-use trackgnn_engine::ForwardCache;
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::{BuildStats, Graph, GraphRecipe, ModuleMap, build_graph_with};
 use trackgnn_model::LearnedStages;
@@ -100,8 +98,6 @@ pub struct Reconstructor {
     /// The smallest reconstructable particle the metrics count, in hits, when it is not the
     /// track builder's `min_hits`.
     min_particle_hits: Option<usize>,
-    /// The GNN's buffers, reused from event to event.
-    cache: Mutex<ForwardCache<f32>>,
     /// The candidate-quality model and the largest fake probability kept.
     quality: Option<(QualityModel, f64)>,
     /// Whether track following runs again around the candidates the quality model keeps.
@@ -143,7 +139,6 @@ impl Reconstructor {
             builder,
             truth_scores: false,
             min_particle_hits: None,
-            cache: Mutex::new(ForwardCache::default()),
             quality: None,
             rebuild: false,
         })
@@ -225,7 +220,7 @@ impl Reconstructor {
     /// keeps the run's).
     pub fn with_precision(mut self, precision: Option<trackgnn_engine::Precision>) -> Reconstructor {
         if let Some(p) = precision {
-            self.model.model.set_precision(p);
+            self.model.set_precision(p);
         }
         self
     }
@@ -285,24 +280,12 @@ impl Reconstructor {
             let truth = graph.truth.as_ref().ok_or(Error::TruthScoresWithoutTruth { event_id })?;
             return Ok(truth.target.iter().map(|&y| y as f32).collect());
         }
-        Ok(self.with_cache(|cache| self.model.scores(graph, cache)))
+        Ok(self.model.scores(graph))
     }
 
     /// The GNN's logits of `graph`'s edges (the scores before the sigmoid).
     pub fn logits(&self, graph: &Graph) -> Vec<f32> {
-        self.with_cache(|cache| self.model.logits(graph, cache))
-    }
-
-    /// `f` with the GNN's buffers. Concurrent callers each get buffers: a second caller (or a
-    /// rayon task stolen while the first waits) gets fresh ones instead of waiting for the lock.
-    fn with_cache<T>(&self, f: impl FnOnce(&mut ForwardCache<f32>) -> T) -> T {
-        let mut fresh = ForwardCache::default();
-        let mut guard = self.cache.try_lock();
-        let cache = match guard.as_deref_mut() {
-            Ok(c) => c,
-            Err(_) => &mut fresh,
-        };
-        f(cache)
+        self.model.logits(graph)
     }
 
     /// A track id per hit of `event` (in its hit order) from the `scores` of `graph`'s edges,

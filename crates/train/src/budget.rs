@@ -5,7 +5,7 @@
 //! configuration, so every rank of a data-parallel run reaches the same one without talking:
 //! all ranks take the same number of steps and none waits forever at the all-reduce.
 
-use trackgnn_engine::InteractionGnn;
+use trackgnn_engine::GnnExecutor;
 
 pub use trackgnn_model::config::Oversize;
 
@@ -13,12 +13,12 @@ pub use trackgnn_model::config::Oversize;
 pub const MAX_PARTS: usize = 64;
 
 /// Bytes of one training step on a graph of `n` nodes and `e` edges: the engine's buffers
-/// ([`InteractionGnn::estimate_step_bytes`], parameters and gradients included), the
+/// ([`GnnExecutor::estimate_step_bytes`], parameters and gradients included), the
 /// optimiser's two moments, and the graph input (features, indices, both adjacency lists,
 /// labels, loss weights and gradient of the logits).
-pub fn step_bytes(model: &InteractionGnn<f32>, n: usize, e: usize, node_dim: usize, edge_dim: usize) -> u64 {
+pub fn step_bytes(model: &dyn GnnExecutor, n: usize, e: usize, node_dim: usize, edge_dim: usize) -> u64 {
     let input = n * (node_dim * 4 + 2 * 4 + 2 * 4) + e * (edge_dim * 4 + 2 * 4 + 2 * 4 + 2 + 4 + 4);
-    (model.estimate_step_bytes(n, e) + 2 * model.params.len() * 4 + input) as u64
+    (model.estimate_step_bytes(n, e) + 2 * model.params().len() * 4 + input) as u64
 }
 
 /// Fraction of a graph's nodes (and roughly of its edges) in each of `k` φ sectors grown by
@@ -30,7 +30,7 @@ pub fn sector_fraction(k: usize, overlap_phi: f64) -> f64 {
 /// The number of φ sectors that bring a step under `budget` bytes (1: the whole graph fits), or
 /// `None` if even [`MAX_PARTS`] sectors do not. A 10% margin covers the spread of sector sizes.
 pub fn parts_needed(
-    model: &InteractionGnn<f32>,
+    model: &dyn GnnExecutor,
     (n, e): (usize, usize),
     (node_dim, edge_dim): (usize, usize),
     budget: u64,
@@ -47,12 +47,13 @@ pub fn parts_needed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trackgnn_engine::ModelConfig;
+    use trackgnn_engine::optim::AdamWConfig;
+    use trackgnn_engine::{CpuExecutor, InteractionGnn, ModelConfig};
     use trackgnn_trackml::rng::Rng;
 
-    fn model() -> InteractionGnn<f32> {
+    fn model() -> CpuExecutor {
         let cfg = ModelConfig { hidden: 16, iterations: 2, ..ModelConfig::default() };
-        InteractionGnn::new(cfg, 3, 4, &mut Rng::new(1))
+        CpuExecutor::new(InteractionGnn::new(cfg, 3, 4, &mut Rng::new(1)), AdamWConfig::default())
     }
 
     #[test]

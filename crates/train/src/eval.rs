@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
+use trackgnn_engine::GnnExecutor;
 use trackgnn_engine::loss::bce_with_logits;
-use trackgnn_engine::{ForwardCache, InteractionGnn};
 
 use crate::config::TrainConfig;
 use crate::data::{GraphSet, LossWeights, Prefetcher};
@@ -31,7 +31,7 @@ const FIELDS: usize = 7;
 
 /// Evaluates `model` on the graphs `idx` of `set`; rank r takes every size-th graph from r.
 pub fn evaluate(
-    model: &InteractionGnn<f32>,
+    model: &dyn GnnExecutor,
     set: &GraphSet,
     idx: &[usize],
     cfg: &TrainConfig,
@@ -44,13 +44,12 @@ pub fn evaluate(
     let per_rank = idx.len().div_ceil(size);
     let mut rows = vec![f64::NAN; per_rank * FIELDS];
     let mut loader = Prefetcher::new(mine.iter().map(|&i| set.files[i].1.clone()).collect(), LossWeights::of(cfg));
-    let mut cache = ForwardCache::default();
     let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
     for k in 0..mine.len() {
         let s = loader.next_sample().expect("one sample per path")?;
         // Inference keeps two states, not a backward's worth: whole events fit where training
         // needed sectors.
-        let logits = model.infer(&s.input, &mut cache);
+        let logits = model.infer(&s.input);
         let mut dl = vec![0.0f32; s.input.num_edges()];
         let loss = bce_with_logits(&logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
         let m = EdgeMetrics::of_event(&logits, &s.y, &s.target, cfg.threshold, loss);

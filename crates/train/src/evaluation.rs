@@ -81,9 +81,9 @@ pub fn evaluate_run(
     let first = load_sample(&set.files[idx[0]].1, LossWeights::of(cfg))?;
     let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
     if let Some(p) = precision {
-        trained.model.set_precision(p);
+        trained.set_precision(p);
     }
-    let r = evaluate(&trained.model, &set, &idx, cfg, &mut SingleProcess, false)?;
+    let r = evaluate(trained.executor(), &set, &idx, cfg, &mut SingleProcess, false)?;
     let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
     let (epoch_seconds, seconds_per_batch) =
         last.as_ref().map_or((f64::NAN, f64::NAN), |l| (l.epoch_seconds, l.seconds_per_batch));

@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::loss::bce_with_logits;
-use trackgnn_engine::optim::{AdamW, LrSchedule, clip_grad_norm, l2_norm};
-use trackgnn_engine::{ForwardCache, InteractionGnn};
+use trackgnn_engine::optim::{LrSchedule, clip_grad_norm, l2_norm};
+use trackgnn_engine::{GnnExecutor, InteractionGnn, executor_on};
 use trackgnn_trackml::rng::Rng;
 
 use crate::budget::{self, Oversize};
@@ -127,7 +127,7 @@ fn plan_parts(
     cfg: &TrainConfig,
     set: &GraphSet,
     split: &mut Split,
-    model: &InteractionGnn<f32>,
+    model: &dyn GnnExecutor,
     dims: (usize, usize),
     warn: bool,
 ) -> Result<Vec<usize>> {
@@ -208,9 +208,8 @@ pub struct Trainer<'a> {
     split: Split,
     run: RunDir,
     comm: &'a mut dyn Comm,
-    /// The model (public for tests and evaluation).
-    pub model: InteractionGnn<f32>,
-    opt: AdamW,
+    /// The model on its device, with its optimiser.
+    exec: Box<dyn GnnExecutor>,
     schedule: LrSchedule,
     state: RunState,
     /// φ sectors each graph of the set is trained as (1: whole), from the memory budget.
@@ -223,6 +222,11 @@ pub struct Trainer<'a> {
 }
 
 impl<'a> Trainer<'a> {
+    /// The model on its device (its parameters, for tests and evaluation).
+    pub fn executor(&self) -> &dyn GnnExecutor {
+        &*self.exec
+    }
+
     /// The φ sectors each graph of the set trains as (1: whole), by index into the set.
     pub fn parts(&self) -> &[usize] {
         &self.parts
@@ -260,7 +264,9 @@ impl<'a> Trainer<'a> {
         if let (Some(path), false) = (&cfg.init_weights, resume) {
             load_weights(path, &mut model.params)?;
         }
-        let parts = plan_parts(&cfg, &set, &mut split, &model, (node_dim, edge_dim), comm.is_root())?;
+        let mut exec =
+            executor_on(cfg.device, model, cfg.optimizer).map_err(|e| Error::Config(format!("device: {e}")))?;
+        let parts = plan_parts(&cfg, &set, &mut split, &*exec, (node_dim, edge_dim), comm.is_root())?;
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {
             return Err(Error::Config(format!(
@@ -281,8 +287,7 @@ impl<'a> Trainer<'a> {
             )));
         }
         // Every replica starts from rank 0's weights.
-        comm.broadcast(&mut model.params.data, 0)?;
-        let opt = AdamW::new(model.params.len(), cfg.optimizer);
+        comm.broadcast(&mut exec.params_mut().data, 0)?;
         let schedule = LrSchedule::new(cfg.schedule);
         let state = RunState {
             epoch: 0,
@@ -304,8 +309,7 @@ impl<'a> Trainer<'a> {
             split,
             run,
             comm,
-            model,
-            opt,
+            exec,
             schedule,
             state,
             parts,
@@ -353,7 +357,7 @@ impl<'a> Trainer<'a> {
 
     fn resume(&mut self) -> Result<()> {
         let dir = self.run.checkpoint_dir();
-        let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
+        let (opt_state, state) = load_checkpoint(&dir, self.exec.params_mut())?;
         let saved: RunState = serde_json::from_value(state)
             .map_err(|e| Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
         // The starting weights matter only to a fresh run: a resume continues from the
@@ -364,6 +368,7 @@ impl<'a> Trainer<'a> {
         // Checkpointing changes memory and time, never the gradients; the fault policies change
         // nothing a finished step did.
         a.checkpointing = self.cfg.checkpointing;
+        a.device = self.cfg.device;
         a.non_finite = self.cfg.non_finite;
         a.replica_check_every_steps = self.cfg.replica_check_every_steps;
         // A new schedule that gave every step already taken its learning rate (a decay that
@@ -379,14 +384,14 @@ impl<'a> Trainer<'a> {
                 saved.global_step
             )));
         }
-        self.opt = AdamW::from_state(self.cfg.optimizer, opt_state);
+        self.exec.restore_optimizer(opt_state);
         let previous_ranks = saved.ranks;
         self.state = RunState { ranks: self.comm.size(), ..saved };
         self.state.config = self.cfg.clone();
         self.last_saved_step = Some(self.state.global_step);
         let change = (previous_ranks != self.comm.size()).then(|| self.regroup(previous_ranks));
         // Every rank resumes from the same weights (rank 0's, which wrote them).
-        self.comm.broadcast(&mut self.model.params.data, 0)?;
+        self.comm.broadcast(&mut self.exec.params_mut().data, 0)?;
         if self.comm.is_root() {
             MetricsLog::resume(self.run.root(), self.state.epoch)?;
             self.run.truncate_steps(self.state.global_step)?;
@@ -464,7 +469,7 @@ impl<'a> Trainer<'a> {
         if self.comm.is_root() {
             let state = serde_json::to_value(&self.state).expect("state serialises");
             let dir = self.run.checkpoint_dir();
-            save_checkpoint(&dir, &self.model.params, &self.opt.state(), &state).map_err(|e| {
+            save_checkpoint(&dir, self.exec.params(), &self.exec.optimizer_state(), &state).map_err(|e| {
                 Error::CheckpointWrite {
                     kept: match self.last_saved_step {
                         Some(s) => format!("the previous checkpoint there (step {s}) is intact"),
@@ -493,7 +498,6 @@ impl<'a> Trainer<'a> {
     pub fn run(&mut self, progress: &dyn Progress, stop: &AtomicBool) -> Result<TrainOutcome> {
         let mut log =
             if self.comm.is_root() { Some(MetricsLog::resume(self.run.root(), self.state.epoch)?) } else { None };
-        let mut cache = ForwardCache::default();
         let mut history: Vec<EpochRecord> =
             if self.comm.is_root() { self.run.read_metrics().unwrap_or_default() } else { Vec::new() };
         let mut interrupted = false;
@@ -502,7 +506,7 @@ impl<'a> Trainer<'a> {
             let epoch = self.state.epoch;
             let groups = self.groups(epoch);
             let steps = groups.len() as u64;
-            if self.train_epoch(&groups, &mut cache, progress, stop)? {
+            if self.train_epoch(&groups, progress, stop)? {
                 interrupted = true;
                 break;
             }
@@ -513,9 +517,12 @@ impl<'a> Trainer<'a> {
             // epoch costs seconds of kernel time (page zeroing, which two ranks on one memory
             // bus slow each other at).
             if self.cfg.max_memory_bytes > 0 {
-                cache = ForwardCache::default();
+                self.exec.release_buffers();
             }
-            let val = evaluate(&self.model, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
+            let val = evaluate(&*self.exec, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
+            if self.cfg.max_memory_bytes > 0 {
+                self.exec.release_buffers();
+            }
             let rec = self.epoch_record(epoch, steps, &val);
             self.keep_if_best(epoch, &val)?;
             self.state.epoch += 1;
@@ -551,13 +558,7 @@ impl<'a> Trainer<'a> {
     /// The remaining steps of the current epoch (whose step groups are `groups`), each logged,
     /// with the periodic replica checks and checkpoints. True if `stop` interrupted it (a
     /// checkpoint was written).
-    fn train_epoch(
-        &mut self,
-        groups: &[Vec<usize>],
-        cache: &mut ForwardCache<f32>,
-        progress: &dyn Progress,
-        stop: &AtomicBool,
-    ) -> Result<bool> {
+    fn train_epoch(&mut self, groups: &[Vec<usize>], progress: &dyn Progress, stop: &AtomicBool) -> Result<bool> {
         let (epoch, rank, gps) = (self.state.epoch, self.comm.rank(), self.cfg.graphs_per_step);
         let steps = groups.len() as u64;
         progress.epoch_start(epoch, steps);
@@ -568,7 +569,7 @@ impl<'a> Trainer<'a> {
             .collect();
         let mut loader = Prefetcher::with_parts(paths, LossWeights::of(&self.cfg), self.cfg.sector_overlap_phi);
         for step in first_step..steps {
-            let record = self.step(&mut loader, cache, &groups[step as usize], steps, progress)?;
+            let record = self.step(&mut loader, &groups[step as usize], steps, progress)?;
             if self.comm.is_root() {
                 // Every rank derives the same groups, so rank 0 knows what each trained on.
                 let events = groups[step as usize].chunks_exact(gps).map(|g| self.event_ids(g)).collect();
@@ -578,7 +579,7 @@ impl<'a> Trainer<'a> {
                 && at == self.state.global_step
                 && r == rank
             {
-                self.model.params.data[0] += 1e-3;
+                self.exec.params_mut().data[0] += 1e-3;
             }
             let k = self.cfg.replica_check_every_steps as u64;
             if k > 0 && self.state.global_step.is_multiple_of(k) {
@@ -604,7 +605,6 @@ impl<'a> Trainer<'a> {
     fn step(
         &mut self,
         loader: &mut Prefetcher,
-        cache: &mut ForwardCache<f32>,
         group: &[usize],
         steps: u64,
         progress: &dyn Progress,
@@ -612,16 +612,16 @@ impl<'a> Trainer<'a> {
         let (epoch, size, gps) = (self.state.epoch, self.comm.size(), self.cfg.graphs_per_step);
         let step = self.state.step_in_epoch;
         let t_step = Instant::now();
-        let loss_sum = self.gradients(loader, cache)?;
+        let loss_sum = self.gradients(loader)?;
         // Checked before the all-reduce, which would spread a NaN to every rank's gradient.
-        let local_finite = loss_sum.is_finite() && self.model.params.grad.iter().all(|g| g.is_finite());
+        let local_finite = loss_sum.is_finite() && self.exec.params().grad.iter().all(|g| g.is_finite());
         let compute_s = t_step.elapsed().as_secs_f64();
-        let engine_bytes = (cache.bytes() + cache.workspace.bytes()) as u64;
+        let engine_bytes = self.exec.buffer_bytes() as u64;
         self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
         // One all-reduce of the flat gradient buffer averages the replicas' gradients.
         // Its duration includes waiting for the slowest rank: the load imbalance.
         let t_reduce = Instant::now();
-        self.comm.allreduce_mean(&mut self.model.params.grad)?;
+        self.comm.allreduce_mean(&mut self.exec.params_mut().grad)?;
         let reduce_s = t_reduce.elapsed().as_secs_f64();
         // Loss, finiteness and per-rank timings travel together in one small gather.
         let stats =
@@ -634,7 +634,7 @@ impl<'a> Trainer<'a> {
         let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
         self.state.accum.imbalance_sum += imbalance;
         self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
-        let grad_norm = clip_grad_norm(&mut self.model.params.grad, self.cfg.clip_grad_norm);
+        let grad_norm = clip_grad_norm(&mut self.exec.params_mut().grad, self.cfg.clip_grad_norm);
         let lr = self.schedule.lr(self.cfg.scaled_lr(size), epoch as usize, step as usize, steps as usize);
         let finite = bad_ranks.is_empty() && loss.is_finite() && grad_norm.is_finite();
         if !finite && self.cfg.non_finite == NonFinite::Stop {
@@ -642,7 +642,7 @@ impl<'a> Trainer<'a> {
             return Err(self.non_finite_error(step, group, &bad_ranks, loss, grad_norm));
         }
         if finite {
-            self.opt.step(&mut self.model.params.data, &self.model.params.grad, lr);
+            self.exec.optimizer_step(lr);
             self.state.accum.loss_sum += loss;
             self.state.accum.grad_norm_sum += grad_norm;
             self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
@@ -710,24 +710,24 @@ impl<'a> Trainer<'a> {
 
     /// The gradients of this rank's graphs of one step, summed into the parameters' gradient
     /// buffer (zeroed first); returns the sum of their losses.
-    fn gradients(&mut self, loader: &mut Prefetcher, cache: &mut ForwardCache<f32>) -> Result<f64> {
+    fn gradients(&mut self, loader: &mut Prefetcher) -> Result<f64> {
         let gps = self.cfg.graphs_per_step;
-        self.model.params.zero_grad();
+        self.exec.zero_grad();
         let mut loss_sum = 0.0;
         for _ in 0..gps {
             // A graph over the memory budget comes as sectors; the gradients of their mean
             // losses, scaled by their share of the edges, add up to the whole graph's (less the
             // few edges no sector holds).
             for s in loader.next_parts().expect("a graph per slot")? {
-                self.model.forward(&s.input, cache);
+                let logits = self.exec.forward(&s.input);
                 let mut dl = vec![0.0f32; s.input.num_edges()];
-                let l = bce_with_logits(&cache.logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
+                let l = bce_with_logits(logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
                 loss_sum += l * s.loss_scale;
                 let scale = (s.loss_scale / gps as f64) as f32;
                 if scale != 1.0 {
                     dl.iter_mut().for_each(|g| *g *= scale);
                 }
-                self.model.backward(&s.input, cache, &dl);
+                self.exec.backward(&s.input, &dl);
             }
         }
         Ok(loss_sum)
@@ -751,7 +751,7 @@ impl<'a> Trainer<'a> {
             lr: self.schedule.lr(base_lr, epoch as usize, steps.saturating_sub(1) as usize, steps as usize),
             grad_norm: per_step(a.grad_norm_sum),
             grad_norm_max: a.grad_norm_max,
-            weight_norm: l2_norm(&self.model.params.data),
+            weight_norm: l2_norm(&self.exec.params().data),
             epoch_seconds: a.train_seconds + val.seconds,
             seconds_per_batch: per_step(a.train_seconds),
             val_seconds: val.seconds,
@@ -771,7 +771,7 @@ impl<'a> Trainer<'a> {
             self.state.best_epoch = Some(epoch);
             self.state.bad_epochs = 0;
             if self.comm.is_root() {
-                save_weights(&self.run.best_path(), &self.model.params)?;
+                save_weights(&self.run.best_path(), self.exec.params())?;
             }
         } else {
             self.state.bad_epochs += 1;
@@ -795,7 +795,7 @@ impl<'a> Trainer<'a> {
         if self.comm.size() == 1 {
             return Ok(());
         }
-        let mine = checksum(&self.model.params.data);
+        let mine = checksum(&self.exec.params().data);
         let all = self.comm.allgather_f64(&mine)?;
         if all.chunks_exact(2).any(|c| c != mine) {
             return Err(Error::Dist(format!(

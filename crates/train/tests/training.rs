@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use trackgnn_engine::loss::bce_with_logits;
-use trackgnn_engine::{ForwardCache, InteractionGnn};
+use trackgnn_engine::{CpuExecutor, Device, ForwardCache, InteractionGnn};
 use trackgnn_graph::features::NodeCuts;
 use trackgnn_graph::{GraphMethod, GraphRecipe, build_graph, graph_file_name, write_graph};
 use trackgnn_simulate::{Generator, SimConfig};
@@ -71,6 +71,16 @@ fn a_split_without_validation_events_is_refused_up_front() {
     assert_eq!(t.split().val.len(), 1);
     let out = t.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert!(out.best_value.is_finite() && RunDir::open(&run).unwrap().best_path().exists(), "{out:?}");
+}
+
+#[test]
+fn a_device_this_build_cannot_run_is_refused_before_anything_is_written() {
+    let (dir, graphs) = tiny_set(6);
+    let run = dir.path().join("run");
+    let cfg = TrainConfig { device: Device::Cuda(0), ..small_config() };
+    let msg = Trainer::new(cfg, &graphs, &run, false, &mut SingleProcess).err().expect("refused").to_string();
+    assert!(msg.contains("device: cuda:0: this build of trackgnn has no backend for it"), "{msg}");
+    assert!(!run.exists(), "nothing written");
 }
 
 #[test]
@@ -146,7 +156,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     let mut comm = SingleProcess;
     let mut a = Trainer::new(cfg.clone(), &graphs, &dir.path().join("a"), false, &mut comm).unwrap();
     a.run(&Silent, &AtomicBool::new(false)).unwrap();
-    let weights_a = a.model.params.data.clone();
+    let weights_a = a.executor().params().data.clone();
     // Interrupted in the middle of epoch 1 (11 training graphs per epoch), then resumed.
     let stop = AtomicBool::new(false);
     let run_b = dir.path().join("b");
@@ -163,7 +173,7 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
     let out = b.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert_eq!(out.epochs_completed, 3);
     assert!(
-        b.model.params.data.iter().zip(&weights_a).all(|(x, y)| x.to_bits() == y.to_bits()),
+        b.executor().params().data.iter().zip(&weights_a).all(|(x, y)| x.to_bits() == y.to_bits()),
         "resumed weights differ from the uninterrupted run"
     );
     // The logs hold each epoch once, and the best weights on disk match.
@@ -174,8 +184,8 @@ fn an_interrupted_run_resumes_to_the_same_weights() {
         assert_eq!(x.val_loss.to_bits(), y.val_loss.to_bits());
         assert_eq!(x.train_loss.to_bits(), y.train_loss.to_bits());
     }
-    let mut pa = a.model.params.clone();
-    let mut pb = b.model.params.clone();
+    let mut pa = a.executor().params().clone();
+    let mut pb = b.executor().params().clone();
     load_weights(&RunDir::new(dir.path().join("a")).best_path(), &mut pa).unwrap();
     load_weights(&RunDir::new(&run_b).best_path(), &mut pb).unwrap();
     assert_eq!(pa.data, pb.data);
@@ -206,7 +216,13 @@ fn a_resume_may_add_a_decay_that_keeps_the_past_learning_rates() {
     let mut fresh = Trainer::new(decayed(2), &graphs, &dir.path().join("fresh"), false, &mut comm_fresh).unwrap();
     fresh.run(&Silent, &AtomicBool::new(false)).unwrap();
     assert!(
-        resumed.model.params.data.iter().zip(&fresh.model.params.data).all(|(x, y)| x.to_bits() == y.to_bits()),
+        resumed
+            .executor()
+            .params()
+            .data
+            .iter()
+            .zip(&fresh.executor().params().data)
+            .all(|(x, y)| x.to_bits() == y.to_bits()),
         "the resumed run with a later decay differs from a fresh run with it"
     );
     let lrs: Vec<f64> = RunDir::new(&run).read_metrics().unwrap().iter().map(|r| r.lr).collect();
@@ -227,24 +243,24 @@ fn a_run_may_start_from_the_weights_of_another() {
     let tuned = TrainConfig { init_weights: Some(best.clone()), pos_weight: 2.0, ..cfg.clone() };
     let mut comm_tuned = SingleProcess;
     let mut t = Trainer::new(tuned.clone(), &graphs, &dir.path().join("tuned"), false, &mut comm_tuned).unwrap();
-    let mut expected = t.model.params.clone();
+    let mut expected = t.executor().params().clone();
     load_weights(&best, &mut expected).unwrap();
     let mut comm_fresh = SingleProcess;
     let fresh = Trainer::new(cfg.clone(), &graphs, &dir.path().join("fresh"), false, &mut comm_fresh).unwrap();
-    assert_ne!(fresh.model.params.data, expected.data, "the first run's best weights are its initial ones");
-    assert_eq!(t.model.params.data, expected.data, "the run did not start from the given weights");
+    assert_ne!(fresh.executor().params().data, expected.data, "the first run's best weights are its initial ones");
+    assert_eq!(t.executor().params().data, expected.data, "the run did not start from the given weights");
     let events: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("tuned/events.json")).unwrap()).unwrap();
     assert!(events["init_weights"]["hash"].as_str().unwrap().starts_with("crc32:"), "{events}");
     // A resume continues from the checkpoint, whether or not the starting weights are named again.
     t.run(&Silent, &AtomicBool::new(false)).unwrap();
-    let done = t.model.params.data.clone();
+    let done = t.executor().params().data.clone();
     drop(t);
     for init in [None, Some(best.clone())] {
         let again = TrainConfig { init_weights: init, ..tuned.clone() };
         let mut comm_again = SingleProcess;
         let r = Trainer::new(again, &graphs, &dir.path().join("tuned"), true, &mut comm_again).unwrap();
-        assert_eq!(r.model.params.data, done, "a resume did not start from the checkpoint");
+        assert_eq!(r.executor().params().data, done, "a resume did not start from the checkpoint");
     }
     // Weights of another model shape: refused, naming the file.
     let mut wider = tuned.clone();
@@ -334,7 +350,10 @@ fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
     let set = GraphSet::open(&graphs, 0).unwrap();
     let base = small_config();
     let probe = load_parts(&set.files[0].1, W, 1, 0.0).unwrap().remove(0);
-    let model = InteractionGnn::new(base.model.clone(), probe.input.node_dim, probe.input.edge_dim, &mut Rng::new(1));
+    let model = CpuExecutor::new(
+        InteractionGnn::new(base.model.clone(), probe.input.node_dim, probe.input.edge_dim, &mut Rng::new(1)),
+        Default::default(),
+    );
     let mut need: Vec<u64> = (0..set.len())
         .map(|i| {
             step_bytes(&model, set.nodes[i] as usize, set.edges[i] as usize, probe.input.node_dim, probe.input.edge_dim)

@@ -291,7 +291,7 @@ pub fn train(
                 s.train.len(),
                 s.val.len(),
                 s.test.len(),
-                trainer.model.params.len(),
+                trainer.executor().params().len(),
                 out.display()
             );
             if cfg.precision == trackgnn_engine::Precision::Bf16 {
