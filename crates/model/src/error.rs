@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// and weights, and the learned stages' runs.
 ///
 /// Every variant names the file or directory concerned and says what is wrong. The train
-/// crate's error has the same variants, and converts each of these into its own.
+/// crate's error holds it whole (`trackgnn_train::Error::Model`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -12,6 +12,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::checkpoint::load_weights;
 use crate::error::{Error, Result};
+use trackgnn_model::Error as ModelError;
 
 /// The random graph of a parity export without a graph file.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -127,7 +128,7 @@ pub fn export_parity(spec: &ParitySpec, out: &Path) -> Result<ParityExport> {
     buffers.push(("graph.weight".into(), Dtype::F32, vec![e], f32_bytes(&w)));
     buffers.push(("logits".into(), Dtype::F32, vec![e], f32_bytes(&cache.logits)));
     buffers.push(("loss".into(), Dtype::F32, vec![1], f32_bytes(&[loss])));
-    let st = |source| Error::Safetensors { path: out.to_path_buf(), source };
+    let st = |source| Error::Model(ModelError::Safetensors { path: out.to_path_buf(), source });
     let views: Vec<(String, TensorView<'_>)> = buffers
         .iter()
         .map(|(name, dt, shape, bytes)| Ok((name.clone(), TensorView::new(*dt, shape.clone(), bytes).map_err(st)?)))

@@ -355,7 +355,7 @@ impl<'a> Trainer<'a> {
         let dir = self.run.checkpoint_dir();
         let (opt_state, state) = load_checkpoint(&dir, &mut self.model.params)?;
         let saved: RunState = serde_json::from_value(state)
-            .map_err(|e| Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
+            .map_err(|e| trackgnn_model::Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
         // The starting weights matter only to a fresh run: a resume continues from the
         // checkpoint's, with or without `init_weights` given again.
         self.cfg.init_weights = saved.config.init_weights.clone();

@@ -29,6 +29,7 @@ use crate::data::GraphSet;
 use crate::error::{Error, Result};
 use crate::logs::load_average;
 use crate::run_dir::RunDir;
+use trackgnn_model::Error as ModelError;
 
 /// Whether this build trains over MPI (the launched binary is built with the same features).
 const MPI: bool = cfg!(feature = "mpi");
@@ -253,7 +254,7 @@ pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
 
 /// `value` as a JSON value, whose objects have their keys sorted.
 fn json_value(path: &Path, value: &impl Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(value).map_err(|source| Error::Json { path: path.into(), source })
+    serde_json::to_value(value).map_err(|source| Error::Model(ModelError::Json { path: path.into(), source }))
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {

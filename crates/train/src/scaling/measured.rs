@@ -10,6 +10,7 @@ use crate::config::TrainConfig;
 use crate::data::GraphSet;
 use crate::error::{Error, Result};
 use crate::run_dir::{RunDir, StepRecord, Weights};
+use trackgnn_model::Error as ModelError;
 
 /// The steps that are timed: the first epoch warms up (page cache, allocator), so it is left
 /// out when there are later ones.
@@ -46,11 +47,13 @@ impl StepFigures {
     /// the all-reduce seconds and of the wait for the slowest rank's compute, averaged over the
     /// timed epochs.
     pub fn of_run(run: &RunDir) -> Result<StepFigures> {
-        let no_steps = || Error::Corrupt {
-            path: run.steps_path(),
-            message: "the run took no training step (its training graphs cannot fill one step of all ranks; the \
+        let no_steps = || {
+            Error::Model(ModelError::Corrupt {
+                path: run.steps_path(),
+                message: "the run took no training step (its training graphs cannot fill one step of all ranks; the \
                       balanced sampler needs that many in one size bin): use more graphs (--max-graphs)"
-                .into(),
+                    .into(),
+            })
         };
         if !run.steps_path().exists() {
             return Err(no_steps());
@@ -143,10 +146,10 @@ impl MeasuredRun {
         let known: Vec<(f64, f64)> =
             times.edges.iter().zip(&times.seconds).filter(|p| p.1.is_finite()).map(|(&e, &s)| (e as f64, s)).collect();
         if known.is_empty() {
-            return Err(Error::Corrupt {
+            return Err(Error::Model(ModelError::Corrupt {
                 path: run.steps_path(),
                 message: "no step on the run's training graphs".into(),
-            });
+            }));
         }
         let (a, b) = line_fit(&known);
         let mut estimated = 0;
@@ -183,7 +186,7 @@ fn gradient_bytes(run: &RunDir) -> Result<f64> {
     })?;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| Error::Safetensors { path: path.clone(), source: e })?;
+        .map_err(|e| Error::Model(ModelError::Safetensors { path: path.clone(), source: e }))?;
     Ok(st.tensors().iter().map(|(_, t)| t.data().len() as f64).sum())
 }
 
@@ -198,7 +201,7 @@ fn step_times(run: &RunDir, gps: usize) -> Result<(PerGraph, f64, usize)> {
     let mut per_graph = PerGraph::new();
     let (mut overhead, mut ranks) = (0.0, 0usize);
     for s in &steps {
-        let bad = |message: String| Error::Corrupt { path: path.clone(), message };
+        let bad = |message: String| Error::Model(ModelError::Corrupt { path: path.clone(), message });
         let at = format!("global step {}", s.global_step);
         if s.events.is_empty() {
             return Err(bad(format!("{at}: no `events` list (written by an older trackgnn: train the run again)")));
@@ -218,7 +221,7 @@ fn step_times(run: &RunDir, gps: usize) -> Result<(PerGraph, f64, usize)> {
         ranks = ranks.max(s.compute_seconds.len());
     }
     if steps.is_empty() {
-        return Err(Error::Corrupt { path, message: "no steps".into() });
+        return Err(Error::Model(ModelError::Corrupt { path, message: "no steps".into() }));
     }
     Ok((per_graph, overhead / steps.len() as f64, ranks))
 }

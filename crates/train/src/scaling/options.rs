@@ -18,6 +18,7 @@ use super::simulation::{MeasuredStudy, Simulation, SimulationPlan};
 use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::run_dir::RunDir;
+use trackgnn_model::Error as ModelError;
 
 /// The regimes a study measures or simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -249,9 +250,9 @@ impl StudyOptions {
             (None, None) => return Err(config("--simulate needs --from RUN_DIR")),
         };
         let v: serde_json::Value = read_json(&study)?;
-        let run = v["baseline_run"]
-            .as_str()
-            .ok_or_else(|| Error::Corrupt { path: study.clone(), message: "no `baseline_run`".into() })?;
+        let run = v["baseline_run"].as_str().ok_or_else(|| {
+            Error::Model(ModelError::Corrupt { path: study.clone(), message: "no `baseline_run`".into() })
+        })?;
         Ok(PathBuf::from(run))
     }
 
@@ -311,7 +312,7 @@ fn study_file(p: &Path) -> PathBuf {
 
 fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::context(format!("reading {}", path.display()), e))?;
-    serde_json::from_str(&text).map_err(|source| Error::Json { path: path.to_path_buf(), source })
+    serde_json::from_str(&text).map_err(|source| Error::Model(ModelError::Json { path: path.to_path_buf(), source }))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::logs::RankReport;
 use crate::run_dir::RunDir;
+use trackgnn_model::Error as ModelError;
 
 /// One configuration to train: ranks and graphs (`train --max-graphs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,9 +236,9 @@ impl RunSummary {
         let rd = RunDir::new(run);
         let s = StepFigures::of_run(&rd)?;
         let records = rd.read_metrics()?;
-        let last = records
-            .last()
-            .ok_or_else(|| Error::Corrupt { path: rd.metrics_jsonl_path(), message: "no epoch logged".into() })?;
+        let last = records.last().ok_or_else(|| {
+            Error::Model(ModelError::Corrupt { path: rd.metrics_jsonl_path(), message: "no epoch logged".into() })
+        })?;
         let train_graphs = rd.read_events()?.train.len();
         let reports: Vec<RankReport> =
             (0..c.ranks).map(|r| rd.read_rank_report(r)).collect::<trackgnn_model::Result<_>>()?;
