@@ -30,9 +30,6 @@ use trackgnn_engine::optim::AdamWState;
 use crate::error::{Error, Result};
 use trackgnn_model::Error as ModelError;
 
-#[cfg(test)]
-mod testutil;
-
 pub use trackgnn_model::run_dir::{MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, aside_path};
 use trackgnn_model::weights::{
     check_store, encode_optimizer, encode_weights, read_optimizer, read_weights, sync_dir, write_synced,
@@ -198,9 +195,9 @@ fn remove_stale_temps(parent: &Path, name: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::testutil::{blank, opt_state, store};
     use super::*;
     use serde_json::json;
+    use trackgnn_model::testing::{blank, opt_state, store};
 
     #[test]
     fn round_trip_with_and_without_amsgrad() {
