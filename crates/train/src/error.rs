@@ -4,9 +4,12 @@ use std::path::PathBuf;
 
 use trackgnn_model::Error as M;
 
-/// Everything that can go wrong writing or reading checkpoints, logs and plots.
+/// Everything that can go wrong training: a run's files (the model crate's error, whole),
+/// checkpoints and plots, a setting or an option that cannot be used, too few graphs or events,
+/// the ranks' communication, a training that went bad.
 ///
-/// Every variant names the file or directory concerned and says what is wrong.
+/// Every variant names what is concerned (the file or directory, the configuration key, the
+/// flag, the event) and says what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -30,9 +33,79 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A training setting that cannot be used, or a run directory that does not match it.
-    #[error("{0}")]
-    Config(String),
+    /// A setting of a training configuration that cannot be used, named by its key.
+    #[error("invalid config: `{field}` {message}")]
+    Config {
+        /// The configuration key (`graphs_per_step`, `net.out`, …).
+        field: &'static str,
+        /// What is wrong, with the value found.
+        message: String,
+    },
+    /// An option of a command (the scaling study's) that cannot be used, alone or with the
+    /// others, named by its flag.
+    #[error("{flag} {message}")]
+    Flag {
+        /// The flag (`--ranks`, `--simulate`, …).
+        flag: &'static str,
+        /// What is wrong, said after the flag.
+        message: String,
+    },
+    /// A graph directory without a training graph, or with fewer graphs than asked for.
+    #[error("{}: {message}", dir.display())]
+    TooFewGraphs {
+        /// The graph directory.
+        dir: PathBuf,
+        /// How many there are and what needs more.
+        message: String,
+    },
+    /// An event directory with fewer than the two events a metric-learning stage needs.
+    #[error("{}: needs at least 2 events (training and validation), found {found}", dir.display())]
+    TooFewEvents {
+        /// The event directory.
+        dir: PathBuf,
+        /// The events found.
+        found: usize,
+    },
+    /// A metric-learning stage given no training or no validation events.
+    #[error("training {stage} needs training and validation events")]
+    NoEvents {
+        /// The stage, with its article (`an embedding`, `a filter`).
+        stage: &'static str,
+    },
+    /// An event without the truth and particles that training the metric-learning stages needs.
+    #[error("event {event_id}: training the metric-learning stages needs truth and particles")]
+    NoTruth {
+        /// The event.
+        event_id: u64,
+    },
+    /// A fresh run asked for in a directory that already holds one.
+    #[error("{} already holds a run (use --resume to continue it, or another directory)", dir.display())]
+    RunExists {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// A run without weights (neither its last checkpoint's nor its best).
+    #[error("{}: no {} or {} (did the run finish an epoch?)", run.display(), last.display(), best.display())]
+    NoWeights {
+        /// The run directory.
+        run: PathBuf,
+        /// Where its last weights would be.
+        last: PathBuf,
+        /// Where its best weights would be.
+        best: PathBuf,
+    },
+    /// A run that the scaling study launched failed.
+    #[error("{name} failed ({status}); the end of {}:\n{tail}", log.display())]
+    RunFailed {
+        /// The run's name.
+        name: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Its log file.
+        log: PathBuf,
+        /// The last lines of the log.
+        tail: String,
+    },
     /// Communication between ranks failed, or the ranks disagree.
     #[error("{0}")]
     Dist(String),
@@ -96,6 +169,16 @@ impl From<trackgnn_engine::ConfigError> for Error {
 }
 
 impl Error {
+    /// An [`Error::Config`] for the configuration key `field`.
+    pub fn config(field: &'static str, message: impl Into<String>) -> Self {
+        Error::Config { field, message: message.into() }
+    }
+
+    /// An [`Error::Flag`] for the command-line option `flag`.
+    pub fn flag(flag: &'static str, message: impl Into<String>) -> Self {
+        Error::Flag { flag, message: message.into() }
+    }
+
     /// The model crate's [`Io`](M::Io) for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Model(M::io(path, source))
@@ -132,5 +215,18 @@ mod tests {
         let source = std::error::Error::source(&graph).expect("the graph error's cause is kept");
         assert_eq!(source.to_string(), "gone");
         assert_eq!(trackgnn_trackml::error::report(&graph), "g/event1.graph: gone");
+    }
+
+    #[test]
+    fn settings_and_options_are_named_in_the_message() {
+        let e = Error::config("graphs_per_step", "= 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs");
+        assert!(matches!(e, Error::Config { field: "graphs_per_step", .. }));
+        assert_eq!(
+            e.to_string(),
+            "invalid config: `graphs_per_step` = 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs"
+        );
+        let e = Error::flag("--sim-epochs", "must be at least 1");
+        assert!(matches!(e, Error::Flag { flag: "--sim-epochs", .. }));
+        assert_eq!(e.to_string(), "--sim-epochs must be at least 1");
     }
 }

@@ -75,12 +75,7 @@ impl PreparedEvent {
     /// An event without truth, a hit on an unknown module, a bad feature.
     pub fn new(event: &Event, det: &Detector, features: &FeatureConfig, train_pt_min: f64) -> Result<PreparedEvent> {
         let table = HitTable::build(event, det, &NodeCuts::default())?;
-        let truth = table.truth.as_ref().ok_or_else(|| {
-            Error::Config(format!(
-                "event {}: training the metric-learning stages needs truth and particles",
-                event.event_id
-            ))
-        })?;
+        let truth = table.truth.as_ref().ok_or(Error::NoTruth { event_id: event.event_id })?;
         let x = table.features(features)?;
         let te = truth_edges(&table, &TargetConfig::default());
         let mut train_pairs = Vec::new();
@@ -350,7 +345,8 @@ fn config_toml<C: Serialize>(c: &C) -> Result<String> {
 fn check_resumed_config<C: Serialize + serde::de::DeserializeOwned>(root: &Path, config: &C) -> Result<()> {
     let cfg_path = root.join(CONFIG_FILE);
     let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
-    let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
+    let then: C =
+        toml::from_str(&text).map_err(|e| ModelError::Corrupt { path: cfg_path.clone(), message: e.to_string() })?;
     let without_epochs = |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
     if without_epochs(&config_toml(&then)?) != without_epochs(&config_toml(config)?) {
         return Err(Error::Model(ModelError::Inconsistent {

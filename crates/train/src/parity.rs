@@ -69,7 +69,10 @@ fn graph_of(spec: &ParitySpec) -> Result<ParityGraph> {
     Ok(match &spec.graph {
         Some(p) => {
             let g = trackgnn_graph::read_graph(p)?;
-            let t = g.truth.as_ref().ok_or_else(|| Error::Config("the graph has no truth labels".into()))?;
+            let t = g
+                .truth
+                .as_ref()
+                .ok_or_else(|| ModelError::Corrupt { path: p.clone(), message: "graph has no truth labels".into() })?;
             let w: Vec<f32> =
                 t.y.iter().zip(&t.target).map(|(&y, &tg)| if y == 1 && tg == 0 { 0.0 } else { 1.0 }).collect();
             let (nf, ef) = (g.num_node_features(), g.num_edge_features());

@@ -62,14 +62,17 @@ impl Launcher {
         let ranks = parse_ranks(a.ranks.as_deref().unwrap_or("1,2"))?;
         let max_ranks = *ranks.last().expect("parse_ranks returns 1 at least");
         if max_ranks > 1 && !MPI {
-            return Err(Error::Config(format!(
-                "--ranks {max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
-                 this one was built without it and can only measure --ranks 1"
-            )));
+            return Err(Error::flag(
+                "--ranks",
+                format!(
+                    "{max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
+                     this one was built without it and can only measure --ranks 1"
+                ),
+            ));
         }
         let regimes = a.regimes.regimes();
         let (Some(out), Some(graphs_arg)) = (a.out.as_deref(), a.graphs.as_deref()) else {
-            return Err(Error::Config("measuring needs --graphs DIR and --out DIR".into()));
+            return Err(Error::flag("--graphs", "DIR and --out DIR are needed to measure"));
         };
         let graphs = fs::canonicalize(graphs_arg)
             .map_err(|e| Error::context(format!("--graphs {}", graphs_arg.display()), e))?;
@@ -170,11 +173,7 @@ impl Launcher {
                 Error::context(what, e)
             })?;
             if !status.success() {
-                return Err(Error::Config(format!(
-                    "{name} failed ({status}); the end of {}:\n{}",
-                    log_file.display(),
-                    tail(&log_file, 15)
-                )));
+                return Err(Error::RunFailed { name, status, tail: tail(&log_file, 15), log: log_file });
             }
             let after = load_average();
             let record = LoadRecord { args, load_average_start: before, load_average_end: after };

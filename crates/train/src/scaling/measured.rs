@@ -122,23 +122,28 @@ impl MeasuredRun {
     pub fn load(run: &RunDir, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
         let cfg = run.read_config()?;
         if cfg.graphs_per_step != 1 {
-            return Err(Error::Config(format!(
-                "{}: the simulation needs a run with one graph per step (graphs_per_step = 1)",
-                run.root().display()
-            )));
+            return Err(Error::config(
+                "graphs_per_step",
+                format!(
+                    "= {} in {}: the simulation needs a run with one graph per step (1)",
+                    cfg.graphs_per_step,
+                    run.config_path().display()
+                ),
+            ));
         }
         let events = run.read_events()?;
         let dir = graphs_override.map_or(events.graphs_dir, Path::to_path_buf);
         let set = GraphSet::open(&dir, cfg.max_graphs).map_err(|e| {
-            Error::Config(format!("opening the run's graphs {} (pass --graphs if they moved): {e}", dir.display()))
+            Error::context(format!("opening the run's graphs {} (pass --graphs if they moved)", dir.display()), e)
         })?;
         let size: BTreeMap<u64, u64> = set.files.iter().zip(&set.edges).map(|((id, _), &e)| (*id, e)).collect();
         let (measured, step_overhead_seconds, ranks) = step_times(run, 1)?;
         let mut times = GraphTimes::default();
         for id in &events.train {
-            let edges = *size
-                .get(id)
-                .ok_or_else(|| Error::Config(format!("event {id} of the run is not in {}", dir.display())))?;
+            let edges = *size.get(id).ok_or_else(|| ModelError::Inconsistent {
+                path: dir.clone(),
+                message: format!("does not hold event {id} of the run"),
+            })?;
             times.ids.push(*id);
             times.edges.push(edges);
             times.seconds.push(measured.get(id).map_or(f64::NAN, |(s, k)| s / *k as f64));
@@ -176,13 +181,10 @@ impl MeasuredRun {
 /// or best weights.
 fn gradient_bytes(run: &RunDir) -> Result<f64> {
     let candidates = [run.weights_path(&Weights::Last), run.weights_path(&Weights::Best)];
-    let path = candidates.iter().find(|p| p.exists()).ok_or_else(|| {
-        Error::Config(format!(
-            "{}: no {} or {} (did the run finish an epoch?)",
-            run.root().display(),
-            candidates[0].display(),
-            candidates[1].display()
-        ))
+    let path = candidates.iter().find(|p| p.exists()).ok_or_else(|| Error::NoWeights {
+        run: run.root().to_path_buf(),
+        last: candidates[0].clone(),
+        best: candidates[1].clone(),
     })?;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let st = safetensors::SafeTensors::deserialize(&bytes)

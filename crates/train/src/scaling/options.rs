@@ -142,21 +142,17 @@ pub fn parse_ranks(text: &str) -> Result<Vec<usize>> {
     for part in text.split(',').map(str::trim) {
         match part.parse::<usize>() {
             Ok(n) if n > 0 => v.push(n),
-            _ => return Err(config(format!("--ranks: `{part}` is not a positive rank count (expected e.g. 1,2,4)"))),
+            _ => return Err(Error::flag("--ranks", format!("takes positive rank counts (e.g. 1,2,4), not `{part}`"))),
         }
     }
     v.sort_unstable();
     if v.windows(2).any(|w| w[0] == w[1]) {
-        return Err(config(format!("--ranks: `{text}` lists a rank count twice")));
+        return Err(Error::flag("--ranks", format!("lists a rank count twice: `{text}`")));
     }
     if v.first() != Some(&1) {
-        return Err(config(format!("--ranks: `{text}` must include 1, the baseline of the speed-ups")));
+        return Err(Error::flag("--ranks", format!("must include 1, the baseline of the speed-ups: `{text}`")));
     }
     Ok(v)
-}
-
-fn config(message: impl Into<String>) -> Error {
-    Error::Config(message.into())
 }
 
 impl StudyOptions {
@@ -165,8 +161,9 @@ impl StudyOptions {
         let simulate = self.simulate || self.check.is_some();
         if simulate {
             if self.from.is_none() && self.check.is_none() {
-                return Err(config(
-                    "--simulate needs --from RUN_DIR (a measured run, or a `scaling` output directory)",
+                return Err(Error::flag(
+                    "--simulate",
+                    "needs --from RUN_DIR (a measured run, or a `scaling` output directory)",
                 ));
             }
             if self.repeats != DEFAULT_REPEATS
@@ -174,12 +171,13 @@ impl StudyOptions {
                 || !self.mpirun_args.is_empty()
                 || !self.train_args.is_empty()
             {
-                return Err(config(
-                    "--repeats, --oversubscribe, --mpirun-arg and train arguments are for measuring, not --simulate",
+                return Err(Error::flag(
+                    "--simulate",
+                    "does not take --repeats, --oversubscribe, --mpirun-arg or train arguments (they are for measuring)",
                 ));
             }
             if self.sim_epochs == 0 {
-                return Err(config("--sim-epochs must be at least 1"));
+                return Err(Error::flag("--sim-epochs", "must be at least 1"));
             }
             return Ok(StudyMode::Simulate);
         }
@@ -191,18 +189,18 @@ impl StudyOptions {
             (self.cores.is_some(), "--cores"),
         ] {
             if given {
-                return Err(config(format!("{flag} is an option of the simulation: add --simulate")));
+                return Err(Error::flag(flag, "is an option of the simulation: add --simulate"));
             }
         }
         let checks = [
-            (self.graphs.is_none(), "measuring needs --graphs DIR (or --simulate --from RUN_DIR to predict)"),
-            (self.out.is_none(), "measuring needs --out DIR for the runs and scaling.json"),
-            (self.repeats == 0, "--repeats must be at least 1"),
-            (self.epochs == 0, "--epochs must be at least 1"),
-            (self.threads_per_rank == Some(0), "--threads-per-rank must be at least 1"),
+            (self.graphs.is_none(), "--graphs", "DIR is needed to measure (or --simulate --from RUN_DIR to predict)"),
+            (self.out.is_none(), "--out", "DIR is needed to measure, for the runs and scaling.json"),
+            (self.repeats == 0, "--repeats", "must be at least 1"),
+            (self.epochs == 0, "--epochs", "must be at least 1"),
+            (self.threads_per_rank == Some(0), "--threads-per-rank", "must be at least 1"),
         ];
         match checks.into_iter().find(|c| c.0) {
-            Some((_, message)) => Err(config(message)),
+            Some((_, flag, message)) => Err(Error::flag(flag, message)),
             None => Ok(StudyMode::Measure),
         }
     }
@@ -225,14 +223,14 @@ impl StudyOptions {
         }
         if let Some(s) = self.latency {
             if !(s >= 0.0 && s.is_finite()) {
-                return Err(config("--latency must be a non-negative number of seconds"));
+                return Err(Error::flag("--latency", "must be a non-negative number of seconds"));
             }
             cost.latency_seconds = s;
             source = "options".into();
         }
         if let Some(b) = self.bandwidth {
             if !(b > 0.0 && b.is_finite()) {
-                return Err(config("--bandwidth must be a positive number of bytes per second"));
+                return Err(Error::flag("--bandwidth", "must be a positive number of bytes per second"));
             }
             cost.bandwidth_bytes_per_second = b;
             source = "options".into();
@@ -247,7 +245,7 @@ impl StudyOptions {
             (Some(f), _) if !f.join("scaling.json").exists() => return Ok(f.clone()),
             (Some(f), _) => f.join("scaling.json"),
             (None, Some(c)) => study_file(c),
-            (None, None) => return Err(config("--simulate needs --from RUN_DIR")),
+            (None, None) => return Err(Error::flag("--simulate", "needs --from RUN_DIR")),
         };
         let v: serde_json::Value = read_json(&study)?;
         let run = v["baseline_run"].as_str().ok_or_else(|| {
@@ -332,7 +330,7 @@ mod tests {
         assert_eq!(parse_ranks("1,2").unwrap(), vec![1, 2]);
         assert_eq!(parse_ranks(" 4, 1,2 ").unwrap(), vec![1, 2, 4]);
         let e = parse_ranks("1,x").unwrap_err().to_string();
-        assert!(e.contains("`x` is not a positive rank count"), "{e}");
+        assert!(e.contains("--ranks takes positive rank counts (e.g. 1,2,4), not `x`"), "{e}");
         assert!(parse_ranks("1,0").unwrap_err().to_string().contains("`0`"));
         assert!(parse_ranks("1,2,2").unwrap_err().to_string().contains("twice"));
         assert!(parse_ranks("2,4").unwrap_err().to_string().contains("must include 1"));
@@ -342,8 +340,8 @@ mod tests {
     #[test]
     fn modes_and_option_errors() {
         assert_eq!(measuring().mode().unwrap(), StudyMode::Measure);
-        assert!(error(StudyOptions { graphs: None, ..measuring() }).contains("needs --graphs"));
-        assert!(error(StudyOptions { out: None, ..measuring() }).contains("needs --out"));
+        assert!(error(StudyOptions { graphs: None, ..measuring() }).contains("--graphs DIR is needed to measure"));
+        assert!(error(StudyOptions { out: None, ..measuring() }).contains("--out DIR is needed to measure"));
         assert!(error(StudyOptions { repeats: 0, ..measuring() }).contains("--repeats"));
         assert!(error(StudyOptions { epochs: 0, ..measuring() }).contains("--epochs"));
         assert!(error(StudyOptions { threads_per_rank: Some(0), ..measuring() }).contains("--threads-per-rank"));
