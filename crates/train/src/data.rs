@@ -199,8 +199,8 @@ pub fn load_sample(path: &Path, weights: LossWeights) -> Result<Sample> {
 /// edge owned by one sector ([`trackgnn_graph::sectors`]).
 ///
 /// A secondary weight other than 1 needs the graph's production-vertex radii
-/// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is an
-/// [`Error::Corrupt`] naming the file.
+/// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is a
+/// [`ModelError::Corrupt`] naming the file.
 pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
     let g = read_graph(path)?;
     let Some(t) = &g.truth else {
