@@ -45,52 +45,84 @@ impl Regimes {
 }
 
 /// Everything a scaling study is asked, as `trackgnn scaling` takes it (`None`: the mode's
-/// default). [`Default`] is the command's defaults.
+/// default): with the `clap` feature, its arguments (each field's doc comment its help).
+/// [`Default`] is the command's defaults.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct StudyOptions {
-    /// Graph directory (measure; simulate: where the run's graphs are now, if moved).
+    /// Graph directory (measure mode; in simulate mode: where the run's graphs are now, if moved).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub graphs: Option<PathBuf>,
-    /// Rank counts as written, e.g. `1,2,4` ([`parse_ranks`]).
+    /// Rank counts, comma separated; must include 1 (default: 1,2 to measure,
+    /// 1,2,4,8,16,32,64 to simulate).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
     pub ranks: Option<String>,
-    /// Threads per rank.
+    /// Threads per rank (`train --threads`; default 1 to measure, the run's to simulate).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub threads_per_rank: Option<usize>,
-    /// Epochs of every measured run.
+    /// Epochs of every measured run (the first is not timed when there are several).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_EPOCHS))]
     pub epochs: usize,
-    /// Step sampler.
+    /// Step sampler (default: balanced to measure, both to simulate).
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub sampler: Option<Sampler>,
-    /// Runs per configuration.
+    /// Runs per configuration; speed-ups use the fastest.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_REPEATS))]
     pub repeats: usize,
-    /// Graphs of one rank.
+    /// Graphs of one rank (`train --max-graphs`): the strong data set, and each rank's share in
+    /// weak scaling (N ranks use N × it). Default: all graphs for strong, all / the largest
+    /// rank count for weak.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub max_graphs: Option<usize>,
     /// Scaling regimes.
+    #[cfg_attr(feature = "clap", arg(long = "regime", value_name = "REGIME", value_enum, default_value_t = Regimes::Both))]
     pub regimes: Regimes,
-    /// Output directory.
+    /// Output directory: runs/, logs, scaling.json, speed-up plots (simulate: simulation.json).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
     /// The MPI launcher.
+    #[cfg_attr(feature = "clap", arg(long, default_value = DEFAULT_MPIRUN))]
     pub mpirun: String,
-    /// `mpirun --oversubscribe`.
+    /// Allow more ranks than cores (`mpirun --oversubscribe`).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub oversubscribe: bool,
-    /// Extra launcher arguments.
+    /// An extra argument for the launcher (repeatable), e.g. `--mpirun-arg=--bind-to=core`.
+    #[cfg_attr(feature = "clap", arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true))]
     pub mpirun_args: Vec<String>,
-    /// `train --config` of every run.
+    /// Training configuration for every run (`train --config`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub config: Option<PathBuf>,
-    /// Predict instead of measuring.
+    /// Predict rank counts beyond this machine from a measured run (see --from).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub simulate: bool,
-    /// The measured run (or study) to simulate from.
+    /// The measured run to simulate from: a `train` run directory with one graph per step, or
+    /// a `scaling` output directory (its fastest 1-rank strong run).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub from: Option<PathBuf>,
-    /// A measured study (its `scaling.json` or directory) to compare the predictions with.
+    /// Compare the predictions with a measured study (its scaling.json or directory); implies
+    /// --simulate, and --from defaults to the study.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub check: Option<PathBuf>,
-    /// A `bench allreduce --out` file whose fit is the interconnect.
+    /// Interconnect of the simulation from `bench allreduce --out FILE` (its fit).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub interconnect: Option<PathBuf>,
-    /// All-reduce latency, seconds per message.
+    /// All-reduce latency α of the simulation, seconds per message (default 2e-6: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SECONDS"))]
     pub latency: Option<f64>,
-    /// All-reduce bandwidth, bytes per second.
+    /// All-reduce link bandwidth β of the simulation, bytes/s (default 20e9: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES_PER_S"))]
     pub bandwidth: Option<f64>,
-    /// Cores the simulated ranks share.
+    /// Cores the simulated ranks share (slows compute by max(1, N·threads / cores)); default:
+    /// unlimited, or the --check study's.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub cores: Option<usize>,
     /// Epochs whose step draws the simulation averages.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_SIM_EPOCHS))]
     pub sim_epochs: u64,
-    /// Further `train` arguments of every measured run.
+    /// Further `train` arguments for every run, after `--` (e.g. `-- --hidden 64`).
+    #[cfg_attr(feature = "clap", arg(last = true, value_name = "TRAIN_ARGS"))]
     pub train_args: Vec<String>,
 }
 
@@ -100,13 +132,13 @@ impl Default for StudyOptions {
             graphs: None,
             ranks: None,
             threads_per_rank: None,
-            epochs: 2,
+            epochs: DEFAULT_EPOCHS,
             sampler: None,
             repeats: DEFAULT_REPEATS,
             max_graphs: None,
             regimes: Regimes::Both,
             out: None,
-            mpirun: "mpirun".into(),
+            mpirun: DEFAULT_MPIRUN.into(),
             oversubscribe: false,
             mpirun_args: Vec::new(),
             config: None,
@@ -117,12 +149,18 @@ impl Default for StudyOptions {
             latency: None,
             bandwidth: None,
             cores: None,
-            sim_epochs: 4,
+            sim_epochs: DEFAULT_SIM_EPOCHS,
             train_args: Vec::new(),
         }
     }
 }
 
+/// Epochs of every measured run unless told otherwise.
+pub const DEFAULT_EPOCHS: usize = 2;
+/// The MPI launcher unless told otherwise.
+pub const DEFAULT_MPIRUN: &str = "mpirun";
+/// Epochs whose step draws the simulation averages unless told otherwise.
+pub const DEFAULT_SIM_EPOCHS: u64 = 4;
 /// Runs per configuration unless told otherwise.
 pub const DEFAULT_REPEATS: usize = 3;
 
