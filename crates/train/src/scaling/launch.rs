@@ -22,14 +22,13 @@ use serde::{Deserialize, Serialize};
 
 use super::Regime;
 use super::options::{StudyOptions, parse_ranks};
-use super::plot_speedup;
 use super::study::{RunSummary, StudyConfig, StudyReport, StudySetup, format_load, graphs_per_rank};
+use super::{json_value, plot_speedup, write_bytes, write_json};
 use crate::config::Sampler;
 use crate::data::GraphSet;
 use crate::error::{Error, Result};
 use crate::logs::load_average;
 use crate::run_dir::RunDir;
-use trackgnn_model::Error as ModelError;
 
 /// Whether this build trains over MPI (the launched binary is built with the same features).
 const MPI: bool = cfg!(feature = "mpi");
@@ -243,21 +242,6 @@ fn tail(path: &Path, n: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// Writes `value` as pretty JSON (keys sorted, as the command prints it), atomically.
-pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(&json_value(path, value)?).expect("JSON values serialise");
-    write_bytes(path, text.as_bytes())
-}
-
-/// `value` as a JSON value, whose objects have their keys sorted.
-fn json_value(path: &Path, value: &impl Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(value).map_err(|source| Error::Model(ModelError::Json { path: path.into(), source }))
-}
-
-fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::context(format!("writing {}", path.display()), e))
 }
 
 #[cfg(test)]

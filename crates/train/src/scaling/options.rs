@@ -6,15 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
-
 use super::Regime;
 use super::allreduce::AllreduceCost;
-use super::launch::write_json;
 use super::measured::MeasuredRun;
-use super::plot_speedup;
 use super::predict::{DEFAULT_BANDWIDTH_BYTES_PER_SECOND, DEFAULT_LATENCY_SECONDS};
 use super::simulation::{MeasuredStudy, Simulation, SimulationPlan};
+use super::{plot_speedup, read_json, write_json};
 use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::run_dir::RunDir;
@@ -344,11 +341,6 @@ impl StudyOptions {
 /// A `scaling` study's scaling.json, given the file or its directory.
 fn study_file(p: &Path) -> PathBuf {
     if p.is_dir() { p.join("scaling.json") } else { p.to_path_buf() }
-}
-
-fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::context(format!("reading {}", path.display()), e))?;
-    serde_json::from_str(&text).map_err(|source| Error::Model(ModelError::Json { path: path.to_path_buf(), source }))
 }
 
 #[cfg(test)]
