@@ -1,18 +1,8 @@
 //! `trackgnn scaling`: the scaling study of data-parallel training.
 //!
-//! Three modes share the arguments ([`ScalingArgs`]), which become a
-//! [`StudyOptions`] that the library checks and runs ([`trackgnn_train::scaling`]):
-//! - **measure** (default, [`Launcher`]): launches `mpirun -np N trackgnn train …` for every
-//!   rank count, regime and repeat, reads back each run's logs and prints the analogues of the
-//!   reference Tables 1 and 2 (validation metrics and time; utilisation, memory, speed-up);
-//! - **simulate** (`--simulate`, [`StudyOptions::simulate`]): predicts the epoch time of any
-//!   number of ranks from one measured run's per-graph step times and the ring all-reduce model;
-//! - **check** (`--check`): the simulation, compared with a measured study.
-//!
-//! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
-//! t₁ / t_N, efficiency t₁ / (N·t_N)); **weak** scaling gives each rank the graphs of one rank
-//! (N ranks train on N × the graphs, as in the reference tables), and its speed-up is the
-//! throughput ratio (graphs/s)_N / (graphs/s)₁.
+//! The arguments are the library's [`StudyOptions`], which it checks and runs in one of three
+//! modes (measure, the default, with [`Launcher`]; `--simulate`; `--check`), and which
+//! [`trackgnn_train::scaling`] describes with the two regimes, strong and weak.
 
 use std::process::ExitCode;
 

@@ -2,7 +2,7 @@
 //! ([`StudyOptions::mode`]), the rank counts ([`parse_ranks`]), and for the simulation the
 //! source run, the interconnect, the samplers and the measured study to check against
 //! ([`StudyOptions::simulate`]). Messages name the command-line options of
-//! `trackgnn scaling`, whose arguments convert into [`StudyOptions`] field by field.
+//! `trackgnn scaling`, whose arguments are [`StudyOptions`] (its `clap::Args`, feature `clap`).
 
 use std::path::{Path, PathBuf};
 
