@@ -33,14 +33,6 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A setting of a training configuration that cannot be used, named by its key.
-    #[error("invalid config: `{field}` {message}")]
-    Config {
-        /// The configuration key (`graphs_per_step`, `net.out`, …).
-        field: &'static str,
-        /// What is wrong, with the value found.
-        message: String,
-    },
     /// An option of a command (the scaling study's) that cannot be used, alone or with the
     /// others, named by its flag.
     #[error("{flag} {message}")]
@@ -169,9 +161,9 @@ impl From<trackgnn_engine::ConfigError> for Error {
 }
 
 impl Error {
-    /// An [`Error::Config`] for the configuration key `field`.
+    /// The model crate's [`Setting`](M::Setting): the configuration key `field` cannot be used.
     pub fn config(field: &'static str, message: impl Into<String>) -> Self {
-        Error::Config { field, message: message.into() }
+        Error::Model(M::setting(field, message))
     }
 
     /// An [`Error::Flag`] for the command-line option `flag`.
@@ -220,7 +212,7 @@ mod tests {
     #[test]
     fn settings_and_options_are_named_in_the_message() {
         let e = Error::config("graphs_per_step", "= 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs");
-        assert!(matches!(e, Error::Config { field: "graphs_per_step", .. }));
+        assert!(matches!(e, Error::Model(M::Setting { field: "graphs_per_step", .. })));
         assert_eq!(
             e.to_string(),
             "invalid config: `graphs_per_step` = 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs"
