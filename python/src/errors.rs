@@ -59,7 +59,7 @@ pub fn kind(err: &(dyn StdError + 'static)) -> Kind {
     }
     let config = matches!(err.downcast_ref::<G>(), Some(G::Config(_)))
         || matches!(err.downcast_ref::<R>(), Some(R::Config { .. } | R::Graph(G::Config(_))))
-        || matches!(err.downcast_ref::<M>(), Some(M::Config(_)));
+        || matches!(err.downcast_ref::<M>(), Some(M::Config(_) | M::Setting { .. }));
     if config { Kind::Config } else { Kind::Other }
 }
 

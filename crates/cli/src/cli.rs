@@ -159,31 +159,6 @@ pub enum ResumeArg {
     Auto,
 }
 
-/// An activation checkpointing mode (`none`, `per-iteration`, `every:K`, `+bf16` appended), as
-/// `train --checkpointing` and `bench engine --checkpoint` take it: the type's own parser.
-pub fn parse_checkpointing(s: &str) -> Result<trackgnn_engine::Checkpointing, String> {
-    s.parse()
-}
-
-/// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
-/// or `iB` is allowed).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
-    let (num, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
-        Some('K') => (&t[..t.len() - 1], 10),
-        Some('M') => (&t[..t.len() - 1], 20),
-        Some('G') => (&t[..t.len() - 1], 30),
-        Some('T') => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 8G, 512M, 1000000)"))?;
-    if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("`{s}`: a byte count must be non-negative"));
-    }
-    Ok((v * (1u64 << shift) as f64).round() as u64)
-}
-
 /// `trackgnn bench …`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -238,12 +213,6 @@ mod tests {
 
     #[test]
     fn memory_flags_parse_with_units_and_bad_values_are_errors() {
-        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
-        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_bytes("1.5k"), Ok(1536));
-        assert_eq!(parse_bytes("1000"), Ok(1000));
-        assert!(parse_bytes("eight").unwrap_err().contains("eight"));
-        assert!(parse_bytes("-1G").is_err());
         let cli = Cli::try_parse_from([
             "trackgnn",
             "train",
@@ -260,9 +229,10 @@ mod tests {
         ])
         .unwrap();
         let Command::Train(a) = cli.command else { panic!() };
-        assert_eq!(a.max_memory, Some(6 << 30));
-        assert_eq!(a.checkpointing, Some(trackgnn_engine::Checkpointing::every(2)));
-        assert_eq!(a.oversize, Some(trackgnn_train::config::Oversize::Skip));
+        assert_eq!(a.settings.max_memory_bytes, Some(6 << 30));
+        assert_eq!(a.settings.checkpointing, Some(trackgnn_engine::Checkpointing::every(2)));
+        assert_eq!(a.settings.oversize, Some(trackgnn_train::config::Oversize::Skip));
+        assert_eq!(a.settings.threshold, None, "not a flag of train");
         let e = Cli::try_parse_from(["trackgnn", "train", "--graphs", "g", "--out", "o", "--checkpointing", "every:0"])
             .unwrap_err();
         assert!(e.to_string().contains("every:K"), "{e}");

@@ -15,7 +15,7 @@ fn scaling_argument_errors_are_clear() {
     let e = fails(trackgnn(d, &["scaling", "--graphs", "g", "--out", "o", "--ranks", "2,4"]));
     assert!(e.contains("must include 1"), "{e}");
     let e = fails(trackgnn(d, &["scaling", "--out", "o"]));
-    assert!(e.contains("needs --graphs"), "{e}");
+    assert!(e.contains("--graphs DIR is needed to measure"), "{e}");
     let e = fails(trackgnn(d, &["scaling", "--simulate", "--from", "missing-run"]));
     assert!(e.contains("missing-run"), "{e}");
 }

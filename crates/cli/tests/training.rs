@@ -48,7 +48,7 @@ fn train_and_eval_from_the_command_line() {
     assert!(cfg.contains("init_weights") && cfg.contains("best.safetensors"), "{cfg}");
     assert!(cfg.contains("secondary_weight = 3.0"), "{cfg}");
     let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t0", "--secondary-weight", "0"]));
-    assert!(err.contains("secondary_weight = 0 must be positive"), "{err}");
+    assert!(err.contains("invalid config: `secondary_weight` = 0 must be positive"), "{err}");
     assert!(!d.join("t0").exists(), "nothing written");
     let err = fails(trackgnn(d, &["train", "--graphs", "g", "--out", "t2", "--init-weights", "nowhere"]));
     assert!(err.contains("nowhere"), "{err}");

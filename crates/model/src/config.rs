@@ -212,42 +212,48 @@ impl TrainConfig {
             .map_err(|e| Error::Corrupt { path: path.to_path_buf(), message: format!("invalid training config: {e}") })
     }
 
-    /// Checks the settings: [`Error::Config`](crate::Error::Config) naming the setting, or
+    /// Checks the settings: [`Error::Setting`](crate::Error::Setting) naming the setting, or
     /// [`Error::Model`](crate::Error::Model).
     pub fn validate(&self) -> crate::Result<()> {
-        let bad = |message: String| Err(crate::Error::Config(message));
+        let bad = |field: &'static str, message: String| Err(crate::Error::setting(field, message));
         self.model.validate()?;
         let o = &self.optimizer;
         if !(o.lr > 0.0 && o.lr.is_finite()) {
-            return bad(format!("optimizer.lr = {} must be positive", o.lr));
+            return bad("optimizer.lr", format!("= {} must be positive", o.lr));
         }
         if !(0.0..1.0).contains(&o.betas.0) || !(0.0..1.0).contains(&o.betas.1) {
-            return bad("optimizer.betas must lie in [0, 1)".into());
+            return bad("optimizer.betas", format!("= {:?} must lie in [0, 1)", o.betas));
         }
-        if self.epochs == 0 || self.graphs_per_step == 0 {
-            return bad("epochs and graphs_per_step must be at least 1".into());
+        if self.epochs == 0 {
+            return bad("epochs", "must be at least 1".into());
+        }
+        if self.graphs_per_step == 0 {
+            return bad("graphs_per_step", "must be at least 1".into());
         }
         if self.split.iter().any(|&f| !(0.0..=1.0).contains(&f)) || (self.split.iter().sum::<f64>() - 1.0).abs() > 1e-6
         {
-            return bad(format!("split {:?} must be three fractions summing to 1", self.split));
+            return bad("split", format!("= {:?} must be three fractions summing to 1", self.split));
         }
         if self.split[0] <= 0.0 {
-            return bad("split: the training fraction must be positive".into());
+            return bad("split", format!("= {:?}: the training fraction must be positive", self.split));
         }
-        if self.pos_weight.is_nan() || self.pos_weight <= 0.0 || self.non_target_weight < 0.0 {
-            return bad("pos_weight must be positive and non_target_weight non-negative".into());
+        if self.pos_weight.is_nan() || self.pos_weight <= 0.0 {
+            return bad("pos_weight", format!("= {} must be positive", self.pos_weight));
+        }
+        if self.non_target_weight < 0.0 {
+            return bad("non_target_weight", format!("= {} must be non-negative", self.non_target_weight));
         }
         if !(self.secondary_weight.is_finite() && self.secondary_weight > 0.0) {
-            return bad(format!("secondary_weight = {} must be positive and finite", self.secondary_weight));
+            return bad("secondary_weight", format!("= {} must be positive and finite", self.secondary_weight));
         }
         if !(0.0..1.0).contains(&self.threshold) {
-            return bad("threshold must lie in (0, 1)".into());
+            return bad("threshold", format!("= {} must lie in (0, 1)", self.threshold));
         }
         if !(0.0..std::f64::consts::PI).contains(&self.sector_overlap_phi) {
-            return bad(format!("sector_overlap_phi = {} must lie in [0, π)", self.sector_overlap_phi));
+            return bad("sector_overlap_phi", format!("= {} must lie in [0, π)", self.sector_overlap_phi));
         }
         if self.sampler_bins == 0 {
-            return bad("sampler_bins must be at least 1".into());
+            return bad("sampler_bins", "must be at least 1".into());
         }
         Ok(())
     }
@@ -281,7 +287,8 @@ mod tests {
     fn validate_names_the_setting_in_a_typed_error() {
         let cfg = TrainConfig { threshold: 1.5, ..TrainConfig::default() };
         let err = cfg.validate().unwrap_err();
-        assert!(matches!(err, crate::Error::Config(_)) && err.to_string().contains("threshold"), "{err}");
+        assert!(matches!(err, crate::Error::Setting { field: "threshold", .. }), "{err}");
+        assert_eq!(err.to_string(), "invalid config: `threshold` = 1.5 must lie in (0, 1)");
         let mut cfg = TrainConfig::default();
         cfg.model.hidden = 0;
         assert!(matches!(cfg.validate(), Err(crate::Error::Model(_))));

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// and weights, and the learned stages' runs.
 ///
 /// Every variant names the file or directory concerned and says what is wrong. The train
-/// crate's error has the same variants, and converts each of these into its own.
+/// crate's error holds it whole (`trackgnn_train::Error::Model`).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -108,6 +108,14 @@ pub enum Error {
     /// A setting that cannot be used, or a directory that is not a run.
     #[error("{0}")]
     Config(String),
+    /// A setting of a training configuration that cannot be used, named by its key.
+    #[error("invalid config: `{field}` {message}")]
+    Setting {
+        /// The configuration key (`graphs_per_step`, `optimizer.lr`, `net.out`, …).
+        field: &'static str,
+        /// What is wrong, with the value found.
+        message: String,
+    },
     /// A step that failed, said in words, with why as its source.
     #[error("{context}")]
     Context {
@@ -126,6 +134,11 @@ impl Error {
     /// An [`Error::Io`] for `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    /// An [`Error::Setting`] for the configuration key `field`.
+    pub fn setting(field: &'static str, message: impl Into<String>) -> Self {
+        Error::Setting { field, message: message.into() }
     }
 
     /// An [`Error::Context`]: `source`, while doing `context`.

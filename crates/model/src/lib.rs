@@ -32,8 +32,8 @@ pub mod graph_input;
 pub mod metrics;
 pub mod run_dir;
 pub mod stages;
-#[cfg(test)]
-mod testutil;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod weights;
 
 pub use config::TrainConfig;

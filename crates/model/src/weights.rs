@@ -228,7 +228,7 @@ pub fn read_optimizer(path: &Path, params: &ParamStore<f32>) -> Result<AdamWStat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{blank, opt_state, store};
+    use crate::testing::{blank, opt_state, store};
     use serde_json::json;
 
     #[test]

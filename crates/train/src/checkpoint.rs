@@ -28,9 +28,7 @@ use trackgnn_engine::ParamStore;
 use trackgnn_engine::optim::AdamWState;
 
 use crate::error::{Error, Result};
-
-#[cfg(test)]
-mod testutil;
+use trackgnn_model::Error as ModelError;
 
 pub use trackgnn_model::run_dir::{MODEL_FILE, OPTIMIZER_FILE, STATE_FILE, aside_path};
 use trackgnn_model::weights::{
@@ -57,19 +55,19 @@ pub fn save_checkpoint(
         [("m", opt.m.len()), ("v", opt.v.len())].into_iter().chain(opt.v_max.as_ref().map(|vm| ("v_max", vm.len())))
     {
         if len != params.len() {
-            return Err(Error::Inconsistent {
+            return Err(Error::Model(ModelError::Inconsistent {
                 path: dir.to_owned(),
                 message: format!("optimiser state `{what}` has {len} elements, the model {}", params.len()),
-            });
+            }));
         }
     }
     let aside = aside_path(dir);
     for p in [dir, aside.as_path()] {
         if p.exists() && !replaceable(p)? {
-            return Err(Error::Inconsistent {
+            return Err(Error::Model(ModelError::Inconsistent {
                 path: p.to_owned(),
                 message: "exists and is not a checkpoint directory; refusing to replace it".into(),
-            });
+            }));
         }
     }
     fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
@@ -87,7 +85,8 @@ pub fn save_checkpoint(
         let optim = encode_optimizer(&tmp.join(OPTIMIZER_FILE), params, opt)?;
         write_synced(&tmp.join(OPTIMIZER_FILE), &optim)?;
         let state_path = tmp.join(STATE_FILE);
-        let json = serde_json::to_vec_pretty(state).map_err(|e| Error::Json { path: state_path.clone(), source: e })?;
+        let json = serde_json::to_vec_pretty(state)
+            .map_err(|e| Error::Model(ModelError::Json { path: state_path.clone(), source: e }))?;
         write_synced(&state_path, &json)?;
         Ok(sync_dir(&tmp)?)
     })();
@@ -150,14 +149,16 @@ fn existing(dir: &Path) -> Result<PathBuf> {
 fn read_state(dir: &Path) -> Result<serde_json::Value> {
     let state_path = dir.join(STATE_FILE);
     let bytes = fs::read(&state_path).map_err(|e| Error::io(&state_path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::Json { path: state_path, source: e })
+    serde_json::from_slice(&bytes).map_err(|e| Error::Model(ModelError::Json { path: state_path, source: e }))
 }
 
 /// The parent directory and the file name of `path`.
 fn split(path: &Path) -> Result<(PathBuf, String)> {
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| Error::Inconsistent {
-        path: path.to_owned(),
-        message: "a checkpoint path must end in a UTF-8 file name".into(),
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        Error::Model(ModelError::Inconsistent {
+            path: path.to_owned(),
+            message: "a checkpoint path must end in a UTF-8 file name".into(),
+        })
     })?;
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -194,9 +195,9 @@ fn remove_stale_temps(parent: &Path, name: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::testutil::{blank, opt_state, store};
     use super::*;
     use serde_json::json;
+    use trackgnn_model::testing::{blank, opt_state, store};
 
     #[test]
     fn round_trip_with_and_without_amsgrad() {
@@ -230,19 +231,22 @@ mod tests {
         for cut in [0, 5, 40, full.len() - 1] {
             fs::write(&model, &full[..cut]).unwrap();
             let e = load_checkpoint(&dir, &mut blank(&p)).unwrap_err();
-            assert!(matches!(e, Error::Safetensors { .. }), "cut at {cut}: {e}");
+            assert!(matches!(e, Error::Model(ModelError::Safetensors { .. })), "cut at {cut}: {e}");
             assert!(e.to_string().contains("model.safetensors"), "{e}");
         }
         fs::write(&model, &full).unwrap();
 
         fs::write(dir.join(STATE_FILE), b"{\"epoch\": 3,").unwrap();
         let e = load_checkpoint(&dir, &mut blank(&p)).unwrap_err();
-        assert!(matches!(e, Error::Json { .. }) && e.to_string().contains("state.json"), "{e}");
+        assert!(matches!(e, Error::Model(ModelError::Json { .. })) && e.to_string().contains("state.json"), "{e}");
 
         let mut q = blank(&p);
         fs::remove_file(dir.join(OPTIMIZER_FILE)).unwrap();
         let e = load_checkpoint(&dir, &mut q).unwrap_err();
-        assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("optimizer.safetensors"), "{e}");
+        assert!(
+            matches!(e, Error::Model(ModelError::Io { .. })) && e.to_string().contains("optimizer.safetensors"),
+            "{e}"
+        );
         assert!(q.data.iter().all(|&x| x == 0.0), "untouched on error");
     }
 
@@ -284,7 +288,7 @@ mod tests {
         fs::write(run.join("metrics.csv"), b"epoch\n").unwrap();
         let p = store();
         let e = save_checkpoint(&run, &p, &opt_state(p.len(), false), &json!({})).unwrap_err();
-        assert!(matches!(e, Error::Inconsistent { .. }), "{e}");
+        assert!(matches!(e, Error::Model(ModelError::Inconsistent { .. })), "{e}");
         assert!(run.join("metrics.csv").exists());
         // An empty directory is fine.
         let empty = tmp.path().join("empty");

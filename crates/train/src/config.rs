@@ -4,4 +4,4 @@
 pub use trackgnn_model::config::*;
 
 mod overrides;
-pub use overrides::TrainOverrides;
+pub use overrides::{TrainOverrides, parse_bytes};

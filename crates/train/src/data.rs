@@ -15,6 +15,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::config::{Sampler, TrainConfig};
 use crate::error::{Error, Result};
+use trackgnn_model::Error as ModelError;
 
 /// RNG stream ids.
 const STREAM_SPLIT: u64 = 11;
@@ -198,20 +199,23 @@ pub fn load_sample(path: &Path, weights: LossWeights) -> Result<Sample> {
 /// edge owned by one sector ([`trackgnn_graph::sectors`]).
 ///
 /// A secondary weight other than 1 needs the graph's production-vertex radii
-/// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is an
-/// [`Error::Corrupt`] naming the file.
+/// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is a
+/// [`ModelError::Corrupt`] naming the file.
 pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
     let g = read_graph(path)?;
     let Some(t) = &g.truth else {
-        return Err(Error::Corrupt { path: path.to_path_buf(), message: "graph has no truth labels".into() });
+        return Err(Error::Model(ModelError::Corrupt {
+            path: path.to_path_buf(),
+            message: "graph has no truth labels".into(),
+        }));
     };
     if weights.secondary != 1.0 && t.particle_vertex_r.is_empty() {
-        return Err(Error::Corrupt {
+        return Err(Error::Model(ModelError::Corrupt {
             path: path.to_path_buf(),
             message: "graph has no production-vertex radii (particle_vertex_r), which secondary_weight needs: \
                       rebuild it with build-graphs"
                 .into(),
-        });
+        }));
     }
     if parts <= 1 {
         return Ok(vec![sample_of(&g, weights, 1.0)]);

@@ -2,98 +2,21 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong writing or reading checkpoints, logs and plots.
+use trackgnn_model::Error as M;
+
+/// Everything that can go wrong training: a run's files (the model crate's error, whole),
+/// checkpoints and plots, a setting or an option that cannot be used, too few graphs or events,
+/// the ranks' communication, a training that went bad.
 ///
-/// Every variant names the file or directory concerned and says what is wrong.
+/// Every variant names what is concerned (the file or directory, the configuration key, the
+/// flag, the event) and says what is wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The operating system refused an operation on a file or directory.
-    #[error("{}", path.display())]
-    Io {
-        /// The file or directory concerned.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A safetensors file could not be parsed (truncated, bad header, bad offsets) or written.
-    #[error("{}: invalid safetensors file", path.display())]
-    Safetensors {
-        /// The file concerned.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: safetensors::SafeTensorError,
-    },
-    /// A JSON file (or a line of a JSON-lines file) could not be parsed or written.
-    #[error("{}: invalid JSON", path.display())]
-    Json {
-        /// The file concerned, with `:line` for JSON-lines files.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A tensor the model needs is not in the file.
-    #[error("{}: missing tensor `{name}`", path.display())]
-    MissingTensor {
-        /// The file concerned.
-        path: PathBuf,
-        /// The name of the tensor.
-        name: String,
-    },
-    /// The file holds a tensor the model does not have (loading is strict, like PyTorch's
-    /// `load_state_dict(strict=True)`).
-    #[error("{}: unexpected tensor `{name}` (not a parameter of this model)", path.display())]
-    UnexpectedTensor {
-        /// The file concerned.
-        path: PathBuf,
-        /// The name of the tensor.
-        name: String,
-    },
-    /// A tensor in the file has another shape than the model's parameter.
-    #[error("{}: tensor `{name}` has shape {found:?}, the model expects {expected:?}", path.display())]
-    ShapeMismatch {
-        /// The file concerned.
-        path: PathBuf,
-        /// The name of the tensor.
-        name: String,
-        /// The model's shape.
-        expected: Vec<usize>,
-        /// The shape in the file.
-        found: Vec<usize>,
-    },
-    /// A tensor in the file is not of the expected element type.
-    #[error("{}: tensor `{name}` has dtype {found}, expected {expected}", path.display())]
-    WrongDtype {
-        /// The file concerned.
-        path: PathBuf,
-        /// The name of the tensor.
-        name: String,
-        /// The expected dtype (`F32`).
-        expected: String,
-        /// The dtype in the file.
-        found: String,
-    },
-    /// A file parses but its content is wrong (a missing or bad metadata entry, a log line
-    /// without an epoch, …).
-    #[error("{}: {message}", path.display())]
-    Corrupt {
-        /// The file concerned.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// Data in memory that cannot be written as they are (optimiser state of another length
-    /// than the parameters, two parameters with one name, …).
-    #[error("{}: {message}", path.display())]
-    Inconsistent {
-        /// The file or directory that was being written.
-        path: PathBuf,
-        /// What is inconsistent.
-        message: String,
-    },
+    /// Reading or writing a run's files (configuration, records, weights, graphs), or a model
+    /// configuration that cannot be used: the model crate's error, with its message.
+    #[error(transparent)]
+    Model(#[from] trackgnn_model::Error),
     /// No checkpoint under the given name nor under its aside name.
     #[error("{}: no checkpoint here (nor at {})", path.display(), aside.display())]
     NoCheckpoint {
@@ -110,15 +33,71 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A graph (or a module map) could not be read; the graph crate's error names the file.
-    #[error(transparent)]
-    Graph(#[from] trackgnn_graph::Error),
-    /// The model configuration cannot be used.
-    #[error(transparent)]
-    Model(#[from] trackgnn_engine::ConfigError),
-    /// A training setting that cannot be used, or a run directory that does not match it.
-    #[error("{0}")]
-    Config(String),
+    /// An option of a command (the scaling study's) that cannot be used, alone or with the
+    /// others, named by its flag.
+    #[error("{flag} {message}")]
+    Flag {
+        /// The flag (`--ranks`, `--simulate`, …).
+        flag: &'static str,
+        /// What is wrong, said after the flag.
+        message: String,
+    },
+    /// A graph directory without a training graph, or with fewer graphs than asked for.
+    #[error("{}: {message}", dir.display())]
+    TooFewGraphs {
+        /// The graph directory.
+        dir: PathBuf,
+        /// How many there are and what needs more.
+        message: String,
+    },
+    /// An event directory with fewer than the two events a metric-learning stage needs.
+    #[error("{}: needs at least 2 events (training and validation), found {found}", dir.display())]
+    TooFewEvents {
+        /// The event directory.
+        dir: PathBuf,
+        /// The events found.
+        found: usize,
+    },
+    /// A metric-learning stage given no training or no validation events.
+    #[error("training {stage} needs training and validation events")]
+    NoEvents {
+        /// The stage, with its article (`an embedding`, `a filter`).
+        stage: &'static str,
+    },
+    /// An event without the truth and particles that training the metric-learning stages needs.
+    #[error("event {event_id}: training the metric-learning stages needs truth and particles")]
+    NoTruth {
+        /// The event.
+        event_id: u64,
+    },
+    /// A fresh run asked for in a directory that already holds one.
+    #[error("{} already holds a run (use --resume to continue it, or another directory)", dir.display())]
+    RunExists {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// A run without weights (neither its last checkpoint's nor its best).
+    #[error("{}: no {} or {} (did the run finish an epoch?)", run.display(), last.display(), best.display())]
+    NoWeights {
+        /// The run directory.
+        run: PathBuf,
+        /// Where its last weights would be.
+        last: PathBuf,
+        /// Where its best weights would be.
+        best: PathBuf,
+    },
+    /// A run that the scaling study launched failed.
+    #[error("{name} failed ({status}); the end of {}:\n{tail}", log.display())]
+    RunFailed {
+        /// The run's name.
+        name: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Its log file.
+        log: PathBuf,
+        /// The last lines of the log.
+        tail: String,
+    },
     /// Communication between ranks failed, or the ranks disagree.
     #[error("{0}")]
     Dist(String),
@@ -133,16 +112,6 @@ pub enum Error {
         /// Why.
         #[source]
         source: Box<Error>,
-    },
-    /// A step that failed, said in words (`--graphs DIR`, `creating DIR`, `reading RUN`), with
-    /// why as its source.
-    #[error("{context}")]
-    Context {
-        /// What was being done.
-        context: String,
-        /// Why it failed.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A graph directory holds none of the graphs asked for (e.g. none of a run's test events).
     #[error("no graphs to evaluate in {}", dir.display())]
@@ -171,48 +140,49 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl From<trackgnn_plot::Error> for Error {
     fn from(e: trackgnn_plot::Error) -> Self {
         match e {
-            trackgnn_plot::Error::Io { path, source } => Error::Io { path, source },
+            trackgnn_plot::Error::Io { path, source } => Error::io(path, source),
             trackgnn_plot::Error::Draw { path, message } => Error::Plot { path, message },
         }
     }
 }
 
-impl From<trackgnn_model::Error> for Error {
-    /// The same variant: the model crate's errors are a part of this crate's.
-    fn from(e: trackgnn_model::Error) -> Self {
-        use trackgnn_model::Error as M;
-        match e {
-            M::Io { path, source } => Error::Io { path, source },
-            M::Safetensors { path, source } => Error::Safetensors { path, source },
-            M::Json { path, source } => Error::Json { path, source },
-            M::MissingTensor { path, name } => Error::MissingTensor { path, name },
-            M::UnexpectedTensor { path, name } => Error::UnexpectedTensor { path, name },
-            M::ShapeMismatch { path, name, expected, found } => Error::ShapeMismatch { path, name, expected, found },
-            M::WrongDtype { path, name, expected, found } => Error::WrongDtype { path, name, expected, found },
-            M::Corrupt { path, message } => Error::Corrupt { path, message },
-            M::Inconsistent { path, message } => Error::Inconsistent { path, message },
-            M::Graph(e) => Error::Graph(e),
-            M::Model(e) => Error::Model(e),
-            M::Config(message) => Error::Config(message),
-            M::Context { context, source } => Error::Context { context, source },
-            // The model crate's error is non-exhaustive: a variant it adds is kept whole.
-            other => Error::context("reading a run", other),
-        }
+impl From<trackgnn_graph::Error> for Error {
+    /// A graph (or a module map) that could not be read: the model crate's [`Graph`](M::Graph).
+    fn from(e: trackgnn_graph::Error) -> Self {
+        Error::Model(M::Graph(e))
+    }
+}
+
+impl From<trackgnn_engine::ConfigError> for Error {
+    /// A model configuration that cannot be used: the model crate's [`Model`](M::Model).
+    fn from(e: trackgnn_engine::ConfigError) -> Self {
+        Error::Model(M::Model(e))
     }
 }
 
 impl Error {
-    /// An [`Error::Io`] for `path`.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+    /// The model crate's [`Setting`](M::Setting): the configuration key `field` cannot be used.
+    pub fn config(field: &'static str, message: impl Into<String>) -> Self {
+        Error::Model(M::setting(field, message))
     }
 
-    /// An [`Error::Context`]: `source`, while doing `context`.
+    /// An [`Error::Flag`] for the command-line option `flag`.
+    pub fn flag(flag: &'static str, message: impl Into<String>) -> Self {
+        Error::Flag { flag, message: message.into() }
+    }
+
+    /// The model crate's [`Io`](M::Io) for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Model(M::io(path, source))
+    }
+
+    /// The model crate's [`Context`](M::Context): `source`, while doing `context` (`--graphs
+    /// DIR`, `creating DIR`, `reading RUN`).
     pub fn context(
         context: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
     ) -> Self {
-        Error::Context { context: context.into(), source: source.into() }
+        Error::Model(M::context(context, source))
     }
 }
 
@@ -222,12 +192,12 @@ mod tests {
 
     #[test]
     fn messages_name_the_file_and_the_tensor() {
-        let e = Error::ShapeMismatch {
+        let e = Error::from(M::ShapeMismatch {
             path: "ck/model.safetensors".into(),
             name: "edge_network.0.weight".into(),
             expected: vec![8, 4],
             found: vec![4, 8],
-        };
+        });
         let s = e.to_string();
         assert!(s.starts_with("ck/model.safetensors: "), "{s}");
         assert!(s.contains("edge_network.0.weight") && s.contains("[4, 8]") && s.contains("[8, 4]"), "{s}");
@@ -237,5 +207,18 @@ mod tests {
         let source = std::error::Error::source(&graph).expect("the graph error's cause is kept");
         assert_eq!(source.to_string(), "gone");
         assert_eq!(trackgnn_trackml::error::report(&graph), "g/event1.graph: gone");
+    }
+
+    #[test]
+    fn settings_and_options_are_named_in_the_message() {
+        let e = Error::config("graphs_per_step", "= 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs");
+        assert!(matches!(e, Error::Model(M::Setting { field: "graphs_per_step", .. })));
+        assert_eq!(
+            e.to_string(),
+            "invalid config: `graphs_per_step` = 4: 3 training graphs cannot fill one step of 1 ranks × 4 graphs"
+        );
+        let e = Error::flag("--sim-epochs", "must be at least 1");
+        assert!(matches!(e, Error::Flag { flag: "--sim-epochs", .. }));
+        assert_eq!(e.to_string(), "--sim-epochs must be at least 1");
     }
 }

@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use trackgnn_model::Error as ModelError;
 
 pub use trackgnn_model::run_dir::{EpochRecord, RankReport, read_records};
 use trackgnn_model::run_dir::{JsonLine, METRICS_CSV_FILE as CSV_FILE, METRICS_JSONL_FILE as JSONL_FILE, parse_jsonl};
@@ -64,9 +65,10 @@ impl MetricsLog {
 
     /// Appends one epoch to both files (one write per line) and syncs them.
     pub fn append(&mut self, rec: &EpochRecord) -> Result<()> {
-        let json = serde_json::to_string(rec).map_err(|e| Error::Json { path: self.jsonl_path.clone(), source: e })?;
-        let obj: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&json).map_err(|e| Error::Json { path: self.jsonl_path.clone(), source: e })?;
+        let json = serde_json::to_string(rec)
+            .map_err(|e| Error::Model(ModelError::Json { path: self.jsonl_path.clone(), source: e }))?;
+        let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&json)
+            .map_err(|e| Error::Model(ModelError::Json { path: self.jsonl_path.clone(), source: e }))?;
         let row = csv_row(&obj);
         for (file, path, line) in
             [(&mut self.csv, &self.csv_path, row), (&mut self.jsonl, &self.jsonl_path, json + "\n")]

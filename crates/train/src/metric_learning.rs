@@ -46,6 +46,7 @@ use crate::plots::{plot_loss, plot_series};
 use crate::run_dir::{
     BEST_FILE, CHECKPOINT_DIR, CONFIG_FILE, GRAPH_PLOT, METRICS_CSV_FILE, METRICS_JSONL_FILE, PLOTS_DIR,
 };
+use trackgnn_model::Error as ModelError;
 
 /// An event ready for the learned stages: its node table (every hit), the node features and
 /// its module-wise truth.
@@ -74,12 +75,7 @@ impl PreparedEvent {
     /// An event without truth, a hit on an unknown module, a bad feature.
     pub fn new(event: &Event, det: &Detector, features: &FeatureConfig, train_pt_min: f64) -> Result<PreparedEvent> {
         let table = HitTable::build(event, det, &NodeCuts::default())?;
-        let truth = table.truth.as_ref().ok_or_else(|| {
-            Error::Config(format!(
-                "event {}: training the metric-learning stages needs truth and particles",
-                event.event_id
-            ))
-        })?;
+        let truth = table.truth.as_ref().ok_or(Error::NoTruth { event_id: event.event_id })?;
         let x = table.features(features)?;
         let te = truth_edges(&table, &TargetConfig::default());
         let mut train_pairs = Vec::new();
@@ -349,14 +345,15 @@ fn config_toml<C: Serialize>(c: &C) -> Result<String> {
 fn check_resumed_config<C: Serialize + serde::de::DeserializeOwned>(root: &Path, config: &C) -> Result<()> {
     let cfg_path = root.join(CONFIG_FILE);
     let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
-    let then: C = toml::from_str(&text).map_err(|e| Error::Config(format!("{}: {e}", cfg_path.display())))?;
+    let then: C =
+        toml::from_str(&text).map_err(|e| ModelError::Corrupt { path: cfg_path.clone(), message: e.to_string() })?;
     let without_epochs = |t: &str| t.lines().filter(|l| !l.starts_with("epochs =")).collect::<Vec<_>>().join("\n");
     if without_epochs(&config_toml(&then)?) != without_epochs(&config_toml(config)?) {
-        return Err(Error::Inconsistent {
+        return Err(Error::Model(ModelError::Inconsistent {
             path: cfg_path,
             message: "the configuration differs from the run's (only epochs may change); resume with the same one"
                 .into(),
-        });
+        }));
     }
     Ok(())
 }
@@ -364,7 +361,7 @@ fn check_resumed_config<C: Serialize + serde::de::DeserializeOwned>(root: &Path,
 /// The stage state in checkpoint `ckpt`'s `state.json`.
 fn stage_state(ckpt: &Path, state: serde_json::Value) -> Result<StageState> {
     serde_json::from_value(state)
-        .map_err(|e| Error::Corrupt { path: ckpt.to_owned(), message: format!("state.json: {e}") })
+        .map_err(|e| Error::Model(ModelError::Corrupt { path: ckpt.to_owned(), message: format!("state.json: {e}") }))
 }
 
 /// The epoch records of the run in `root` if resuming it under `config` would train no epoch:
@@ -444,10 +441,10 @@ impl<'a> StageRun<'a> {
             });
         }
         if cfg_path.exists() {
-            return Err(Error::Inconsistent {
+            return Err(Error::Model(ModelError::Inconsistent {
                 path: root.to_owned(),
                 message: "already holds a run; pass --resume to continue it or choose another --out".into(),
-            });
+            }));
         }
         trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
         Ok(StageRun {
@@ -560,8 +557,9 @@ pub fn read_records(path: &Path) -> Result<Vec<StageRecord>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| Error::Corrupt { path: path.to_owned(), message: format!("line {}: {e}", i + 1) })
+            serde_json::from_str(l).map_err(|e| {
+                Error::Model(ModelError::Corrupt { path: path.to_owned(), message: format!("line {}: {e}", i + 1) })
+            })
         })
         .collect()
 }

@@ -12,6 +12,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::checkpoint::load_weights;
 use crate::error::{Error, Result};
+use trackgnn_model::Error as ModelError;
 
 /// The random graph of a parity export without a graph file.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,7 +69,10 @@ fn graph_of(spec: &ParitySpec) -> Result<ParityGraph> {
     Ok(match &spec.graph {
         Some(p) => {
             let g = trackgnn_graph::read_graph(p)?;
-            let t = g.truth.as_ref().ok_or_else(|| Error::Config("the graph has no truth labels".into()))?;
+            let t = g
+                .truth
+                .as_ref()
+                .ok_or_else(|| ModelError::Corrupt { path: p.clone(), message: "graph has no truth labels".into() })?;
             let w: Vec<f32> =
                 t.y.iter().zip(&t.target).map(|(&y, &tg)| if y == 1 && tg == 0 { 0.0 } else { 1.0 }).collect();
             let (nf, ef) = (g.num_node_features(), g.num_edge_features());
@@ -127,7 +131,7 @@ pub fn export_parity(spec: &ParitySpec, out: &Path) -> Result<ParityExport> {
     buffers.push(("graph.weight".into(), Dtype::F32, vec![e], f32_bytes(&w)));
     buffers.push(("logits".into(), Dtype::F32, vec![e], f32_bytes(&cache.logits)));
     buffers.push(("loss".into(), Dtype::F32, vec![1], f32_bytes(&[loss])));
-    let st = |source| Error::Safetensors { path: out.to_path_buf(), source };
+    let st = |source| Error::Model(ModelError::Safetensors { path: out.to_path_buf(), source });
     let views: Vec<(String, TensorView<'_>)> = buffers
         .iter()
         .map(|(name, dt, shape, bytes)| Ok((name.clone(), TensorView::new(*dt, shape.clone(), bytes).map_err(st)?)))

@@ -160,10 +160,13 @@ fn plan_parts(
                 }
             }
             (None, Oversize::Split) => {
-                return Err(Error::Config(format!(
-                    "{path}: {n} nodes, {e} edges do not fit max_memory_bytes = {budget} even in {} sectors",
-                    budget::MAX_PARTS
-                )));
+                return Err(Error::config(
+                    "max_memory_bytes",
+                    format!(
+                        "= {budget} is too small for {path} ({n} nodes, {e} edges) even in {} sectors",
+                        budget::MAX_PARTS
+                    ),
+                ));
             }
             (None, Oversize::Skip) => {
                 skipped.push(i);
@@ -179,7 +182,7 @@ fn plan_parts(
     }
     split.train.retain(|i| !skipped.contains(i));
     if split.train.is_empty() {
-        return Err(Error::Config(format!("every training graph is over max_memory_bytes = {budget}")));
+        return Err(Error::config("max_memory_bytes", format!("= {budget} is less than every training graph needs")));
     }
     Ok(parts)
 }
@@ -190,15 +193,20 @@ fn empty_validation(graphs_dir: &Path, set: &GraphSet, fractions: [f64; 3]) -> E
     let mut ids: Vec<u64> = set.files.iter().map(|f| f.0).collect();
     ids.dedup();
     let what = format!(
-        "{}: the split {fractions:?} of its {} event(s) leaves no validation event (validation picks the best \
-         weights and drives early stopping)",
-        graphs_dir.display(),
-        ids.len()
+        "{fractions:?} of the {} event(s) of {} leaves no validation event (validation picks the best weights and \
+         drives early stopping)",
+        ids.len(),
+        graphs_dir.display()
     );
-    Error::Config(match Split::events_for_validation(fractions) {
-        Some(n) => format!("{what}: it needs at least {n} events; build more graphs or raise the validation fraction"),
-        None => format!("{what}: give validation a positive fraction (split = [train, validation, test])"),
-    })
+    Error::config(
+        "split",
+        match Split::events_for_validation(fractions) {
+            Some(n) => {
+                format!("{what}: it needs at least {n} events; build more graphs or raise the validation fraction")
+            }
+            None => format!("{what}: give validation a positive fraction (split = [train, validation, test])"),
+        },
+    )
 }
 
 /// A training run in progress.
@@ -250,7 +258,7 @@ impl<'a> Trainer<'a> {
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
         let mut split = Split::by_event(&set, cfg.split, cfg.seed);
         if split.train.is_empty() {
-            return Err(Error::Config(format!("{}: no training graphs", graphs_dir.display())));
+            return Err(Error::TooFewGraphs { dir: graphs_dir.to_path_buf(), message: "no training graphs".into() });
         }
         if split.val.is_empty() {
             return Err(empty_validation(graphs_dir, &set, cfg.split));
@@ -269,22 +277,28 @@ impl<'a> Trainer<'a> {
         let parts = plan_parts(&cfg, &set, &mut split, &*exec, (node_dim, edge_dim), comm.is_root())?;
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {
-            return Err(Error::Config(format!(
-                "{} training graphs cannot fill one step of {} ranks × {} graphs",
-                split.train.len(),
-                comm.size(),
-                cfg.graphs_per_step
-            )));
+            return Err(Error::config(
+                "graphs_per_step",
+                format!(
+                    "= {2}: {} training graphs cannot fill one step of {} ranks × {} graphs",
+                    split.train.len(),
+                    comm.size(),
+                    cfg.graphs_per_step
+                ),
+            ));
         }
         if epoch_groups(&cfg, &set, &split.train, comm.size(), 0).is_empty() {
-            return Err(Error::Config(format!(
-                "{} training graphs in {} size bins give no full step of {} ranks × {} graphs (the balanced sampler \
-                 draws a step from one bin): use more graphs or fewer sampler_bins",
-                split.train.len(),
-                cfg.sampler_bins,
-                comm.size(),
-                cfg.graphs_per_step
-            )));
+            return Err(Error::config(
+                "sampler_bins",
+                format!(
+                    "= {1}: {} training graphs in {} size bins give no full step of {} ranks × {} graphs (the balanced \
+                     sampler draws a step from one bin): use more graphs or fewer sampler_bins",
+                    split.train.len(),
+                    cfg.sampler_bins,
+                    comm.size(),
+                    cfg.graphs_per_step
+                ),
+            ));
         }
         // Every replica starts from rank 0's weights.
         comm.broadcast(&mut exec.params_mut().data, 0)?;
@@ -328,10 +342,7 @@ impl<'a> Trainer<'a> {
     fn start_run_dir(&self, graphs_dir: &Path) -> Result<()> {
         let root = self.run.root();
         if self.run.checkpoint_dir().exists() {
-            return Err(Error::Config(format!(
-                "{} already holds a run (use --resume to continue it, or another directory)",
-                root.display()
-            )));
+            return Err(Error::RunExists { dir: root.to_path_buf() });
         }
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         self.run.write_config(&self.cfg)?;
@@ -359,7 +370,7 @@ impl<'a> Trainer<'a> {
         let dir = self.run.checkpoint_dir();
         let (opt_state, state) = load_checkpoint(&dir, self.exec.params_mut())?;
         let saved: RunState = serde_json::from_value(state)
-            .map_err(|e| Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
+            .map_err(|e| trackgnn_model::Error::Json { path: dir.join(crate::run_dir::STATE_FILE), source: e })?;
         // The starting weights matter only to a fresh run: a resume continues from the
         // checkpoint's, with or without `init_weights` given again.
         self.cfg.init_weights = saved.config.init_weights.clone();
@@ -377,12 +388,14 @@ impl<'a> Trainer<'a> {
             a.schedule = self.cfg.schedule;
         }
         if a != self.cfg {
-            return Err(Error::Config(format!(
-                "{}: the checkpoint was written with another configuration (only `epochs`, `checkpointing`, `non_finite`, \
-                 `replica_check_every_steps` and a schedule that keeps the learning rates of the {} steps already taken may change on resume)",
-                dir.display(),
-                saved.global_step
-            )));
+            return Err(Error::Model(trackgnn_model::Error::Inconsistent {
+                path: dir.clone(),
+                message: format!(
+                    "the checkpoint was written with another configuration (only `epochs`, `checkpointing`, `non_finite`, \
+                     `replica_check_every_steps` and a schedule that keeps the learning rates of the {} steps already taken may change on resume)",
+                    saved.global_step
+                ),
+            }));
         }
         self.exec.restore_optimizer(opt_state);
         let previous_ranks = saved.ranks;

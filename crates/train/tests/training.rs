@@ -58,7 +58,9 @@ fn a_split_without_validation_events_is_refused_up_front() {
     let run = dir.path().join("run");
     let e = Trainer::new(small_config(), &graphs, &run, false, &mut SingleProcess).err().expect("refused");
     let msg = e.to_string();
-    assert!(msg.contains("4 event(s) leaves no validation event") && msg.contains("at least 5 events"), "{msg}");
+    assert!(msg.starts_with("invalid config: `split`"), "the setting is named: {msg}");
+    assert!(msg.contains("4 event(s) of") && msg.contains("leaves no validation event"), "{msg}");
+    assert!(msg.contains("at least 5 events"), "{msg}");
     assert!(!run.exists(), "nothing written");
     let cfg = TrainConfig { split: [0.9, 0.0, 0.1], ..small_config() };
     let msg = Trainer::new(cfg, &graphs, &run, false, &mut SingleProcess).err().expect("refused").to_string();

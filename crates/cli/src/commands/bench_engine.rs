@@ -13,7 +13,6 @@ use trackgnn_engine::bench::{StepFigures, StepRun, Variant, measure_step};
 use trackgnn_engine::matmul_bf16::{Bf16Path, force_path};
 use trackgnn_engine::{Checkpointing, Precision};
 
-use crate::cli::parse_checkpointing;
 use crate::util::{print_json, thread_pool};
 
 /// `trackgnn bench engine`.
@@ -36,7 +35,7 @@ pub struct BenchEngineArgs {
     pub precision: Option<trackgnn_engine::Precision>,
     /// Activation checkpointing of the step, as `train --checkpointing` takes it: none,
     /// per-iteration or every:K, `+bf16` appended to keep the saved states in bf16.
-    #[arg(long, visible_alias = "checkpointing", value_name = "MODE", value_parser = parse_checkpointing, default_value = "none")]
+    #[arg(long, visible_alias = "checkpointing", value_name = "MODE", default_value = "none")]
     pub checkpoint: Checkpointing,
     /// The kernel of the bf16 products instead of the one this CPU's rule chooses (to compare
     /// kernels on one machine); refused if the CPU cannot run it.

@@ -15,6 +15,7 @@ use trackgnn_simulate::{Generator, SimConfig};
 use trackgnn_trackml::Detector;
 use trackgnn_trackml::csv::{discover_events, write_detectors};
 use trackgnn_train::TrainConfig;
+use trackgnn_train::config::TrainOverrides;
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
@@ -79,8 +80,16 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(2, "building graphs (geometric builder, all hits: no truth cuts)", t0);
     pool.install(|| build_graphs(generator.detector(), &p("events"), &p("graphs")))?;
     step(3, &format!("training an InteractionGNN (hidden {hidden}, {iterations} iterations, {epochs} epochs)"), t0);
-    let mut cfg = TrainConfig { epochs, seed: 1, pos_weight: 2.0, ..TrainConfig::default() };
-    (cfg.optimizer.lr, cfg.model.hidden, cfg.model.iterations) = (2e-3, hidden, iterations);
+    let settings = TrainOverrides {
+        epochs: Some(epochs),
+        seed: Some(1),
+        lr: Some(2e-3),
+        hidden: Some(hidden),
+        iterations: Some(iterations),
+        pos_weight: Some(2.0),
+        ..Default::default()
+    };
+    let cfg = settings.apply(TrainConfig::default())?;
     super::train::train(
         cfg,
         &p("graphs"),

@@ -8,12 +8,12 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use serde_json::json;
-use trackgnn_train::config::{LrScaling, NonFinite, Oversize, Sampler, TrainOverrides};
+use trackgnn_train::config::TrainOverrides;
 use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::evaluation::{SplitPart, evaluate_run};
 use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
 
-use crate::cli::{ResumeArg, parse_bytes, parse_checkpointing};
+use crate::cli::ResumeArg;
 use crate::progress;
 use crate::util::{print_json, thread_pool};
 use clap::Args;
@@ -42,83 +42,14 @@ pub struct TrainArgs {
     /// ranks that did not arrive (MPI builds).
     #[arg(long, value_name = "SECONDS", default_value_t = trackgnn_train::dist::DEFAULT_COLLECTIVE_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
     pub collective_timeout: f64,
-    /// What a step whose loss or gradient is not finite does: stop the run (naming the step and
-    /// graphs, keeping the last checkpoint) or skip the step.
-    #[arg(long, value_enum)]
-    pub non_finite: Option<NonFinite>,
-    /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
-    #[arg(long, value_name = "K")]
-    pub replica_check_every: Option<usize>,
     /// Fault injection for tests: at global step STEP, rank RANK changes one of its weights.
     #[arg(long, hide = true, value_name = "STEP:RANK", value_parser = parse_step_rank)]
     pub inject_divergence: Option<(u64, usize)>,
-    /// Epochs.
-    #[arg(long)]
-    pub epochs: Option<usize>,
-    /// Seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Learning rate.
-    #[arg(long)]
-    pub lr: Option<f64>,
-    /// Hidden width.
-    #[arg(long)]
-    pub hidden: Option<usize>,
-    /// Message-passing iterations.
-    #[arg(long)]
-    pub iterations: Option<usize>,
-    /// Positive-class weight of the loss.
-    #[arg(long)]
-    pub pos_weight: Option<f64>,
-    /// Loss weight of the target edges of secondaries (particles produced beyond 1 mm of the
-    /// beam line); needs graphs with production-vertex radii.
-    #[arg(long)]
-    pub secondary_weight: Option<f64>,
-    /// Start from the weights of an earlier run (its directory, for its best.safetensors, or a
-    /// weights file) instead of random ones; optimiser and schedule start afresh.
-    #[arg(long, value_name = "RUN_OR_FILE")]
-    pub init_weights: Option<PathBuf>,
-    /// Graphs per optimiser step (per rank).
-    #[arg(long)]
-    pub graphs_per_step: Option<usize>,
-    /// Clip the gradient norm (0: off).
-    #[arg(long)]
-    pub clip_grad_norm: Option<f64>,
-    /// Early-stopping patience in epochs (0: off).
-    #[arg(long)]
-    pub early_stopping: Option<usize>,
-    /// Checkpoint every N steps too (0: per epoch only).
-    #[arg(long)]
-    pub checkpoint_every: Option<usize>,
-    /// Use at most N graphs.
-    #[arg(long)]
-    pub max_graphs: Option<usize>,
-    /// Linear warm-up of the learning rate over this many epochs.
-    #[arg(long)]
-    pub warmup_epochs: Option<f64>,
-    /// Learning-rate scaling with the number of ranks.
-    #[arg(long, value_enum)]
-    pub lr_scaling: Option<LrScaling>,
-    /// Step sampler.
-    #[arg(long, value_enum)]
-    pub sampler: Option<Sampler>,
+    // The settings that replace the configuration's: the flags of `trackgnn_train`'s one list.
+    #[command(flatten)]
+    pub settings: TrainOverrides,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
-    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
-    /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
-    #[arg(long, value_name = "MODE", value_parser = parse_checkpointing)]
-    pub checkpointing: Option<trackgnn_engine::Checkpointing>,
-    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
-    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Recorded in the run's config.toml.
-    #[arg(long, value_name = "f32|bf16")]
-    pub precision: Option<trackgnn_engine::Precision>,
-    /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
-    /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
-    pub max_memory: Option<u64>,
-    /// What to do with a graph over `--max-memory`.
-    #[arg(long, value_enum)]
-    pub oversize: Option<Oversize>,
     /// Largest element count per MPI call (tests use a small one to exercise chunking).
     #[arg(long, hide = true)]
     pub mpi_chunk: Option<usize>,
@@ -169,35 +100,6 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
     Ok((a.parse().map_err(|_| "bad STEP")?, b.parse().map_err(|_| "bad RANK")?))
 }
 
-/// The flags that replace the configuration's settings.
-fn overrides(a: &TrainArgs) -> TrainOverrides {
-    TrainOverrides {
-        epochs: a.epochs,
-        seed: a.seed,
-        lr: a.lr,
-        hidden: a.hidden,
-        iterations: a.iterations,
-        pos_weight: a.pos_weight,
-        secondary_weight: a.secondary_weight,
-        graphs_per_step: a.graphs_per_step,
-        clip_grad_norm: a.clip_grad_norm,
-        early_stopping_patience: a.early_stopping,
-        checkpoint_every_steps: a.checkpoint_every,
-        max_graphs: a.max_graphs,
-        warmup_epochs: a.warmup_epochs,
-        init_weights: a.init_weights.clone(),
-        lr_scaling: a.lr_scaling,
-        checkpointing: a.checkpointing,
-        precision: a.precision,
-        max_memory_bytes: a.max_memory,
-        oversize: a.oversize,
-        sampler: a.sampler,
-        non_finite: a.non_finite,
-        replica_check_every_steps: a.replica_check_every,
-        threshold: None,
-    }
-}
-
 /// A progress bar per epoch on rank 0.
 struct Bars {
     bar: std::sync::Mutex<Option<ProgressBar>>,
@@ -233,14 +135,14 @@ impl Progress for Bars {
 
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
-    super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.init_weights.as_deref()])?;
+    super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.settings.init_weights.as_deref()])?;
     let resume = match a.resume {
         None => false,
         Some(ResumeArg::Always) => true,
         // Rank 0 decides, so every rank does the same even on a file system that lags.
         Some(ResumeArg::Auto) => comm.any(comm.is_root() && RunDir::new(&a.out).has_checkpoint())?,
     };
-    let cfg = overrides(&a).resolve(a.config.as_deref(), &RunDir::new(&a.out), resume)?;
+    let cfg = a.settings.resolve(a.config.as_deref(), &RunDir::new(&a.out), resume)?;
     let opts = TrainOptions { requeue: a.requeue, inject_divergence: a.inject_divergence };
     if resume && a.resume == Some(ResumeArg::Auto) && comm.is_root() && !a.json.json {
         eprintln!("--resume auto: continuing the run in {} from its checkpoint", a.out.display());

@@ -1,5 +1,9 @@
-//! Settings given on top of a training configuration (a command line's flags): one place
-//! where each flag meets the configuration key it replaces.
+//! Settings given on top of a training configuration (a command line's flags): one list where
+//! each flag meets the configuration key it replaces.
+//!
+//! The list ([`TrainOverrides`]) is the `trackgnn train` command line's too: with the `clap`
+//! feature it derives `clap::Args`, each field's doc comment its help, so a flag is added in one
+//! place, the list below.
 
 use std::path::{Path, PathBuf};
 
@@ -9,55 +13,126 @@ use super::{LrScaling, NonFinite, Oversize, Sampler, TrainConfig};
 use crate::error::{Error, Result};
 use crate::run_dir::RunDir;
 
-/// Settings that replace a [`TrainConfig`]'s: each `Some` wins over the configuration's value.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TrainOverrides {
-    /// [`TrainConfig::epochs`].
-    pub epochs: Option<usize>,
-    /// [`TrainConfig::seed`].
-    pub seed: Option<u64>,
-    /// The optimiser's learning rate.
-    pub lr: Option<f64>,
-    /// The model's hidden width.
-    pub hidden: Option<usize>,
-    /// The model's message-passing iterations.
-    pub iterations: Option<usize>,
-    /// [`TrainConfig::pos_weight`].
-    pub pos_weight: Option<f64>,
-    /// [`TrainConfig::secondary_weight`].
-    pub secondary_weight: Option<f64>,
-    /// [`TrainConfig::graphs_per_step`].
-    pub graphs_per_step: Option<usize>,
-    /// [`TrainConfig::clip_grad_norm`].
-    pub clip_grad_norm: Option<f64>,
-    /// [`TrainConfig::early_stopping_patience`].
-    pub early_stopping_patience: Option<usize>,
-    /// [`TrainConfig::checkpoint_every_steps`].
-    pub checkpoint_every_steps: Option<usize>,
-    /// [`TrainConfig::max_graphs`].
-    pub max_graphs: Option<usize>,
-    /// The schedule's warm-up epochs.
-    pub warmup_epochs: Option<f64>,
-    /// Starting weights: a run directory (its best weights) or a weights file.
-    pub init_weights: Option<PathBuf>,
-    /// [`TrainConfig::lr_scaling`].
-    pub lr_scaling: Option<LrScaling>,
-    /// [`TrainConfig::checkpointing`].
-    pub checkpointing: Option<Checkpointing>,
-    /// [`TrainConfig::precision`].
-    pub precision: Option<Precision>,
-    /// [`TrainConfig::max_memory_bytes`].
-    pub max_memory_bytes: Option<u64>,
-    /// [`TrainConfig::oversize`].
-    pub oversize: Option<Oversize>,
-    /// [`TrainConfig::sampler`].
-    pub sampler: Option<Sampler>,
-    /// [`TrainConfig::non_finite`].
-    pub non_finite: Option<NonFinite>,
-    /// [`TrainConfig::replica_check_every_steps`].
-    pub replica_check_every_steps: Option<usize>,
-    /// [`TrainConfig::threshold`] (the edge metrics' score threshold).
-    pub threshold: Option<f64>,
+/// Declares [`TrainOverrides`] from one list: each entry is a field (with its doc comment, the
+/// flag's help, and its `clap` attributes) and the [`TrainConfig`] setting it replaces; `apply`
+/// sets them all.
+macro_rules! overrides {
+    ($( $(#[$attr:meta])* $name:ident: $ty:ty => $($key:ident).+, )*) => {
+        /// Settings that replace a [`TrainConfig`]'s: each `Some` wins over the configuration's
+        /// value. The flags of `trackgnn train` (feature `clap`), in the order of its help.
+        #[derive(Clone, Debug, Default, PartialEq)]
+        #[cfg_attr(feature = "clap", derive(clap::Args))]
+        pub struct TrainOverrides {
+            $( $(#[$attr])* pub $name: Option<$ty>, )*
+        }
+
+        impl TrainOverrides {
+            /// Replaces each setting of `c` that is given here.
+            fn set_given(&self, c: &mut TrainConfig) {
+                $( if let Some(v) = &self.$name { c.$($key).+ = v.clone().into(); } )*
+            }
+        }
+    };
+}
+
+overrides! {
+    /// What a step whose loss or gradient is not finite does: stop the run (naming the step and
+    /// graphs, keeping the last checkpoint) or skip the step.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    non_finite: NonFinite => non_finite,
+    /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
+    #[cfg_attr(feature = "clap", arg(long = "replica-check-every", value_name = "K"))]
+    replica_check_every_steps: usize => replica_check_every_steps,
+    /// Epochs.
+    #[cfg_attr(feature = "clap", arg(long))]
+    epochs: usize => epochs,
+    /// Seed.
+    #[cfg_attr(feature = "clap", arg(long))]
+    seed: u64 => seed,
+    /// Learning rate.
+    #[cfg_attr(feature = "clap", arg(long))]
+    lr: f64 => optimizer.lr,
+    /// Hidden width.
+    #[cfg_attr(feature = "clap", arg(long))]
+    hidden: usize => model.hidden,
+    /// Message-passing iterations.
+    #[cfg_attr(feature = "clap", arg(long))]
+    iterations: usize => model.iterations,
+    /// Positive-class weight of the loss.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pos_weight: f64 => pos_weight,
+    /// Loss weight of the target edges of secondaries (particles produced beyond 1 mm of the
+    /// beam line); needs graphs with production-vertex radii.
+    #[cfg_attr(feature = "clap", arg(long))]
+    secondary_weight: f64 => secondary_weight,
+    /// Start from the weights of an earlier run (its directory, for its best.safetensors, or a
+    /// weights file) instead of random ones; optimiser and schedule start afresh.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RUN_OR_FILE"))]
+    init_weights: PathBuf => init_weights,
+    /// Graphs per optimiser step (per rank).
+    #[cfg_attr(feature = "clap", arg(long))]
+    graphs_per_step: usize => graphs_per_step,
+    /// Clip the gradient norm (0: off).
+    #[cfg_attr(feature = "clap", arg(long))]
+    clip_grad_norm: f64 => clip_grad_norm,
+    /// Early-stopping patience in epochs (0: off).
+    #[cfg_attr(feature = "clap", arg(long = "early-stopping", value_name = "EARLY_STOPPING"))]
+    early_stopping_patience: usize => early_stopping_patience,
+    /// Checkpoint every N steps too (0: per epoch only).
+    #[cfg_attr(feature = "clap", arg(long = "checkpoint-every", value_name = "CHECKPOINT_EVERY"))]
+    checkpoint_every_steps: usize => checkpoint_every_steps,
+    /// Use at most N graphs.
+    #[cfg_attr(feature = "clap", arg(long))]
+    max_graphs: usize => max_graphs,
+    /// Linear warm-up of the learning rate over this many epochs.
+    #[cfg_attr(feature = "clap", arg(long))]
+    warmup_epochs: f64 => schedule.warmup_epochs,
+    /// Learning-rate scaling with the number of ranks.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    lr_scaling: LrScaling => lr_scaling,
+    /// Step sampler.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    sampler: Sampler => sampler,
+    /// Activation checkpointing: none, per-iteration or every:K (less memory, some recompute);
+    /// append `+bf16` to keep the saved states in bf16 (half their bytes; e.g. every:2+bf16).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "MODE"))]
+    checkpointing: Checkpointing => checkpointing,
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Recorded in the run's config.toml.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "f32|bf16"))]
+    precision: Precision => precision,
+    /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
+    /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
+    #[cfg_attr(feature = "clap", arg(long = "max-memory", value_name = "BYTES", value_parser = parse_bytes))]
+    max_memory_bytes: u64 => max_memory_bytes,
+    /// What to do with a graph over `--max-memory`.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    oversize: Oversize => oversize,
+    /// The edge metrics' score threshold (not a flag of `trackgnn train`: `eval --threshold`).
+    #[cfg_attr(feature = "clap", arg(skip))]
+    threshold: f64 => threshold,
+}
+
+/// A byte count: digits with an optional K, M, G or T suffix (powers of 1024; a trailing `B`
+/// or `iB` is allowed), as `--max-memory` takes it.
+///
+/// # Errors
+/// Text that is not a non-negative byte count, quoted.
+pub fn parse_bytes(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix("iB").or_else(|| t.strip_suffix('B')).unwrap_or(t);
+    let (num, shift) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 10),
+        Some('M') => (&t[..t.len() - 1], 20),
+        Some('G') => (&t[..t.len() - 1], 30),
+        Some('T') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 8G, 512M, 1000000)"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("`{s}`: a byte count must be non-negative"));
+    }
+    Ok((v * (1u64 << shift) as f64).round() as u64)
 }
 
 impl TrainOverrides {
@@ -81,38 +156,12 @@ impl TrainOverrides {
     /// # Errors
     /// Starting weights that do not exist, a setting out of range.
     pub fn apply(&self, mut c: TrainConfig) -> Result<TrainConfig> {
-        fn set<T: Clone>(value: &Option<T>, field: &mut T) {
-            if let Some(v) = value {
-                *field = v.clone();
-            }
-        }
-        set(&self.epochs, &mut c.epochs);
-        set(&self.seed, &mut c.seed);
-        set(&self.lr, &mut c.optimizer.lr);
-        set(&self.hidden, &mut c.model.hidden);
-        set(&self.iterations, &mut c.model.iterations);
-        set(&self.pos_weight, &mut c.pos_weight);
-        set(&self.secondary_weight, &mut c.secondary_weight);
-        set(&self.graphs_per_step, &mut c.graphs_per_step);
-        set(&self.clip_grad_norm, &mut c.clip_grad_norm);
-        set(&self.early_stopping_patience, &mut c.early_stopping_patience);
-        set(&self.checkpoint_every_steps, &mut c.checkpoint_every_steps);
-        set(&self.max_graphs, &mut c.max_graphs);
-        set(&self.warmup_epochs, &mut c.schedule.warmup_epochs);
+        self.set_given(&mut c);
         if let Some(p) = &self.init_weights {
             let file = if p.is_dir() { RunDir::new(p).best_path() } else { p.clone() };
             let file = std::fs::canonicalize(&file).map_err(|e| Error::io(&file, e))?;
             c.init_weights = Some(file);
         }
-        set(&self.lr_scaling, &mut c.lr_scaling);
-        set(&self.checkpointing, &mut c.checkpointing);
-        set(&self.precision, &mut c.precision);
-        set(&self.max_memory_bytes, &mut c.max_memory_bytes);
-        set(&self.oversize, &mut c.oversize);
-        set(&self.sampler, &mut c.sampler);
-        set(&self.non_finite, &mut c.non_finite);
-        set(&self.replica_check_every_steps, &mut c.replica_check_every_steps);
-        set(&self.threshold, &mut c.threshold);
         c.validate()?;
         Ok(c)
     }
@@ -121,6 +170,16 @@ impl TrainOverrides {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_take_binary_suffixes() {
+        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("1.5k"), Ok(1536));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert!(parse_bytes("eight").unwrap_err().contains("eight"));
+        assert!(parse_bytes("-1G").is_err());
+    }
 
     #[test]
     fn given_settings_win_and_the_rest_stay() {

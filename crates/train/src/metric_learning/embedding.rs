@@ -135,7 +135,7 @@ pub fn train_embedding(
     mut on_epoch: impl FnMut(&StageRecord),
 ) -> Result<Vec<StageRecord>> {
     if train.is_empty() || val.is_empty() {
-        return Err(crate::Error::Config("training an embedding needs training and validation events".into()));
+        return Err(crate::Error::NoEvents { stage: "an embedding" });
     }
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, cfg.features.features.len(), &mut Rng::new(t.seed));

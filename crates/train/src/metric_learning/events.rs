@@ -27,11 +27,7 @@ pub fn prepare_events(
     val_events: Option<usize>,
 ) -> Result<(Vec<PreparedEvent>, Vec<PreparedEvent>)> {
     if files.len() < 2 {
-        return Err(Error::Config(format!(
-            "{}: needs at least 2 events (training and validation), found {}",
-            dir.display(),
-            files.len()
-        )));
+        return Err(Error::TooFewEvents { dir: dir.to_path_buf(), found: files.len() });
     }
     let opts =
         ReadOptions { truth: true, particles: true, cells: features.features.iter().any(|f| f.name.needs_cells()) };

@@ -96,13 +96,13 @@ pub fn train_filter(
     mut on_epoch: impl FnMut(&StageRecord),
 ) -> Result<Vec<StageRecord>> {
     if train.is_empty() || val.is_empty() {
-        return Err(crate::Error::Config("training a filter needs training and validation events".into()));
+        return Err(crate::Error::NoEvents { stage: "a filter" });
     }
     if cfg.net.out != 1 {
-        return Err(crate::Error::Config(format!(
-            "filter: net.out must be 1 (one logit per edge), not {}",
-            cfg.net.out
-        )));
+        return Err(crate::Error::config(
+            "net.out",
+            format!("must be 1 for a filter (one logit per edge), not {}", cfg.net.out),
+        ));
     }
     let radius = cfg.radius.unwrap_or(embedding.config.margin);
     let k_max = cfg.k_max.unwrap_or(embedding.config.k_max);

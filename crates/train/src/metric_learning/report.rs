@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::{BestBy, StageRecord, best_record};
 use crate::error::{Error, Result};
+use trackgnn_model::Error as ModelError;
 
 impl StageRecord {
     /// The fixed-budget figures, when the record has them (the embedding's): the `k_max`
@@ -126,8 +127,9 @@ impl fmt::Display for StageReport<'_> {
 pub fn read_stage_config<T: DeserializeOwned + Default>(path: Option<&Path>) -> Result<T> {
     let Some(p) = path else { return Ok(T::default()) };
     let text = std::fs::read_to_string(p).map_err(|e| Error::io(p, e))?;
-    toml::from_str(&text)
-        .map_err(|e| Error::Corrupt { path: p.to_path_buf(), message: format!("invalid configuration: {e}") })
+    toml::from_str(&text).map_err(|e| {
+        Error::Model(ModelError::Corrupt { path: p.to_path_buf(), message: format!("invalid configuration: {e}") })
+    })
 }
 
 #[cfg(test)]

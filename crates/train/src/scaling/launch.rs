@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Regime;
 use super::options::{StudyOptions, parse_ranks};
-use super::plot_speedup;
 use super::study::{RunSummary, StudyConfig, StudyReport, StudySetup, format_load, graphs_per_rank};
+use super::{json_value, plot_speedup, write_bytes, write_json};
 use crate::config::Sampler;
 use crate::data::GraphSet;
 use crate::error::{Error, Result};
@@ -61,14 +61,17 @@ impl Launcher {
         let ranks = parse_ranks(a.ranks.as_deref().unwrap_or("1,2"))?;
         let max_ranks = *ranks.last().expect("parse_ranks returns 1 at least");
         if max_ranks > 1 && !MPI {
-            return Err(Error::Config(format!(
-                "--ranks {max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
-                 this one was built without it and can only measure --ranks 1"
-            )));
+            return Err(Error::flag(
+                "--ranks",
+                format!(
+                    "{max_ranks} needs a trackgnn built with MPI (cargo build --release -p trackgnn --features mpi); \
+                     this one was built without it and can only measure --ranks 1"
+                ),
+            ));
         }
         let regimes = a.regimes.regimes();
         let (Some(out), Some(graphs_arg)) = (a.out.as_deref(), a.graphs.as_deref()) else {
-            return Err(Error::Config("measuring needs --graphs DIR and --out DIR".into()));
+            return Err(Error::flag("--graphs", "DIR and --out DIR are needed to measure"));
         };
         let graphs = fs::canonicalize(graphs_arg)
             .map_err(|e| Error::context(format!("--graphs {}", graphs_arg.display()), e))?;
@@ -169,11 +172,7 @@ impl Launcher {
                 Error::context(what, e)
             })?;
             if !status.success() {
-                return Err(Error::Config(format!(
-                    "{name} failed ({status}); the end of {}:\n{}",
-                    log_file.display(),
-                    tail(&log_file, 15)
-                )));
+                return Err(Error::RunFailed { name, status, tail: tail(&log_file, 15), log: log_file });
             }
             let after = load_average();
             let record = LoadRecord { args, load_average_start: before, load_average_end: after };
@@ -243,21 +242,6 @@ fn tail(path: &Path, n: usize) -> String {
     let text = fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// Writes `value` as pretty JSON (keys sorted, as the command prints it), atomically.
-pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(&json_value(path, value)?).expect("JSON values serialise");
-    write_bytes(path, text.as_bytes())
-}
-
-/// `value` as a JSON value, whose objects have their keys sorted.
-fn json_value(path: &Path, value: &impl Serialize) -> Result<serde_json::Value> {
-    serde_json::to_value(value).map_err(|source| Error::Json { path: path.into(), source })
-}
-
-fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::context(format!("writing {}", path.display()), e))
 }
 
 #[cfg(test)]

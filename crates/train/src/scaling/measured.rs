@@ -10,6 +10,7 @@ use crate::config::TrainConfig;
 use crate::data::GraphSet;
 use crate::error::{Error, Result};
 use crate::run_dir::{RunDir, StepRecord, Weights};
+use trackgnn_model::Error as ModelError;
 
 /// The steps that are timed: the first epoch warms up (page cache, allocator), so it is left
 /// out when there are later ones.
@@ -46,11 +47,13 @@ impl StepFigures {
     /// the all-reduce seconds and of the wait for the slowest rank's compute, averaged over the
     /// timed epochs.
     pub fn of_run(run: &RunDir) -> Result<StepFigures> {
-        let no_steps = || Error::Corrupt {
-            path: run.steps_path(),
-            message: "the run took no training step (its training graphs cannot fill one step of all ranks; the \
+        let no_steps = || {
+            Error::Model(ModelError::Corrupt {
+                path: run.steps_path(),
+                message: "the run took no training step (its training graphs cannot fill one step of all ranks; the \
                       balanced sampler needs that many in one size bin): use more graphs (--max-graphs)"
-                .into(),
+                    .into(),
+            })
         };
         if !run.steps_path().exists() {
             return Err(no_steps());
@@ -119,23 +122,28 @@ impl MeasuredRun {
     pub fn load(run: &RunDir, graphs_override: Option<&Path>) -> Result<MeasuredRun> {
         let cfg = run.read_config()?;
         if cfg.graphs_per_step != 1 {
-            return Err(Error::Config(format!(
-                "{}: the simulation needs a run with one graph per step (graphs_per_step = 1)",
-                run.root().display()
-            )));
+            return Err(Error::config(
+                "graphs_per_step",
+                format!(
+                    "= {} in {}: the simulation needs a run with one graph per step (1)",
+                    cfg.graphs_per_step,
+                    run.config_path().display()
+                ),
+            ));
         }
         let events = run.read_events()?;
         let dir = graphs_override.map_or(events.graphs_dir, Path::to_path_buf);
         let set = GraphSet::open(&dir, cfg.max_graphs).map_err(|e| {
-            Error::Config(format!("opening the run's graphs {} (pass --graphs if they moved): {e}", dir.display()))
+            Error::context(format!("opening the run's graphs {} (pass --graphs if they moved)", dir.display()), e)
         })?;
         let size: BTreeMap<u64, u64> = set.files.iter().zip(&set.edges).map(|((id, _), &e)| (*id, e)).collect();
         let (measured, step_overhead_seconds, ranks) = step_times(run, 1)?;
         let mut times = GraphTimes::default();
         for id in &events.train {
-            let edges = *size
-                .get(id)
-                .ok_or_else(|| Error::Config(format!("event {id} of the run is not in {}", dir.display())))?;
+            let edges = *size.get(id).ok_or_else(|| ModelError::Inconsistent {
+                path: dir.clone(),
+                message: format!("does not hold event {id} of the run"),
+            })?;
             times.ids.push(*id);
             times.edges.push(edges);
             times.seconds.push(measured.get(id).map_or(f64::NAN, |(s, k)| s / *k as f64));
@@ -143,10 +151,10 @@ impl MeasuredRun {
         let known: Vec<(f64, f64)> =
             times.edges.iter().zip(&times.seconds).filter(|p| p.1.is_finite()).map(|(&e, &s)| (e as f64, s)).collect();
         if known.is_empty() {
-            return Err(Error::Corrupt {
+            return Err(Error::Model(ModelError::Corrupt {
                 path: run.steps_path(),
                 message: "no step on the run's training graphs".into(),
-            });
+            }));
         }
         let (a, b) = line_fit(&known);
         let mut estimated = 0;
@@ -173,17 +181,14 @@ impl MeasuredRun {
 /// or best weights.
 fn gradient_bytes(run: &RunDir) -> Result<f64> {
     let candidates = [run.weights_path(&Weights::Last), run.weights_path(&Weights::Best)];
-    let path = candidates.iter().find(|p| p.exists()).ok_or_else(|| {
-        Error::Config(format!(
-            "{}: no {} or {} (did the run finish an epoch?)",
-            run.root().display(),
-            candidates[0].display(),
-            candidates[1].display()
-        ))
+    let path = candidates.iter().find(|p| p.exists()).ok_or_else(|| Error::NoWeights {
+        run: run.root().to_path_buf(),
+        last: candidates[0].clone(),
+        best: candidates[1].clone(),
     })?;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| Error::Safetensors { path: path.clone(), source: e })?;
+        .map_err(|e| Error::Model(ModelError::Safetensors { path: path.clone(), source: e }))?;
     Ok(st.tensors().iter().map(|(_, t)| t.data().len() as f64).sum())
 }
 
@@ -198,7 +203,7 @@ fn step_times(run: &RunDir, gps: usize) -> Result<(PerGraph, f64, usize)> {
     let mut per_graph = PerGraph::new();
     let (mut overhead, mut ranks) = (0.0, 0usize);
     for s in &steps {
-        let bad = |message: String| Error::Corrupt { path: path.clone(), message };
+        let bad = |message: String| Error::Model(ModelError::Corrupt { path: path.clone(), message });
         let at = format!("global step {}", s.global_step);
         if s.events.is_empty() {
             return Err(bad(format!("{at}: no `events` list (written by an older trackgnn: train the run again)")));
@@ -218,7 +223,7 @@ fn step_times(run: &RunDir, gps: usize) -> Result<(PerGraph, f64, usize)> {
         ranks = ranks.max(s.compute_seconds.len());
     }
     if steps.is_empty() {
-        return Err(Error::Corrupt { path, message: "no steps".into() });
+        return Err(Error::Model(ModelError::Corrupt { path, message: "no steps".into() }));
     }
     Ok((per_graph, overhead / steps.len() as f64, ranks))
 }

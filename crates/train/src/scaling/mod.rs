@@ -5,7 +5,7 @@
 //! the typed reports of `trackgnn scaling`: the measured study ([`study`]) and the simulated one
 //! ([`simulation`]), whose JSON is the command's and whose `Display` its text; the study's
 //! options, checked and resolved ([`options`]), and the launcher that trains the measured runs
-//! ([`launch`]).
+//! ([`launch`]). The study's JSON files are read and written here, for both.
 //!
 //! Two regimes, named as such everywhere: **strong** scaling keeps the data set (speed-up
 //! t₁ / t_N, efficiency t₁ / (N·t_N)); **weak** scaling gives each rank the graphs of one rank
@@ -40,6 +40,10 @@ pub mod study;
 use std::path::Path;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trackgnn_model::Error as ModelError;
+
+use crate::error::{Error, Result};
 
 /// A scaling regime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,6 +63,27 @@ impl Regime {
             Regime::Weak => "weak",
         }
     }
+}
+
+/// Writes `value` as pretty JSON (keys sorted, as the command prints it), atomically.
+fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(&json_value(path, value)?).expect("JSON values serialise");
+    write_bytes(path, text.as_bytes())
+}
+
+/// `value` as a JSON value, whose objects have their keys sorted.
+fn json_value(path: &Path, value: &impl Serialize) -> Result<serde_json::Value> {
+    serde_json::to_value(value).map_err(|source| Error::Model(ModelError::Json { path: path.into(), source }))
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    trackgnn_trackml::atomic::write(path, bytes).map_err(|e| Error::context(format!("writing {}", path.display()), e))
+}
+
+/// Reads a JSON file of the study (a study, a simulation, an interconnect fit) as `T`.
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::context(format!("reading {}", path.display()), e))?;
+    serde_json::from_str(&text).map_err(|source| Error::Model(ModelError::Json { path: path.to_path_buf(), source }))
 }
 
 /// Speed-up against ranks, with the ideal line y = N; writes `<stem>.png` and `<stem>.svg`.

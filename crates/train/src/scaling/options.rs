@@ -2,22 +2,20 @@
 //! ([`StudyOptions::mode`]), the rank counts ([`parse_ranks`]), and for the simulation the
 //! source run, the interconnect, the samplers and the measured study to check against
 //! ([`StudyOptions::simulate`]). Messages name the command-line options of
-//! `trackgnn scaling`, whose arguments convert into [`StudyOptions`] field by field.
+//! `trackgnn scaling`, whose arguments are [`StudyOptions`] (its `clap::Args`, feature `clap`).
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
-
 use super::Regime;
 use super::allreduce::AllreduceCost;
-use super::launch::write_json;
 use super::measured::MeasuredRun;
-use super::plot_speedup;
 use super::predict::{DEFAULT_BANDWIDTH_BYTES_PER_SECOND, DEFAULT_LATENCY_SECONDS};
 use super::simulation::{MeasuredStudy, Simulation, SimulationPlan};
+use super::{plot_speedup, read_json, write_json};
 use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::run_dir::RunDir;
+use trackgnn_model::Error as ModelError;
 
 /// The regimes a study measures or simulates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -44,52 +42,84 @@ impl Regimes {
 }
 
 /// Everything a scaling study is asked, as `trackgnn scaling` takes it (`None`: the mode's
-/// default). [`Default`] is the command's defaults.
+/// default): with the `clap` feature, its arguments (each field's doc comment its help).
+/// [`Default`] is the command's defaults.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct StudyOptions {
-    /// Graph directory (measure; simulate: where the run's graphs are now, if moved).
+    /// Graph directory (measure mode; in simulate mode: where the run's graphs are now, if moved).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub graphs: Option<PathBuf>,
-    /// Rank counts as written, e.g. `1,2,4` ([`parse_ranks`]).
+    /// Rank counts, comma separated; must include 1 (default: 1,2 to measure,
+    /// 1,2,4,8,16,32,64 to simulate).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
     pub ranks: Option<String>,
-    /// Threads per rank.
+    /// Threads per rank (`train --threads`; default 1 to measure, the run's to simulate).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub threads_per_rank: Option<usize>,
-    /// Epochs of every measured run.
+    /// Epochs of every measured run (the first is not timed when there are several).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_EPOCHS))]
     pub epochs: usize,
-    /// Step sampler.
+    /// Step sampler (default: balanced to measure, both to simulate).
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub sampler: Option<Sampler>,
-    /// Runs per configuration.
+    /// Runs per configuration; speed-ups use the fastest.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_REPEATS))]
     pub repeats: usize,
-    /// Graphs of one rank.
+    /// Graphs of one rank (`train --max-graphs`): the strong data set, and each rank's share in
+    /// weak scaling (N ranks use N × it). Default: all graphs for strong, all / the largest
+    /// rank count for weak.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub max_graphs: Option<usize>,
     /// Scaling regimes.
+    #[cfg_attr(feature = "clap", arg(long = "regime", value_name = "REGIME", value_enum, default_value_t = Regimes::Both))]
     pub regimes: Regimes,
-    /// Output directory.
+    /// Output directory: runs/, logs, scaling.json, speed-up plots (simulate: simulation.json).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub out: Option<PathBuf>,
     /// The MPI launcher.
+    #[cfg_attr(feature = "clap", arg(long, default_value = DEFAULT_MPIRUN))]
     pub mpirun: String,
-    /// `mpirun --oversubscribe`.
+    /// Allow more ranks than cores (`mpirun --oversubscribe`).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub oversubscribe: bool,
-    /// Extra launcher arguments.
+    /// An extra argument for the launcher (repeatable), e.g. `--mpirun-arg=--bind-to=core`.
+    #[cfg_attr(feature = "clap", arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true))]
     pub mpirun_args: Vec<String>,
-    /// `train --config` of every run.
+    /// Training configuration for every run (`train --config`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub config: Option<PathBuf>,
-    /// Predict instead of measuring.
+    /// Predict rank counts beyond this machine from a measured run (see --from).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub simulate: bool,
-    /// The measured run (or study) to simulate from.
+    /// The measured run to simulate from: a `train` run directory with one graph per step, or
+    /// a `scaling` output directory (its fastest 1-rank strong run).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub from: Option<PathBuf>,
-    /// A measured study (its `scaling.json` or directory) to compare the predictions with.
+    /// Compare the predictions with a measured study (its scaling.json or directory); implies
+    /// --simulate, and --from defaults to the study.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub check: Option<PathBuf>,
-    /// A `bench allreduce --out` file whose fit is the interconnect.
+    /// Interconnect of the simulation from `bench allreduce --out FILE` (its fit).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub interconnect: Option<PathBuf>,
-    /// All-reduce latency, seconds per message.
+    /// All-reduce latency α of the simulation, seconds per message (default 2e-6: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SECONDS"))]
     pub latency: Option<f64>,
-    /// All-reduce bandwidth, bytes per second.
+    /// All-reduce link bandwidth β of the simulation, bytes/s (default 20e9: InfiniBand
+    /// HDR-like); wins over --interconnect.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "BYTES_PER_S"))]
     pub bandwidth: Option<f64>,
-    /// Cores the simulated ranks share.
+    /// Cores the simulated ranks share (slows compute by max(1, N·threads / cores)); default:
+    /// unlimited, or the --check study's.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub cores: Option<usize>,
     /// Epochs whose step draws the simulation averages.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_SIM_EPOCHS))]
     pub sim_epochs: u64,
-    /// Further `train` arguments of every measured run.
+    /// Further `train` arguments for every run, after `--` (e.g. `-- --hidden 64`).
+    #[cfg_attr(feature = "clap", arg(last = true, value_name = "TRAIN_ARGS"))]
     pub train_args: Vec<String>,
 }
 
@@ -99,13 +129,13 @@ impl Default for StudyOptions {
             graphs: None,
             ranks: None,
             threads_per_rank: None,
-            epochs: 2,
+            epochs: DEFAULT_EPOCHS,
             sampler: None,
             repeats: DEFAULT_REPEATS,
             max_graphs: None,
             regimes: Regimes::Both,
             out: None,
-            mpirun: "mpirun".into(),
+            mpirun: DEFAULT_MPIRUN.into(),
             oversubscribe: false,
             mpirun_args: Vec::new(),
             config: None,
@@ -116,12 +146,18 @@ impl Default for StudyOptions {
             latency: None,
             bandwidth: None,
             cores: None,
-            sim_epochs: 4,
+            sim_epochs: DEFAULT_SIM_EPOCHS,
             train_args: Vec::new(),
         }
     }
 }
 
+/// Epochs of every measured run unless told otherwise.
+pub const DEFAULT_EPOCHS: usize = 2;
+/// The MPI launcher unless told otherwise.
+pub const DEFAULT_MPIRUN: &str = "mpirun";
+/// Epochs whose step draws the simulation averages unless told otherwise.
+pub const DEFAULT_SIM_EPOCHS: u64 = 4;
 /// Runs per configuration unless told otherwise.
 pub const DEFAULT_REPEATS: usize = 3;
 
@@ -141,21 +177,17 @@ pub fn parse_ranks(text: &str) -> Result<Vec<usize>> {
     for part in text.split(',').map(str::trim) {
         match part.parse::<usize>() {
             Ok(n) if n > 0 => v.push(n),
-            _ => return Err(config(format!("--ranks: `{part}` is not a positive rank count (expected e.g. 1,2,4)"))),
+            _ => return Err(Error::flag("--ranks", format!("takes positive rank counts (e.g. 1,2,4), not `{part}`"))),
         }
     }
     v.sort_unstable();
     if v.windows(2).any(|w| w[0] == w[1]) {
-        return Err(config(format!("--ranks: `{text}` lists a rank count twice")));
+        return Err(Error::flag("--ranks", format!("lists a rank count twice: `{text}`")));
     }
     if v.first() != Some(&1) {
-        return Err(config(format!("--ranks: `{text}` must include 1, the baseline of the speed-ups")));
+        return Err(Error::flag("--ranks", format!("must include 1, the baseline of the speed-ups: `{text}`")));
     }
     Ok(v)
-}
-
-fn config(message: impl Into<String>) -> Error {
-    Error::Config(message.into())
 }
 
 impl StudyOptions {
@@ -164,8 +196,9 @@ impl StudyOptions {
         let simulate = self.simulate || self.check.is_some();
         if simulate {
             if self.from.is_none() && self.check.is_none() {
-                return Err(config(
-                    "--simulate needs --from RUN_DIR (a measured run, or a `scaling` output directory)",
+                return Err(Error::flag(
+                    "--simulate",
+                    "needs --from RUN_DIR (a measured run, or a `scaling` output directory)",
                 ));
             }
             if self.repeats != DEFAULT_REPEATS
@@ -173,12 +206,13 @@ impl StudyOptions {
                 || !self.mpirun_args.is_empty()
                 || !self.train_args.is_empty()
             {
-                return Err(config(
-                    "--repeats, --oversubscribe, --mpirun-arg and train arguments are for measuring, not --simulate",
+                return Err(Error::flag(
+                    "--simulate",
+                    "does not take --repeats, --oversubscribe, --mpirun-arg or train arguments (they are for measuring)",
                 ));
             }
             if self.sim_epochs == 0 {
-                return Err(config("--sim-epochs must be at least 1"));
+                return Err(Error::flag("--sim-epochs", "must be at least 1"));
             }
             return Ok(StudyMode::Simulate);
         }
@@ -190,18 +224,18 @@ impl StudyOptions {
             (self.cores.is_some(), "--cores"),
         ] {
             if given {
-                return Err(config(format!("{flag} is an option of the simulation: add --simulate")));
+                return Err(Error::flag(flag, "is an option of the simulation: add --simulate"));
             }
         }
         let checks = [
-            (self.graphs.is_none(), "measuring needs --graphs DIR (or --simulate --from RUN_DIR to predict)"),
-            (self.out.is_none(), "measuring needs --out DIR for the runs and scaling.json"),
-            (self.repeats == 0, "--repeats must be at least 1"),
-            (self.epochs == 0, "--epochs must be at least 1"),
-            (self.threads_per_rank == Some(0), "--threads-per-rank must be at least 1"),
+            (self.graphs.is_none(), "--graphs", "DIR is needed to measure (or --simulate --from RUN_DIR to predict)"),
+            (self.out.is_none(), "--out", "DIR is needed to measure, for the runs and scaling.json"),
+            (self.repeats == 0, "--repeats", "must be at least 1"),
+            (self.epochs == 0, "--epochs", "must be at least 1"),
+            (self.threads_per_rank == Some(0), "--threads-per-rank", "must be at least 1"),
         ];
         match checks.into_iter().find(|c| c.0) {
-            Some((_, message)) => Err(config(message)),
+            Some((_, flag, message)) => Err(Error::flag(flag, message)),
             None => Ok(StudyMode::Measure),
         }
     }
@@ -224,14 +258,14 @@ impl StudyOptions {
         }
         if let Some(s) = self.latency {
             if !(s >= 0.0 && s.is_finite()) {
-                return Err(config("--latency must be a non-negative number of seconds"));
+                return Err(Error::flag("--latency", "must be a non-negative number of seconds"));
             }
             cost.latency_seconds = s;
             source = "options".into();
         }
         if let Some(b) = self.bandwidth {
             if !(b > 0.0 && b.is_finite()) {
-                return Err(config("--bandwidth must be a positive number of bytes per second"));
+                return Err(Error::flag("--bandwidth", "must be a positive number of bytes per second"));
             }
             cost.bandwidth_bytes_per_second = b;
             source = "options".into();
@@ -246,12 +280,12 @@ impl StudyOptions {
             (Some(f), _) if !f.join("scaling.json").exists() => return Ok(f.clone()),
             (Some(f), _) => f.join("scaling.json"),
             (None, Some(c)) => study_file(c),
-            (None, None) => return Err(config("--simulate needs --from RUN_DIR")),
+            (None, None) => return Err(Error::flag("--simulate", "needs --from RUN_DIR")),
         };
         let v: serde_json::Value = read_json(&study)?;
-        let run = v["baseline_run"]
-            .as_str()
-            .ok_or_else(|| Error::Corrupt { path: study.clone(), message: "no `baseline_run`".into() })?;
+        let run = v["baseline_run"].as_str().ok_or_else(|| {
+            Error::Model(ModelError::Corrupt { path: study.clone(), message: "no `baseline_run`".into() })
+        })?;
         Ok(PathBuf::from(run))
     }
 
@@ -309,11 +343,6 @@ fn study_file(p: &Path) -> PathBuf {
     if p.is_dir() { p.join("scaling.json") } else { p.to_path_buf() }
 }
 
-fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::context(format!("reading {}", path.display()), e))?;
-    serde_json::from_str(&text).map_err(|source| Error::Json { path: path.to_path_buf(), source })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,7 +360,7 @@ mod tests {
         assert_eq!(parse_ranks("1,2").unwrap(), vec![1, 2]);
         assert_eq!(parse_ranks(" 4, 1,2 ").unwrap(), vec![1, 2, 4]);
         let e = parse_ranks("1,x").unwrap_err().to_string();
-        assert!(e.contains("`x` is not a positive rank count"), "{e}");
+        assert!(e.contains("--ranks takes positive rank counts (e.g. 1,2,4), not `x`"), "{e}");
         assert!(parse_ranks("1,0").unwrap_err().to_string().contains("`0`"));
         assert!(parse_ranks("1,2,2").unwrap_err().to_string().contains("twice"));
         assert!(parse_ranks("2,4").unwrap_err().to_string().contains("must include 1"));
@@ -341,8 +370,8 @@ mod tests {
     #[test]
     fn modes_and_option_errors() {
         assert_eq!(measuring().mode().unwrap(), StudyMode::Measure);
-        assert!(error(StudyOptions { graphs: None, ..measuring() }).contains("needs --graphs"));
-        assert!(error(StudyOptions { out: None, ..measuring() }).contains("needs --out"));
+        assert!(error(StudyOptions { graphs: None, ..measuring() }).contains("--graphs DIR is needed to measure"));
+        assert!(error(StudyOptions { out: None, ..measuring() }).contains("--out DIR is needed to measure"));
         assert!(error(StudyOptions { repeats: 0, ..measuring() }).contains("--repeats"));
         assert!(error(StudyOptions { epochs: 0, ..measuring() }).contains("--epochs"));
         assert!(error(StudyOptions { threads_per_rank: Some(0), ..measuring() }).contains("--threads-per-rank"));

@@ -299,8 +299,9 @@ fn table(
 /// on as many graphs as its run trained on.
 fn check(m: &MeasuredStudy, run: &MeasuredRun, setup: &SimSetup) -> Result<Check> {
     let Some(sampler) = m.sampler.as_deref().and_then(Sampler::from_name) else {
-        return Err(Error::Config(
-            "--check: the file has no `sampler` (is it a `trackgnn scaling --json` output?)".into(),
+        return Err(Error::flag(
+            "--check",
+            "names a file without `sampler` (is it a `trackgnn scaling --json` output?)",
         ));
     };
     let cfg = TrainConfig { sampler, ..run.cfg.clone() };
@@ -612,7 +613,7 @@ mod tests {
         assert!((rows[0].time_error + 0.1).abs() < 1e-9);
         let no_sampler = MeasuredStudy::default();
         let e = Simulation::run(Path::new("r"), &run(8), &plan(&[1]), Some(&no_sampler)).unwrap_err();
-        assert!(e.to_string().contains("no `sampler`"), "{e}");
+        assert!(e.to_string().contains("--check names a file without `sampler`"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::config::Sampler;
 use crate::error::{Error, Result};
 use crate::logs::RankReport;
 use crate::run_dir::RunDir;
+use trackgnn_model::Error as ModelError;
 
 /// One configuration to train: ranks and graphs (`train --max-graphs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,19 +57,25 @@ pub fn graphs_per_rank(
     weak: bool,
 ) -> Result<usize> {
     let g = match max_graphs {
-        Some(0) => return Err(Error::Config("--max-graphs must be at least 1".into())),
+        Some(0) => return Err(Error::flag("--max-graphs", "must be at least 1")),
         Some(g) => g,
         None if weak => total / max_ranks,
         None => total,
     };
     let need = if weak { g * max_ranks } else { g };
     if need > total || g == 0 {
-        return Err(Error::Config(format!(
-            "{} holds {total} graphs; {} needs {need}{}: build more graphs or lower --max-graphs / --ranks",
-            dir.display(),
-            if weak { format!("weak scaling to {max_ranks} ranks × {g} graphs") } else { format!("--max-graphs {g}") },
-            if g == 0 { " (at least one graph per rank)" } else { "" },
-        )));
+        return Err(Error::TooFewGraphs {
+            dir: dir.to_path_buf(),
+            message: format!(
+                "holds {total} graphs; {} needs {need}{}: build more graphs or lower --max-graphs / --ranks",
+                if weak {
+                    format!("weak scaling to {max_ranks} ranks × {g} graphs")
+                } else {
+                    format!("--max-graphs {g}")
+                },
+                if g == 0 { " (at least one graph per rank)" } else { "" },
+            ),
+        });
     }
     Ok(g)
 }
@@ -235,9 +242,9 @@ impl RunSummary {
         let rd = RunDir::new(run);
         let s = StepFigures::of_run(&rd)?;
         let records = rd.read_metrics()?;
-        let last = records
-            .last()
-            .ok_or_else(|| Error::Corrupt { path: rd.metrics_jsonl_path(), message: "no epoch logged".into() })?;
+        let last = records.last().ok_or_else(|| {
+            Error::Model(ModelError::Corrupt { path: rd.metrics_jsonl_path(), message: "no epoch logged".into() })
+        })?;
         let train_graphs = rd.read_events()?.train.len();
         let reports: Vec<RankReport> =
             (0..c.ranks).map(|r| rd.read_rank_report(r)).collect::<trackgnn_model::Result<_>>()?;
@@ -489,7 +496,7 @@ mod tests {
         assert_eq!(graphs_per_rank(None, dir, 10, 4, true).unwrap(), 2);
         assert_eq!(graphs_per_rank(None, dir, 10, 4, false).unwrap(), 10);
         let e = graphs_per_rank(Some(3), dir, 10, 4, true).unwrap_err().to_string();
-        assert!(e.contains("graphs holds 10 graphs; weak scaling to 4 ranks × 3 graphs needs 12"), "{e}");
+        assert!(e.contains("graphs: holds 10 graphs; weak scaling to 4 ranks × 3 graphs needs 12"), "{e}");
         assert!(
             graphs_per_rank(None, dir, 3, 4, true).unwrap_err().to_string().contains("at least one graph per rank")
         );

@@ -1,4 +1,5 @@
-//! Fixtures shared by the checkpoint tests.
+//! Fixtures of the weights and checkpoint tests, here and in the train crate (feature
+//! `testing`).
 
 use trackgnn_engine::ParamStore;
 use trackgnn_engine::optim::AdamWState;
