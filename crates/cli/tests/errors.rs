@@ -47,6 +47,9 @@ fn usage_errors_exit_with_2_and_run_time_failures_with_1() {
     let (err, code) = failure(trackgnn(d, &["train", "--graphs", "g", "--out", "o", "--bogus"]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--bogus"), "{err}");
+    let (err, code) = failure(trackgnn(d, &["train", "--graphs", "g", "--out", "o", "--device", "gpu"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown device `gpu`: expected `cpu`, `cuda` or `cuda:N`"), "{err}");
     let (err, code) = failure(trackgnn(d, &["build-graphs", "--input", "ev"]));
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--out"), "{err}");

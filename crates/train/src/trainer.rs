@@ -273,7 +273,7 @@ impl<'a> Trainer<'a> {
             load_weights(path, &mut model.params)?;
         }
         let mut exec =
-            executor_on(cfg.device, model, cfg.optimizer).map_err(|e| Error::Config(format!("device: {e}")))?;
+            executor_on(cfg.device, model, cfg.optimizer).map_err(|e| Error::config("device", e.to_string()))?;
         let parts = plan_parts(&cfg, &set, &mut split, &*exec, (node_dim, edge_dim), comm.is_root())?;
         let per = comm.size() * cfg.graphs_per_step;
         if split.train.len() < per {

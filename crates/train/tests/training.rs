@@ -81,7 +81,7 @@ fn a_device_this_build_cannot_run_is_refused_before_anything_is_written() {
     let run = dir.path().join("run");
     let cfg = TrainConfig { device: Device::Cuda(0), ..small_config() };
     let msg = Trainer::new(cfg, &graphs, &run, false, &mut SingleProcess).err().expect("refused").to_string();
-    assert!(msg.contains("device: cuda:0: this build of trackgnn has no backend for it"), "{msg}");
+    assert!(msg.contains("invalid config: `device` cuda:0: this build of trackgnn has no backend for it"), "{msg}");
     assert!(!run.exists(), "nothing written");
 }
 

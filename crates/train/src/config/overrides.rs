@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use trackgnn_engine::{Checkpointing, Precision};
+use trackgnn_engine::{Checkpointing, Device, Precision};
 
 use super::{LrScaling, NonFinite, Oversize, Sampler, TrainConfig};
 use crate::error::{Error, Result};
@@ -101,6 +101,10 @@ overrides! {
     /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Recorded in the run's config.toml.
     #[cfg_attr(feature = "clap", arg(long, value_name = "f32|bf16"))]
     precision: Precision => precision,
+    /// Where the model runs: cpu, or cuda:N in a build with a GPU backend (refused before
+    /// anything is written where the build has none). Recorded in the run's config.toml.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "cpu|cuda:N"))]
+    device: Device => device,
     /// Memory budget of a training step, bytes (suffixes K, M, G, T: powers of 1024; 0: none).
     /// A graph over it is cut into φ sectors, or skipped with `--oversize skip`.
     #[cfg_attr(feature = "clap", arg(long = "max-memory", value_name = "BYTES", value_parser = parse_bytes))]
