@@ -59,6 +59,7 @@ pub mod error;
 pub mod inference;
 pub mod metrics;
 pub mod plots;
+pub mod propagation;
 pub mod quality;
 pub mod submission;
 pub mod tracks;
