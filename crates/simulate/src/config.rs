@@ -1,6 +1,7 @@
 //! Every setting of the generator, with its physical meaning, unit and the source of its default.
 
 use serde::{Deserialize, Serialize};
+use trackgnn_trackml::physics::material::MaterialModel;
 
 /// Settings of the event generator. `Default` gives the TrackML-like configuration; only
 /// `pileup` usually changes (MISSION.md: small for quick runs, 200 for TrackML scale).
@@ -260,9 +261,10 @@ impl Default for SimConfig {
             hit_inefficiency: 0.01,
             min_cos_incidence: 0.1,
             noise_fraction: 0.15,
-            beam_pipe: [19.0, 0.8],
-            support_x0: [0.0005, 0.0008, 0.001],
-            support_lambda: [0.002, 0.003, 0.004],
+            // The default detector's material (`trackgnn_trackml::physics::material`).
+            beam_pipe: MaterialModel::default().beam_pipe,
+            support_x0: MaterialModel::default().support_x0,
+            support_lambda: MaterialModel::default().support_lambda,
             nuclear_multiplicity: 2.5,
             nuclear_proton_fraction: 0.45,
             secondary_p_min: 0.05,
@@ -326,6 +328,12 @@ pub enum ConfigError {
 }
 
 impl SimConfig {
+    /// The detector material of these settings (`beam_pipe`, `support_x0`, `support_lambda`),
+    /// as the generator samples its effects and a track fit accounts for them.
+    pub fn material(&self) -> MaterialModel {
+        MaterialModel { support_x0: self.support_x0, support_lambda: self.support_lambda, beam_pipe: self.beam_pipe }
+    }
+
     /// Checks every setting that could make the generator fail or loop.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let check = |key: &'static str, value: f64, ok: bool, allowed: &'static str| {
