@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use trackgnn_trackml::physics::material::MaterialModel;
 
+use crate::single::SingleParticles;
+
 /// Settings of the event generator. `Default` gives the TrackML-like configuration; only
 /// `pileup` usually changes (MISSION.md: small for quick runs, 200 for TrackML scale).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -111,6 +113,11 @@ pub struct SimConfig {
     /// in the fast simulation that made the TrackML data set, whose particles are almost only
     /// hadrons (MISSION.md: "a few electrons/muons"); K0_S and Λ decays are always on.
     pub charged_decays: bool,
+    /// The single-particle mode: when set, every event is these particles alone (no hard
+    /// scatter, no pile-up: `pileup`, `hard_scatter` and the spectra are not read). Default
+    /// none. Noise hits follow `noise_fraction` as in every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single: Option<SingleParticles>,
     /// Digitisation of barrel modules per technology (pixel, short strip, long strip).
     ///
     /// The default is TrackML's barrel digitisation as the 2018 sources show it: the
@@ -270,6 +277,7 @@ impl Default for SimConfig {
             secondary_p_min: 0.05,
             photon_conversions: false,
             charged_decays: false,
+            single: None,
             // TrackML's barrel digitisation (see `digi_barrel`).
             digi_barrel: [
                 DigiConfig { tan_lorentz: 0.1206, binary: false, ..DigiConfig::ACTS_2018_BARREL },
@@ -369,6 +377,9 @@ impl SimConfig {
             fsum > 0.0 && self.charged_fractions.iter().all(|&f| f >= 0.0),
             "non-negative, not all zero",
         )?;
+        if let Some(single) = &self.single {
+            single.validate()?;
+        }
         Ok(())
     }
 }
