@@ -68,3 +68,45 @@ fn bad_simulation_settings_are_clear_errors() {
     let err = fails(trackgnn(dir.path(), &["simulate", "--events", "1", "--config", "sim.toml", "--out", "d"]));
     assert!(err.contains("sim.toml") && err.contains("pilup"), "{err}");
 }
+
+#[test]
+fn single_particle_mode_writes_those_particles_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let args = [
+        "simulate",
+        "--events",
+        "1",
+        "--out",
+        "mu",
+        "--single",
+        "muon",
+        "--single-count",
+        "4",
+        "--single-pt",
+        "5,20",
+        "--single-eta",
+        "-1,1",
+        "--single-charge",
+        "-1",
+        "--json",
+    ];
+    ok(trackgnn(d, &args));
+    let particles = fs::read_to_string(d.join("mu/event000000001-particles.csv")).unwrap();
+    let rows: Vec<&str> = particles.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{particles}");
+    // μ− is PDG 13.
+    assert!(rows.iter().all(|r| r.split(',').nth(1) == Some("13")), "{particles}");
+    let record = fs::read_to_string(d.join("mu/simulation.toml")).unwrap();
+    assert!(record.contains("species = \"muon\"") && record.contains("count = 4"), "{record}");
+    let err = fails(trackgnn(d, &["simulate", "--events", "1", "--out", "x", "--single", "gluon"]));
+    assert!(err.contains("gluon") && err.contains("muon"), "{err}");
+    let err =
+        fails(trackgnn(d, &["simulate", "--events", "1", "--out", "x", "--single", "pion", "--single-pt", "3,1"]));
+    assert!(err.contains("single.pt"), "{err}");
+    let err = fails(trackgnn(d, &["simulate", "--events", "1", "--out", "x", "--single-count", "3"]));
+    assert!(err.contains("--single"), "{err}");
+    let err =
+        fails(trackgnn(d, &["simulate", "--events", "1", "--out", "x", "--single", "pion", "--single-eta", "a,b"]));
+    assert!(err.contains("--single-eta a,b"), "{err}");
+}

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::method::GraphMethod;
+
 /// Everything that can go wrong building, writing or reading graphs.
 ///
 /// Every variant names the file or directory concerned and says what is wrong, so that a run
@@ -84,7 +86,7 @@ pub enum Error {
     Config(String),
     /// Recipe settings that cannot be built together ([`crate::recipe::RecipeOverrides`]).
     #[error(transparent)]
-    Overrides(#[from] crate::recipe::OverrideError),
+    Overrides(#[from] OverrideError),
     /// Building the graph of an event failed.
     #[error("event {event_id}")]
     InEvent {
@@ -126,3 +128,24 @@ impl Error {
 
 /// The result type of this crate.
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// A combination of recipe settings that cannot be built ([`crate::recipe::RecipeOverrides`]).
+/// The texts name the command-line flags, which is what these overrides are.
+#[derive(Debug, thiserror::Error)]
+pub enum OverrideError {
+    /// The method needs a module map and none was given.
+    #[error("--method {0} needs --map FILE (build one with `trackgnn module-map build`)")]
+    NeedsMap(GraphMethod),
+    /// The method needs an embedding and none was given.
+    #[error("--method {0} needs --embedding RUN (train one with `trackgnn train-embedding`)")]
+    NeedsEmbedding(GraphMethod),
+    /// A filter without an embedding.
+    #[error("--filter needs --embedding RUN")]
+    FilterWithoutEmbedding,
+    /// Metric-learning cuts without an embedding.
+    #[error("--radius, --k-max and --filter-cut need --embedding RUN")]
+    CutsWithoutEmbedding,
+    /// A sector split into a single sector.
+    #[error("--sectors must make more than one sector")]
+    OneSector,
+}

@@ -34,6 +34,7 @@ pub mod geometric;
 pub mod graph;
 pub mod layer_pairs;
 pub mod map_learning;
+pub mod method;
 pub mod metric;
 pub mod module_map;
 pub mod recipe;

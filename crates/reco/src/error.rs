@@ -123,6 +123,10 @@ pub enum Error {
         /// The event concerned.
         event_id: u64,
     },
+    /// A track fit or a propagation that cannot be carried out (a trajectory that does not
+    /// reach its surface, a singular covariance, a hit on no module of the detector).
+    #[error("track fit: {0}")]
+    Fit(String),
     /// Reading an event failed.
     #[error(transparent)]
     Event(#[from] trackgnn_trackml::Error),

@@ -14,6 +14,10 @@
 //! - [`submission`]: TrackML submission files ([`write_submission`], [`read_submission`]) and
 //!   the mapping from graph nodes to event hits ([`event_track_ids`], [`singleton_track_ids`]).
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
+//! - [`propagation`]: the helix arithmetic that track following, the hit search and the
+//!   quality features share, and the propagation of track parameters through the field.
+//! - [`kalman`]: a Kalman-filter track fit (filter, RTS smoother, perigee parameters with
+//!   errors) on the detector's own module surfaces.
 //! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
 //!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
 //!
@@ -50,15 +54,17 @@
 //! Not for: scoring the edges (the GNN is `trackgnn-engine`, a trained one `trackgnn-model`,
 //! training `trackgnn-train`), the edge-level metrics of item 7 of the mission
 //! (efficiency/purity of edges, in `trackgnn-model`, and a run's evaluation with them in
-//! `trackgnn-train`), or track fitting (no helix parameters are estimated). [`inference`]
+//! `trackgnn-train`). [`inference`]
 //! calls the graph builder, the GNN and the run directory of those crates; it does not
 //! reimplement them.
 #![deny(missing_docs)]
 
 pub mod error;
 pub mod inference;
+pub mod kalman;
 pub mod metrics;
 pub mod plots;
+pub mod propagation;
 pub mod quality;
 pub mod submission;
 pub mod tracks;

@@ -22,6 +22,7 @@ use trackgnn_trackml::Event;
 
 use crate::error::{Error, Result};
 use crate::metrics::composition::{compose, singleton_key};
+use crate::propagation::circle::{STRAIGHT_RADIUS, fit_circle, z_line_residual};
 use crate::submission::event_track_ids;
 use crate::tracks::selection::{best_links, keep_candidates};
 use crate::tracks::{
@@ -54,9 +55,6 @@ pub const NUM_FEATURES: usize = FEATURES.len();
 
 /// One candidate's features, in the order of [`FEATURES`].
 pub type Features = [f64; NUM_FEATURES];
-
-/// The radius \[mm\] given to a circle fit of collinear hits (a straight track).
-const STRAIGHT_RADIUS: f64 = 1e6;
 
 /// The features of each candidate of `track_ids` (one id per node, [`NO_TRACK`] for none), at
 /// index `id − 1`:
@@ -140,99 +138,6 @@ pub fn candidate_features(edges: &ScoredEdges<'_>, track_ids: &[u32]) -> Vec<Fea
             ]
         })
         .collect()
-}
-
-/// A circle fitted to points in the transverse plane.
-struct Circle {
-    radius: f64,
-    /// Distance of the circle from the origin (the beam line).
-    d0: f64,
-    /// Largest distance of a point from the circle.
-    max_residual: f64,
-}
-
-/// The algebraic (Kåsa) circle fit of `pos`'s (x, y): x² + y² + D x + E y + F = 0 in least
-/// squares, about the points' mean. Collinear points give a straight track
-/// ([`STRAIGHT_RADIUS`]) with the residuals and d0 of their least-squares line.
-fn fit_circle(pos: &[[f64; 3]]) -> Circle {
-    let n = pos.len() as f64;
-    let mx = pos.iter().map(|p| p[0]).sum::<f64>() / n;
-    let my = pos.iter().map(|p| p[1]).sum::<f64>() / n;
-    let mut a = [[0.0f64; 3]; 3];
-    let mut b = [0.0f64; 3];
-    for p in pos {
-        let (x, y) = (p[0] - mx, p[1] - my);
-        let row = [x, y, 1.0];
-        for i in 0..3 {
-            for j in 0..3 {
-                a[i][j] += row[i] * row[j];
-            }
-            b[i] -= row[i] * (x * x + y * y);
-        }
-    }
-    match solve3(a, b) {
-        Some([d, e, f]) if (d * d + e * e) / 4.0 - f > 0.0 && ((d * d + e * e) / 4.0 - f).sqrt() < STRAIGHT_RADIUS => {
-            let (cx, cy) = (-d / 2.0, -e / 2.0);
-            let radius = (cx * cx + cy * cy - f).sqrt();
-            let max_residual =
-                pos.iter().map(|p| ((p[0] - mx - cx).hypot(p[1] - my - cy) - radius).abs()).fold(0.0, f64::max);
-            Circle { radius, d0: ((cx + mx).hypot(cy + my) - radius).abs(), max_residual }
-        }
-        _ => {
-            // The line through the mean along the points' principal direction.
-            let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
-            for p in pos {
-                let (x, y) = (p[0] - mx, p[1] - my);
-                sxx += x * x;
-                sxy += x * y;
-                syy += y * y;
-            }
-            let angle = 0.5 * (2.0 * sxy).atan2(sxx - syy);
-            let (nx, ny) = (-angle.sin(), angle.cos());
-            let max_residual = pos.iter().map(|p| ((p[0] - mx) * nx + (p[1] - my) * ny).abs()).fold(0.0, f64::max);
-            Circle { radius: STRAIGHT_RADIUS, d0: (mx * nx + my * ny).abs(), max_residual }
-        }
-    }
-}
-
-/// Solves the 3 × 3 system `a x = b` by Gaussian elimination with partial pivoting; `None`
-/// when it is singular.
-fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
-    let scale = a.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
-    for c in 0..3 {
-        let p = (c..3).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
-        if a[p][c].abs() <= 1e-12 * scale {
-            return None;
-        }
-        a.swap(c, p);
-        b.swap(c, p);
-        for row in 0..3 {
-            if row != c {
-                let (pivot, f) = (a[c], a[row][c] / a[c][c]);
-                for (x, p) in a[row].iter_mut().zip(pivot) {
-                    *x -= f * p;
-                }
-                b[row] -= f * b[c];
-            }
-        }
-    }
-    Some([b[0] / a[0][0], b[1] / a[1][1], b[2] / a[2][2]])
-}
-
-/// The largest distance of z from the least-squares line of z against the transverse path
-/// length (the distance walked from hit to hit in x, y).
-fn z_line_residual(pos: &[[f64; 3]]) -> f64 {
-    let mut s = vec![0.0f64; pos.len()];
-    for i in 1..pos.len() {
-        s[i] = s[i - 1] + (pos[i][0] - pos[i - 1][0]).hypot(pos[i][1] - pos[i - 1][1]);
-    }
-    let n = pos.len() as f64;
-    let ms = s.iter().sum::<f64>() / n;
-    let mz = pos.iter().map(|p| p[2]).sum::<f64>() / n;
-    let sxx: f64 = s.iter().map(|v| (v - ms).powi(2)).sum();
-    let sxz: f64 = s.iter().zip(pos).map(|(v, p)| (v - ms) * (p[2] - mz)).sum();
-    let slope = if sxx > 0.0 { sxz / sxx } else { 0.0 };
-    s.iter().zip(pos).map(|(v, p)| (p[2] - mz - slope * (v - ms)).abs()).fold(0.0, f64::max)
 }
 
 /// Whether each candidate of `track_ids` (one id per node of a graph whose node `i` is hit

@@ -31,9 +31,11 @@
 
 mod components;
 mod follow;
+mod follow_config;
 pub mod search;
 pub(crate) mod selection;
 mod walkthrough;
+mod windows;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_graph::Graph;
@@ -41,7 +43,8 @@ use trackgnn_graph::Graph;
 use crate::error::{Error, Result};
 
 pub use components::connected_components;
-pub use follow::{FollowConfig, follow, follow_around};
+pub use follow::{follow, follow_around};
+pub use follow_config::FollowConfig;
 pub use selection::{CandidateScore, candidate_scores, select_candidates};
 pub use walkthrough::walkthrough;
 

@@ -1,6 +1,9 @@
 //! Every setting of the generator, with its physical meaning, unit and the source of its default.
 
 use serde::{Deserialize, Serialize};
+use trackgnn_trackml::physics::material::MaterialModel;
+
+use crate::single::SingleParticles;
 
 /// Settings of the event generator. `Default` gives the TrackML-like configuration; only
 /// `pileup` usually changes (MISSION.md: small for quick runs, 200 for TrackML scale).
@@ -110,6 +113,11 @@ pub struct SimConfig {
     /// in the fast simulation that made the TrackML data set, whose particles are almost only
     /// hadrons (MISSION.md: "a few electrons/muons"); K0_S and Λ decays are always on.
     pub charged_decays: bool,
+    /// The single-particle mode: when set, every event is these particles alone (no hard
+    /// scatter, no pile-up: `pileup`, `hard_scatter` and the spectra are not read). Default
+    /// none. Noise hits follow `noise_fraction` as in every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single: Option<SingleParticles>,
     /// Digitisation of barrel modules per technology (pixel, short strip, long strip).
     ///
     /// The default is TrackML's barrel digitisation as the 2018 sources show it: the
@@ -260,14 +268,16 @@ impl Default for SimConfig {
             hit_inefficiency: 0.01,
             min_cos_incidence: 0.1,
             noise_fraction: 0.15,
-            beam_pipe: [19.0, 0.8],
-            support_x0: [0.0005, 0.0008, 0.001],
-            support_lambda: [0.002, 0.003, 0.004],
+            // The default detector's material (`trackgnn_trackml::physics::material`).
+            beam_pipe: MaterialModel::default().beam_pipe,
+            support_x0: MaterialModel::default().support_x0,
+            support_lambda: MaterialModel::default().support_lambda,
             nuclear_multiplicity: 2.5,
             nuclear_proton_fraction: 0.45,
             secondary_p_min: 0.05,
             photon_conversions: false,
             charged_decays: false,
+            single: None,
             // TrackML's barrel digitisation (see `digi_barrel`).
             digi_barrel: [
                 DigiConfig { tan_lorentz: 0.1206, binary: false, ..DigiConfig::ACTS_2018_BARREL },
@@ -326,6 +336,12 @@ pub enum ConfigError {
 }
 
 impl SimConfig {
+    /// The detector material of these settings (`beam_pipe`, `support_x0`, `support_lambda`),
+    /// as the generator samples its effects and a track fit accounts for them.
+    pub fn material(&self) -> MaterialModel {
+        MaterialModel { support_x0: self.support_x0, support_lambda: self.support_lambda, beam_pipe: self.beam_pipe }
+    }
+
     /// Checks every setting that could make the generator fail or loop.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let check = |key: &'static str, value: f64, ok: bool, allowed: &'static str| {
@@ -361,6 +377,9 @@ impl SimConfig {
             fsum > 0.0 && self.charged_fractions.iter().all(|&f| f >= 0.0),
             "non-negative, not all zero",
         )?;
+        if let Some(single) = &self.single {
+            single.validate()?;
+        }
         Ok(())
     }
 }

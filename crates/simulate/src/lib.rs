@@ -11,6 +11,9 @@
 //!    scattering and nuclear interactions ([`material`]); decays and photon conversions.
 //! 3. noise hits, TrackML hit [`weights`], hits sorted by module.
 //!
+//! With [`SimConfig::single`] ([`single`]) an event is instead N particles of one species in
+//! chosen pT and η ranges, for the checks of a track fit.
+//!
 //! ```
 //! use trackgnn_simulate::{Generator, SimConfig};
 //! use trackgnn_trackml::Detector;
@@ -35,6 +38,7 @@ pub mod material;
 pub mod overrides;
 pub mod primaries;
 pub mod propagate;
+pub mod single;
 pub mod species;
 pub mod spectra;
 pub mod weights;
@@ -42,3 +46,4 @@ pub mod weights;
 pub use config::{ConfigError, DigiConfig, SimConfig};
 pub use generator::{GenStats, Generator};
 pub use overrides::{ResolveError, SimOverrides};
+pub use single::{ChargedSpecies, SingleParticles};

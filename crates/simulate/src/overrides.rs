@@ -4,12 +4,15 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{ConfigError, SimConfig};
+use crate::single::SingleParticles;
 
 /// Settings that replace a [`SimConfig`]'s: each `Some` wins over the configuration's value.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimOverrides {
     /// [`SimConfig::pileup`].
     pub pileup: Option<f64>,
+    /// [`SimConfig::single`]: the single-particle mode.
+    pub single: Option<SingleParticles>,
 }
 
 /// Why a generator configuration could not be resolved.
@@ -63,6 +66,9 @@ impl SimOverrides {
         if let Some(mu) = self.pileup {
             config.pileup = mu;
         }
+        if let Some(single) = self.single {
+            config.single = Some(single);
+        }
         config.validate()?;
         Ok(config)
     }
@@ -79,9 +85,9 @@ mod tests {
         std::fs::write(&file, "pileup = 3.0\nnoise_fraction = 0.2\n").unwrap();
         let from_file = SimOverrides::default().resolve(Some(&file)).unwrap();
         assert_eq!((from_file.pileup, from_file.noise_fraction), (3.0, 0.2));
-        let flagged = SimOverrides { pileup: Some(40.0) }.resolve(Some(&file)).unwrap();
+        let flagged = SimOverrides { pileup: Some(40.0), ..Default::default() }.resolve(Some(&file)).unwrap();
         assert_eq!((flagged.pileup, flagged.noise_fraction), (40.0, 0.2), "the flag wins, the rest stays");
-        let no_file = SimOverrides { pileup: Some(40.0) }.resolve(None).unwrap();
+        let no_file = SimOverrides { pileup: Some(40.0), ..Default::default() }.resolve(None).unwrap();
         assert_eq!(no_file, SimConfig { pileup: 40.0, ..SimConfig::default() });
         assert_eq!(SimOverrides::default().resolve(None).unwrap(), SimConfig::default());
     }
@@ -100,11 +106,25 @@ mod tests {
         assert_eq!(e.to_string(), format!("{}: invalid simulation config", bad.display()));
         assert!(std::error::Error::source(&e).unwrap().to_string().contains("pilup"), "the reason names the key");
 
-        let e = SimOverrides { pileup: Some(-1.0) }.resolve(None).unwrap_err();
+        let e = SimOverrides { pileup: Some(-1.0), ..Default::default() }.resolve(None).unwrap_err();
         assert!(matches!(e, ResolveError::Invalid(ConfigError::OutOfRange { key: "pileup", .. })), "{e:?}");
         let out_of_range = dir.path().join("range.toml");
         std::fs::write(&out_of_range, "pileup = -1.0\n").unwrap();
         assert!(SimOverrides::default().resolve(Some(&out_of_range)).is_err(), "the file's values are checked");
-        assert!(SimOverrides { pileup: Some(5.0) }.resolve(Some(&out_of_range)).is_ok(), "unless a flag replaces them");
+        assert!(
+            SimOverrides { pileup: Some(5.0), ..Default::default() }.resolve(Some(&out_of_range)).is_ok(),
+            "unless a flag replaces them"
+        );
+    }
+
+    #[test]
+    fn the_single_particle_mode_is_set_and_checked() {
+        use crate::single::ChargedSpecies;
+        let single = SingleParticles::new(ChargedSpecies::Muon, 3, [1.0, 2.0], [0.0, 1.0]);
+        let cfg = SimOverrides { single: Some(single), ..Default::default() }.resolve(None).unwrap();
+        assert_eq!(cfg.single, Some(single));
+        let bad = SingleParticles { count: 0, ..single };
+        let err = SimOverrides { single: Some(bad), ..Default::default() }.resolve(None).unwrap_err().to_string();
+        assert!(err.contains("single.count"), "{err}");
     }
 }

@@ -65,8 +65,12 @@ impl PrimaryGenerator {
         self.minbias.multiplicity
     }
 
-    /// All primaries of one event; returns them and the number of interactions.
+    /// All primaries of one event; returns them and the number of interactions (0 in the
+    /// single-particle mode, whose particles come from no interaction).
     pub fn event(&self, rng: &mut Rng) -> (Vec<Produced>, usize) {
+        if let Some(single) = &self.cfg.single {
+            return (single.produce(rng, self.cfg.beam_sigma_xy, self.cfg.beam_sigma_z), 0);
+        }
         let mut out = Vec::new();
         let n_pu = rng.poisson(self.cfg.pileup) as usize;
         let mut n = 0;

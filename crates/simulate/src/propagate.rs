@@ -5,14 +5,14 @@ use std::f64::consts::TAU;
 
 use trackgnn_trackml::SolenoidField;
 use trackgnn_trackml::geometry::{Detector, LayerKind};
-use trackgnn_trackml::physics::X0_BERYLLIUM;
+use trackgnn_trackml::physics::material::{MaterialModel, conversion_probability, nuclear_probability, tech_index};
 use trackgnn_trackml::rng::Rng;
 
 use crate::config::SimConfig;
 use crate::digitize::{Cell, LocalCrossing, digitize};
 use crate::helix::Helix;
 use crate::kinematics::{V3, axpy, deflect, dot, isotropic, norm, scale, two_body_decay, unit};
-use crate::material::{conversion_probability, module_slab, nuclear_probability, scatter, tech_index};
+use crate::material::scatter;
 use crate::primaries::Produced;
 use crate::species::Species;
 
@@ -97,6 +97,7 @@ pub struct Propagator<'a> {
     det: &'a Detector,
     field: &'a SolenoidField,
     cfg: &'a SimConfig,
+    material: MaterialModel,
     envelopes: Vec<Envelope>,
 }
 
@@ -117,7 +118,7 @@ impl<'a> Propagator<'a> {
             .iter()
             .map(|l| Envelope { r_min: l.r_min, r_max: l.r_max, z_min: l.z_min, z_max: l.z_max })
             .collect();
-        Propagator { det, field, cfg, envelopes }
+        Propagator { det, field, cfg, material: cfg.material(), envelopes }
     }
 
     /// Propagates the primaries and every secondary they make.
@@ -226,12 +227,10 @@ impl<'a> Propagator<'a> {
             (s > 0.0).then_some(s)
         };
         if let Some(s) = circle(pipe_r) {
-            crossings.push((s, self.cfg.beam_pipe[1] / X0_BERYLLIUM / dt.max(0.1)));
+            crossings.push((s, self.material.beam_pipe_x_over_x0(dt)));
         }
         for l in &self.det.layers {
-            let k = tech_index(l.technology);
-            let m = &self.det.modules[l.modules[0] as usize];
-            let x0 = m.thickness / trackgnn_trackml::physics::X0_SILICON + self.cfg.support_x0[k];
+            let x0 = self.material.module_x_over_x0(&self.det.modules[l.modules[0] as usize]);
             match l.kind {
                 LayerKind::Barrel => {
                     if let Some(s) = circle(l.r_mean) {
@@ -350,7 +349,7 @@ impl<'a> Propagator<'a> {
                     self.record_hit(st, k, seq, mi, pos, dir, p);
                     seq += 1;
                 }
-                let slab = module_slab(self.cfg, m, dir);
+                let slab = self.material.module_slab(m, dir);
                 if species.is_hadron() && st.rng.bernoulli(nuclear_probability(slab)) {
                     self.nuclear(st, k, pos, dir, p);
                     return;
@@ -361,8 +360,7 @@ impl<'a> Propagator<'a> {
             }
             let r1 = p1[0].hypot(p1[1]);
             if r0 < pipe_r && r1 >= pipe_r {
-                let cos = (p1[0] * d1[0] + p1[1] * d1[1]) / r1;
-                let x = self.cfg.beam_pipe[1] / X0_BERYLLIUM / cos.abs().max(0.1);
+                let x = self.material.beam_pipe_x_over_x0((p1[0] * d1[0] + p1[1] * d1[1]) / r1);
                 pos = p1;
                 dir = scatter(st.rng, d1, p, mass, q, x);
             } else {

@@ -6,7 +6,8 @@
 //!   the file, line and column.
 //! - [`geometry`]: [`Detector`] = modules grouped in layers with a fast lookup; the TrackML
 //!   layout built procedurally ([`Detector::trackml`]) or read from `detectors.csv`.
-//! - [`field`], [`physics`], [`units`]: the field B_z(z), Highland, helix radius, units.
+//! - [`field`], [`physics`], [`units`]: the field B_z(z), Highland, helix radius, the
+//!   detector's material ([`physics::material`]), units.
 //! - [`rng`]: the seeded, value-stable random generator of the whole project.
 //! - [`index`]: the counting-sort grouping (edges by node) of the engine and the graph builders.
 //! - [`atomic`]: files written whole or not at all (temporary name, then rename), for every crate.

@@ -1,5 +1,8 @@
 //! Physics formulas shared by the simulation and the analysis: kinematics, the helix radius
 //! and multiple scattering. Units: mm, GeV, e, rad; fields in GeV/(e·mm) (see [`crate::units`]).
+//! The detector's material that tracks cross: [`material`].
+
+pub mod material;
 
 /// Radiation length of silicon \[mm\] (PDG: 9.370 cm).
 pub const X0_SILICON: f64 = 93.70;

@@ -84,7 +84,7 @@ fn events_of_args(a: &ModuleMapBuildArgs, det: &Detector) -> Result<MapEvents> {
         (Some(dir), _) => MapEvents::in_dir(dir, a.events.events)?,
         (None, Some(n)) => {
             anyhow::ensure!(n > 0, "--simulate must be at least 1");
-            let cfg = SimOverrides { pileup: Some(a.pileup) }.apply(SimConfig::default())?;
+            let cfg = SimOverrides { pileup: Some(a.pileup), ..Default::default() }.apply(SimConfig::default())?;
             MapEvents::drawn(Generator::new(det.clone(), cfg), a.seed, a.first_event, n, a.events.events)
         }
         (None, None) => anyhow::bail!("give --input DIR or --simulate N"),

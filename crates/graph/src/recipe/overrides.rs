@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{GraphMethod, GraphRecipe};
-use crate::error::Result;
+use crate::error::{OverrideError, Result};
 use crate::metric::MetricLearningConfig;
 use crate::module_map::file_hash;
 use crate::sectors::SectorConfig;
@@ -75,27 +75,6 @@ pub struct RecipeOverrides {
     pub filter_cut: Option<f64>,
     /// Cut the graphs into these sectors.
     pub sectors: Option<SectorConfig>,
-}
-
-/// A combination of settings that cannot be built. The texts name the command-line flags,
-/// which is what these overrides are.
-#[derive(Debug, thiserror::Error)]
-pub enum OverrideError {
-    /// The method needs a module map and none was given.
-    #[error("--method {0} needs --map FILE (build one with `trackgnn module-map build`)")]
-    NeedsMap(GraphMethod),
-    /// The method needs an embedding and none was given.
-    #[error("--method {0} needs --embedding RUN (train one with `trackgnn train-embedding`)")]
-    NeedsEmbedding(GraphMethod),
-    /// A filter without an embedding.
-    #[error("--filter needs --embedding RUN")]
-    FilterWithoutEmbedding,
-    /// Metric-learning cuts without an embedding.
-    #[error("--radius, --k-max and --filter-cut need --embedding RUN")]
-    CutsWithoutEmbedding,
-    /// A sector split into a single sector.
-    #[error("--sectors must make more than one sector")]
-    OneSector,
 }
 
 impl RecipeOverrides {

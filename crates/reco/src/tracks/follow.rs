@@ -66,229 +66,12 @@
 //! No recursion, no branching: the cost is linear in the kept edges times the path length,
 //! plus a few layer look-ups per added hit.
 
-use serde::{Deserialize, Serialize};
-
+use super::follow_config::FollowConfig;
 use super::search::{FREE, LayerIndex, NO_LAYER, extend_path};
 use super::walkthrough::{Adjacency, order_key};
+use super::windows::Geometry;
 use super::{NO_TRACK, ScoredEdges, TrackBuilderConfig, number_tracks};
 use crate::error::{Error, Result};
-
-/// Settings of [`follow`]. `Default` gives values measured on full mu = 200 TrackML-like events
-/// (the windows hold ~99.5% of true triplets of pT ≥ 1 GeV particles).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct FollowConfig {
-    /// A path starts only along an edge scoring at least this, in [0, 1]. Default 0.1.
-    pub seed_cut: f64,
-    /// How many of a start node's seed edges are tried, best first, until one gives a path
-    /// of `min_hits` nodes (the longest path is kept), ≥ 1. Default 3: the best-scored first
-    /// edge alone often leads to another particle's hit in a dense event (the first step has
-    /// no helix to check against); on 8 mu = 200 events a second and third try found 14 more
-    /// of 8,311 primary targets (0.9939 → 0.9953), a sixth none more.
-    pub seed_tries: usize,
-    /// Absolute curvature window [1/mm], > 0. Default 3e-4 (a 1 GeV track in 2 T has 6e-4).
-    pub curvature_abs: f64,
-    /// Curvature window relative to the candidate's curvature, ≥ 0. Default 0.1.
-    pub curvature_rel: f64,
-    /// Polar-angle window in units of its expected spread, > 0. Default 1.3.
-    pub theta_window: f64,
-    /// Weight of −ln(score) against the geometric χ², ≥ 0. Default 0.3.
-    pub score_weight: f64,
-    /// Shortest distance \[mm\] between the points of a curvature or angle estimate, > 0.
-    /// Default 15 (closer hits, e.g. overlapping modules of one layer, give no lever arm).
-    pub min_lever_arm: f64,
-    /// Position error σ \[mm\] of a hit by radius: `[r_max, sigma]` pairs with increasing
-    /// `r_max`; hits beyond the last `r_max` take the last σ. Default: the TrackML detector's
-    /// pixels (r < 200 mm) 0.025, short strips (< 700 mm) 0.6, long strips (< 1100 mm, and
-    /// beyond) 5. Finite: quality models record these settings in JSON.
-    pub position_sigma: Vec<[f64; 2]>,
-    /// Transverse position error σ \[mm\] of a hit, ≥ 0: the curvature window widens by
-    /// twice the error of Δκ that it gives the two three-point estimates (a curvature through
-    /// hits d₁ and d₂ apart moves by about 2σ/(d₁·d₂)), large where the hits are close in the
-    /// transverse plane (forward tracks crossing end-cap disks). 0 leaves it out. Default
-    /// 0.025: on 4 mu = 200 events, 0.0125 and 0.05 gave the same primary efficiency within
-    /// 0.15 point, 0 (the fixed window) 0.2 point less and 1.6 times the duplicate rate.
-    pub transverse_sigma: f64,
-    /// Extend paths by the hit search beyond the graph's edges ([`search`](super::search))
-    /// when the edges carry node layers ([`ScoredEdges::with_layers`]). Default true.
-    pub search: bool,
-    /// Hit search: a path ends after more than this many layers in a row crossed without a
-    /// compatible hit. Default 1.
-    pub max_holes: usize,
-    /// Hit search: a path of 3 to `min_hits − 1` nodes, too short to be a track, is extended
-    /// too and becomes one if it reaches this many nodes (at least `min_hits`). Default 7:
-    /// extended to just 5 or 6 hits, such paths were mostly fakes on mu = 200 events.
-    pub rescue_min_hits: usize,
-    /// Hit search: a path may continue onto the first hit of another track when that
-    /// track's second hit continues the helix too; the two become one track. Default true.
-    pub merge: bool,
-    /// A second pass over the hits no track holds, for particles produced away from the beam
-    /// line: the first pass lets the beam line stand in for a path's missing third point of a
-    /// curvature estimate (a prompt track's third hit is chosen on the circle through the
-    /// origin), which rejects the third hit of a displaced particle; the second pass leaves
-    /// that estimate out. Default true.
-    pub displaced: bool,
-}
-
-impl Default for FollowConfig {
-    fn default() -> Self {
-        FollowConfig {
-            seed_cut: 0.1,
-            seed_tries: 3,
-            curvature_abs: 3e-4,
-            curvature_rel: 0.1,
-            theta_window: 1.3,
-            score_weight: 0.3,
-            min_lever_arm: 15.0,
-            position_sigma: vec![[200.0, 0.025], [700.0, 0.6], [1100.0, 5.0]],
-            transverse_sigma: 0.025,
-            search: true,
-            max_holes: 1,
-            rescue_min_hits: 7,
-            merge: true,
-            displaced: true,
-        }
-    }
-}
-
-impl FollowConfig {
-    /// Checks every field's range.
-    pub fn validate(&self) -> Result<()> {
-        let bad = |field: &'static str, msg: String| Err(Error::config(field, msg));
-        if !(0.0..=1.0).contains(&self.seed_cut) {
-            return bad("follow.seed_cut", format!("must be in [0, 1], got {}", self.seed_cut));
-        }
-        if self.seed_tries == 0 {
-            return bad("follow.seed_tries", "must be at least 1, got 0".to_string());
-        }
-        for (field, v, min_inclusive) in [
-            ("follow.curvature_abs", self.curvature_abs, false),
-            ("follow.curvature_rel", self.curvature_rel, true),
-            ("follow.theta_window", self.theta_window, false),
-            ("follow.score_weight", self.score_weight, true),
-            ("follow.min_lever_arm", self.min_lever_arm, false),
-            ("follow.transverse_sigma", self.transverse_sigma, true),
-        ] {
-            let ok = v.is_finite() && if min_inclusive { v >= 0.0 } else { v > 0.0 };
-            if !ok {
-                let want = if min_inclusive { "finite and ≥ 0" } else { "finite and > 0" };
-                return bad(field, format!("must be {want}, got {v}"));
-            }
-        }
-        if self.position_sigma.is_empty()
-            || self.position_sigma.iter().any(|p| !(p[1] > 0.0 && p[1].is_finite() && p[0].is_finite()))
-            || self.position_sigma.windows(2).any(|w| w[0][0] >= w[1][0])
-        {
-            return bad(
-                "follow.position_sigma",
-                format!("must be finite [r_max, sigma > 0] pairs with increasing r_max, got {:?}", self.position_sigma),
-            );
-        }
-        Ok(())
-    }
-
-    pub(super) fn sigma(&self, r: f64) -> f64 {
-        let last = self.position_sigma.last().expect("validated: not empty")[1];
-        self.position_sigma.iter().find(|p| r < p[0]).map_or(last, |p| p[1])
-    }
-}
-
-/// Signed curvature [1/mm] of the circle through three transverse points (0: collinear).
-pub(super) fn curvature(a: [f64; 2], b: [f64; 2], c: [f64; 2]) -> f64 {
-    let (ux, uy, vx, vy) = (b[0] - a[0], b[1] - a[1], c[0] - b[0], c[1] - b[1]);
-    let d = ((ux * ux + uy * uy) * (vx * vx + vy * vy) * ((c[0] - a[0]).powi(2) + (c[1] - a[1]).powi(2))).sqrt();
-    if d == 0.0 { 0.0 } else { 2.0 * (ux * vy - uy * vx) / d }
-}
-
-/// Standard deviation [1/mm] of [`curvature`]`(a, b, c)` when each point's position has the
-/// transverse error `sigma` (0 for the beam line): the curvature is 2h/(|ab|·|bc|), h the
-/// distance of `b` from the chord `ac`, which a shift δ of `b` changes by δ, of `a` by
-/// δ·|bc|/|ac| and of `c` by δ·|ab|/|ac| (to first order).
-pub(super) fn curvature_sigma(a: [f64; 2], b: [f64; 2], c: [f64; 2], sigma: [f64; 3]) -> f64 {
-    let dist = |p: [f64; 2], q: [f64; 2]| (q[0] - p[0]).hypot(q[1] - p[1]);
-    let (ab, bc, ac) = (dist(a, b), dist(b, c), dist(a, c));
-    if ab == 0.0 || bc == 0.0 || ac == 0.0 {
-        return 0.0;
-    }
-    let h = (sigma[1]).hypot(sigma[0] * bc / ac).hypot(sigma[2] * ab / ac);
-    2.0 * h / (ab * bc)
-}
-
-/// Node positions in Cartesian coordinates and the checks of step 3 of the module docs.
-pub(super) struct Geometry<'a> {
-    pub(super) xy: &'a [[f64; 2]],
-    pub(super) z: &'a [f64],
-    r: &'a [f32],
-    pub(super) cfg: &'a FollowConfig,
-    /// Whether the beam line stands in for a missing third point of a curvature estimate
-    /// (prompt paths); without it (the displaced pass) such an estimate is left out.
-    pub(super) beam_line: bool,
-}
-
-impl Geometry<'_> {
-    pub(super) fn r_of(&self, n: usize) -> f64 {
-        f64::from(self.r[n])
-    }
-
-    pub(super) fn dxy(&self, p: usize, q: usize) -> f64 {
-        (self.xy[q][0] - self.xy[p][0]).hypot(self.xy[q][1] - self.xy[p][1])
-    }
-
-    pub(super) fn d3(&self, p: usize, q: usize) -> f64 {
-        self.dxy(p, q).hypot(self.z[q] - self.z[p])
-    }
-
-    fn theta(&self, p: usize, q: usize) -> f64 {
-        self.dxy(p, q).atan2(self.z[q] - self.z[p])
-    }
-
-    /// The latest node of `path[..end]` at least the lever arm from `from` under `dist`, as
-    /// (index in path, node).
-    pub(super) fn anchor(
-        &self,
-        path: &[usize],
-        end: usize,
-        from: usize,
-        dist: impl Fn(usize, usize) -> f64,
-    ) -> Option<(usize, usize)> {
-        (0..end).rev().map(|k| (k, path[k])).find(|&(_, q)| dist(q, from) >= self.cfg.min_lever_arm)
-    }
-
-    /// χ² of extending `path` by `c`, or `None` if `c` is outside the windows.
-    pub(super) fn chi2(&self, path: &[usize], c: usize) -> Option<f64> {
-        let cfg = self.cfg;
-        let b = *path.last().expect("a path is never empty");
-        let last = path.len() - 1;
-        let mut chi2 = 0.0;
-        if self.dxy(b, c) >= cfg.min_lever_arm
-            && let Some((ia, a)) = self.anchor(path, last, b, |p, q| self.dxy(p, q))
-        {
-            let (xa, xb, xc) = (self.xy[a], self.xy[b], self.xy[c]);
-            let k_new = curvature(xa, xb, xc);
-            let s = cfg.transverse_sigma;
-            let reference = match self.anchor(path, ia, a, |p, q| self.dxy(p, q)) {
-                Some((_, p)) => Some((curvature(self.xy[p], xa, xb), 1.0, curvature_sigma(self.xy[p], xa, xb, [s; 3]))),
-                None if self.beam_line => {
-                    Some((curvature([0.0, 0.0], xa, xb), 3.0, curvature_sigma([0.0, 0.0], xa, xb, [0.0, s, s])))
-                }
-                None => None,
-            };
-            if let Some((k_ref, widen, sigma_ref)) = reference {
-                let sigma_delta = curvature_sigma(xa, xb, xc, [s; 3]).hypot(sigma_ref);
-                let allowed = widen * (cfg.curvature_abs + cfg.curvature_rel * k_new.abs()) + 2.0 * sigma_delta;
-                chi2 += ((k_new - k_ref) / allowed).powi(2);
-            }
-        }
-        if self.d3(b, c) >= cfg.min_lever_arm
-            && let Some((_, a)) = self.anchor(path, last, b, |p, q| self.d3(p, q))
-        {
-            let sigma = |n: usize| cfg.sigma(f64::from(self.r[n]));
-            let spread = 0.002 + 2.0 * sigma(c) / self.d3(b, c) + 2.0 * sigma(a) / self.d3(a, b);
-            chi2 += ((self.theta(b, c) - self.theta(a, b)) / (cfg.theta_window * spread)).powi(2);
-        }
-        (chi2 < 1.0).then_some(chi2)
-    }
-}
 
 /// Track following (see the module docs for the exact algorithm); `config.method` and
 /// `config.branch_cut` are not read. The edges need node positions
@@ -325,7 +108,7 @@ pub fn follow_around(edges: &ScoredEdges<'_>, config: &TrackBuilderConfig, kept:
         let msg = format!("node layer {bad} is not one of the {} surfaces", l.surfaces.len());
         return Err(Error::config("layers", msg));
     }
-    let cfg = &config.follow;
+    let cfg: &FollowConfig = &config.follow;
     let n = edges.num_nodes;
     let xy: Vec<[f64; 2]> = (0..n)
         .map(|i| [f64::from(r[i]) * f64::from(phi[i]).cos(), f64::from(r[i]) * f64::from(phi[i]).sin()])
@@ -823,28 +606,6 @@ mod tests {
     }
 
     #[test]
-    fn curvature_sigma_is_the_spread_of_shifted_points() {
-        // A 1 GeV track in 2 T (R = 1667 mm) seen on three hits 16 and 40 mm apart.
-        let p = |t: f64| [1667.0 * t.sin(), 1667.0 - 1667.0 * t.cos()];
-        let pts = [p(0.03), p(0.03 + 16.0 / 1667.0), p(0.03 + 56.0 / 1667.0)];
-        let sigma = [0.02, 0.03, 0.05];
-        // Numerical gradient of the curvature in each coordinate of each point.
-        let mut var = 0.0;
-        for (i, s) in sigma.iter().enumerate() {
-            for axis in 0..2 {
-                let (mut hi, mut lo) = (pts, pts);
-                hi[i][axis] += 1e-4;
-                lo[i][axis] -= 1e-4;
-                let d = (curvature(hi[0], hi[1], hi[2]) - curvature(lo[0], lo[1], lo[2])) / 2e-4;
-                var += (d * s).powi(2);
-            }
-        }
-        let got = curvature_sigma(pts[0], pts[1], pts[2], sigma);
-        assert!((got / var.sqrt() - 1.0).abs() < 0.01, "{got} against {}", var.sqrt());
-        assert_eq!(curvature_sigma(pts[0], pts[0], pts[2], sigma), 0.0);
-    }
-
-    #[test]
     fn short_lever_arms_widen_the_curvature_window() {
         // A forward 1 GeV track crossing hits 16 mm apart in r, each 0.02 mm off the helix
         // in r·phi, alternately: every three-point curvature is off by ~3e-4, more than the
@@ -862,15 +623,5 @@ mod tests {
         let fixed =
             TrackBuilderConfig { follow: FollowConfig { transverse_sigma: 0.0, ..Default::default() }, ..follow_cfg() };
         assert_ne!(build(&nodes, &edges, &fixed).unwrap(), [1; 8]);
-    }
-
-    #[test]
-    fn curvature_of_three_points_on_a_circle() {
-        // Points on the circle of radius 500 around (0, 500), counter-clockwise: κ = +1/500.
-        let p = |t: f64| [500.0 * t.sin(), 500.0 - 500.0 * t.cos()];
-        let k = curvature(p(0.1), p(0.2), p(0.35));
-        assert!((k - 1.0 / 500.0).abs() < 1e-9, "{k}");
-        assert!((curvature(p(0.35), p(0.2), p(0.1)) + 1.0 / 500.0).abs() < 1e-9);
-        assert_eq!(curvature([0.0, 0.0], [1.0, 1.0], [2.0, 2.0]), 0.0);
     }
 }

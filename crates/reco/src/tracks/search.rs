@@ -12,13 +12,14 @@
 //! arrives at the first hit of another track can take that track whole (two pieces of one
 //! particle that the graph split).
 
-use std::f64::consts::{FRAC_PI_2, PI, TAU};
+use std::f64::consts::{PI, TAU};
 
 use trackgnn_trackml::geometry::{Detector, LayerKind};
 use trackgnn_trackml::ids::ModuleId;
 
-use super::follow::Geometry;
+use super::windows::Geometry;
 use crate::error::{Error, Result};
+use crate::propagation::helix::Helix;
 
 /// The layer index of a node that is on no known layer (never searched for).
 pub const NO_LAYER: u16 = u16::MAX;
@@ -160,156 +161,40 @@ impl LayerIndex {
     }
 }
 
-/// The helix through a path's last hits: a circle in the transverse plane (or a line) and a
-/// constant dz/ds.
-struct Helix {
-    b: [f64; 2],
-    zb: f64,
-    /// Centre and radius of the circle; `None` for a straight line.
-    circle: Option<([f64; 2], f64)>,
-    /// +1 counter-clockwise, −1 clockwise.
-    sense: f64,
-    /// Unit transverse direction of motion at `b`.
-    dir: [f64; 2],
-    /// dz per transverse path length.
-    tan_lambda: f64,
+/// The helix through a path's last hits, with the same anchors as the χ² of track
+/// following; `None` without a transverse lever arm or polar-angle anchor.
+fn helix_of_path(geo: &Geometry<'_>, path: &[usize]) -> Option<Helix> {
+    let b = *path.last()?;
+    let last = path.len() - 1;
+    let (ia, a) = geo.anchor(path, last, b, |p, q| geo.dxy(p, q))?;
+    // Without a third point the beam line stands in for it (prompt paths), or the helix is
+    // straight (displaced ones).
+    let p = geo.anchor(path, ia, a, |p, q| geo.dxy(p, q)).map(|(_, p)| geo.xy[p]);
+    let p = p.or(geo.beam_line.then_some([0.0, 0.0]));
+    let (_, a3) = geo.anchor(path, last, b, |p, q| geo.d3(p, q))?;
+    let mut helix = Helix::through(p, geo.xy[a], geo.xy[b], geo.z[b]);
+    let s3 = helix.arc_length(geo.dxy(a3, b));
+    helix.tan_lambda = if s3 > 0.0 { (geo.z[b] - geo.z[a3]) / s3 } else { 0.0 };
+    Some(helix)
 }
 
-/// Centre of the circle through three transverse points (`None`: collinear).
-fn circle_center(p: [f64; 2], a: [f64; 2], b: [f64; 2]) -> Option<[f64; 2]> {
-    let d = 2.0 * (p[0] * (a[1] - b[1]) + a[0] * (b[1] - p[1]) + b[0] * (p[1] - a[1]));
-    if d.abs() < 1e-9 {
-        return None;
-    }
-    let (pp, aa, bb) = (p[0] * p[0] + p[1] * p[1], a[0] * a[0] + a[1] * a[1], b[0] * b[0] + b[1] * b[1]);
-    Some([
-        (pp * (a[1] - b[1]) + aa * (b[1] - p[1]) + bb * (p[1] - a[1])) / d,
-        (pp * (b[0] - a[0]) + aa * (p[0] - b[0]) + bb * (a[0] - p[0])) / d,
-    ])
+/// The first crossing of `surf` ahead of `helix`, within its extent (widened by [`EDGE`]):
+/// path length, transverse point and z.
+fn cross(helix: &Helix, surf: &Surface) -> Option<(f64, [f64; 2], f64)> {
+    let s = match *surf {
+        Surface::Cylinder { r, .. } => helix.to_cylinder(r)?,
+        Surface::Disk { z, .. } => helix.to_plane(z)?,
+    };
+    let (xy, z) = (helix.at(s), helix.z_at(s));
+    let inside = match *surf {
+        Surface::Cylinder { z_min, z_max, .. } => z >= z_min - EDGE && z <= z_max + EDGE,
+        Surface::Disk { r_min, r_max, .. } => {
+            let r = xy[0].hypot(xy[1]);
+            r >= r_min - EDGE && r <= r_max + EDGE
+        }
+    };
+    inside.then_some((s, xy, z))
 }
-
-impl Helix {
-    /// The helix through the path's last hits, with the same anchors as the χ² of track
-    /// following; `None` without a transverse lever arm or polar-angle anchor.
-    fn of_path(geo: &Geometry<'_>, path: &[usize]) -> Option<Helix> {
-        let b = *path.last()?;
-        let last = path.len() - 1;
-        let (ia, a) = geo.anchor(path, last, b, |p, q| geo.dxy(p, q))?;
-        // Without a third point the beam line stands in for it (prompt paths), or the helix is
-        // straight (displaced ones).
-        let p = geo.anchor(path, ia, a, |p, q| geo.dxy(p, q)).map(|(_, p)| geo.xy[p]);
-        let p = p.or(geo.beam_line.then_some([0.0, 0.0]));
-        let (_, a3) = geo.anchor(path, last, b, |p, q| geo.d3(p, q))?;
-        let (xa, xb) = (geo.xy[a], geo.xy[b]);
-        let chord = [xb[0] - xa[0], xb[1] - xa[1]];
-        let len = chord[0].hypot(chord[1]);
-        let k = p.map_or(0.0, |p| super::follow::curvature(p, xa, xb));
-        let mut helix = Helix {
-            b: xb,
-            zb: geo.z[b],
-            circle: None,
-            sense: 1.0,
-            dir: [chord[0] / len, chord[1] / len],
-            tan_lambda: 0.0,
-        };
-        if k.abs() > 1e-7
-            && let Some(c) = p.and_then(|p| circle_center(p, xa, xb))
-        {
-            let rho = (xb[0] - c[0]).hypot(xb[1] - c[1]);
-            let sense = k.signum();
-            let u = [(xb[0] - c[0]) / rho, (xb[1] - c[1]) / rho];
-            helix.circle = Some((c, rho));
-            helix.sense = sense;
-            helix.dir = [-sense * u[1], sense * u[0]];
-        }
-        let chord3 = geo.dxy(a3, b);
-        let s3 = match helix.circle {
-            Some((_, rho)) => 2.0 * rho * (chord3 / (2.0 * rho)).min(1.0).asin(),
-            None => chord3,
-        };
-        helix.tan_lambda = if s3 > 0.0 { (geo.z[b] - geo.z[a3]) / s3 } else { 0.0 };
-        Some(helix)
-    }
-
-    /// The transverse point after path length `s` from `b`.
-    fn at(&self, s: f64) -> [f64; 2] {
-        match self.circle {
-            None => [self.b[0] + s * self.dir[0], self.b[1] + s * self.dir[1]],
-            Some((c, rho)) => {
-                let t = self.sense * s / rho;
-                let (u0, u1) = ((self.b[0] - c[0]) / rho, (self.b[1] - c[1]) / rho);
-                let (sn, cs) = t.sin_cos();
-                [c[0] + rho * (u0 * cs - u1 * sn), c[1] + rho * (u0 * sn + u1 * cs)]
-            }
-        }
-    }
-
-    /// The largest path length searched: a quarter turn (a few metres for a straight line).
-    fn s_max(&self) -> f64 {
-        self.circle.map_or(5000.0, |(_, rho)| FRAC_PI_2 * rho)
-    }
-
-    /// Path length from `b` to the first crossing of the cylinder of radius `r` ahead.
-    fn to_cylinder(&self, r: f64) -> Option<f64> {
-        let s = match self.circle {
-            None => {
-                let bd = self.b[0] * self.dir[0] + self.b[1] * self.dir[1];
-                let disc = bd * bd - (self.b[0] * self.b[0] + self.b[1] * self.b[1]) + r * r;
-                (disc >= 0.0).then(|| -bd + disc.sqrt())?
-            }
-            Some((c, rho)) => {
-                // |C + ρ·u(t)| = r with u(t) the unit vector from C turned by sense·t:
-                // A cos t + B sin t = k.
-                let u0 = [(self.b[0] - c[0]) / rho, (self.b[1] - c[1]) / rho];
-                let v0 = [-self.sense * u0[1], self.sense * u0[0]];
-                let (a, bb) = (c[0] * u0[0] + c[1] * u0[1], c[0] * v0[0] + c[1] * v0[1]);
-                let k = (r * r - c[0] * c[0] - c[1] * c[1] - rho * rho) / (2.0 * rho);
-                let m = a.hypot(bb);
-                if m == 0.0 || k.abs() > m {
-                    return None;
-                }
-                let (phi0, w) = (bb.atan2(a), (k / m).acos());
-                let t = [phi0 - w, phi0 + w]
-                    .into_iter()
-                    .map(|t| t.rem_euclid(TAU))
-                    .filter(|&t| t * rho > MIN_STEP)
-                    .min_by(f64::total_cmp)?;
-                t * rho
-            }
-        };
-        (s > MIN_STEP && s <= self.s_max()).then_some(s)
-    }
-
-    /// The first crossing of `surf` ahead, within its extent (widened by [`EDGE`]): path
-    /// length, transverse point and z.
-    fn cross(&self, surf: &Surface) -> Option<(f64, [f64; 2], f64)> {
-        let s = match *surf {
-            Surface::Cylinder { r, .. } => self.to_cylinder(r)?,
-            Surface::Disk { z, .. } => self.to_plane(z)?,
-        };
-        let (xy, z) = (self.at(s), self.zb + self.tan_lambda * s);
-        let inside = match *surf {
-            Surface::Cylinder { z_min, z_max, .. } => z >= z_min - EDGE && z <= z_max + EDGE,
-            Surface::Disk { r_min, r_max, .. } => {
-                let r = xy[0].hypot(xy[1]);
-                r >= r_min - EDGE && r <= r_max + EDGE
-            }
-        };
-        inside.then_some((s, xy, z))
-    }
-
-    /// Path length from `b` to the plane z = `z` ahead.
-    fn to_plane(&self, z: f64) -> Option<f64> {
-        if self.tan_lambda == 0.0 {
-            return None;
-        }
-        let s = (z - self.zb) / self.tan_lambda;
-        (s > MIN_STEP && s <= self.s_max()).then_some(s)
-    }
-}
-
-/// Crossings closer than this \[mm\] are the layer of the path's last hit.
-const MIN_STEP: f64 = 1.0;
 
 /// A predicted crossing of a layer.
 struct Crossing {
@@ -341,11 +226,11 @@ pub(super) fn extend_path(
     let mut merged = false;
     loop {
         let path = &tracks[i];
-        let Some(helix) = Helix::of_path(geo, path) else { return merged };
+        let Some(helix) = helix_of_path(geo, path) else { return merged };
         let on_path = |l: usize| path.iter().any(|&n| layers.layer[n] as usize == l);
         crossings.clear();
         for (l, surf) in layers.surfaces.iter().enumerate() {
-            if let Some((s, xy, z)) = helix.cross(surf)
+            if let Some((s, xy, z)) = cross(&helix, surf)
                 && !on_path(l)
             {
                 crossings.push(Crossing { s, layer: l, xy, z });
@@ -437,42 +322,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn circle_crossings_lie_on_the_cylinder_and_the_circle() {
-        // A circle of radius 1000 through the origin (centre (0, 1000)), moving
-        // counter-clockwise from b at radius ~100.
-        let c = [0.0, 1000.0];
-        let at = |t: f64| [1000.0 * t.sin(), 1000.0 - 1000.0 * t.cos()];
-        let b = at(0.1);
-        let h = Helix {
-            b,
-            zb: 10.0,
-            circle: Some((c, 1000.0)),
-            sense: 1.0,
-            dir: [0.1f64.cos(), 0.1f64.sin()],
-            tan_lambda: 0.5,
-        };
-        let s = h.to_cylinder(500.0).unwrap();
-        let p = h.at(s);
-        assert!((p[0].hypot(p[1]) - 500.0).abs() < 1e-6, "{p:?}");
-        assert!(((p[0] - c[0]).hypot(p[1] - c[1]) - 1000.0).abs() < 1e-6);
-        // Chord 500 from the origin on a circle of radius 1000: turning angle 2·asin(0.25).
-        assert!((s - 1000.0 * (2.0 * 0.25f64.asin() - 0.1)).abs() < 1e-6, "{s}");
-        // Behind b (radius 50) there is no crossing ahead, and beyond the diameter none at all.
-        assert!(h.to_cylinder(50.0).is_none());
-        assert!(h.to_cylinder(2100.0).is_none());
-        let s = h.to_plane(110.0).unwrap();
-        assert!((s - 200.0).abs() < 1e-9);
-        assert!(h.to_plane(0.0).is_none());
-    }
-
-    #[test]
-    fn straight_line_crossing() {
-        let h = Helix { b: [30.0, 0.0], zb: 0.0, circle: None, sense: 1.0, dir: [1.0, 0.0], tan_lambda: 0.0 };
-        assert!((h.to_cylinder(100.0).unwrap() - 70.0).abs() < 1e-9);
-        assert!(h.to_plane(100.0).is_none());
-    }
-
-    #[test]
     fn azimuth_window_wraps_around() {
         let phi = [3.1f32, -3.1, 0.0, 1.0];
         let layer = [0u16, 0, 0, NO_LAYER];
@@ -499,12 +348,5 @@ mod tests {
         assert!(matches!(surfaces[0], Surface::Disk { z, .. } if z < 0.0), "{:?}", surfaces[0]);
         let err = node_layers(&det, &[7, 9], &[m0, m1], &[8]).unwrap_err().to_string();
         assert!(err.contains("hit_id 8"), "{err}");
-    }
-
-    #[test]
-    fn circle_center_of_three_points() {
-        let c = circle_center([1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]).unwrap();
-        assert!(c[0].abs() < 1e-12 && c[1].abs() < 1e-12);
-        assert!(circle_center([0.0, 0.0], [1.0, 1.0], [2.0, 2.0]).is_none());
     }
 }

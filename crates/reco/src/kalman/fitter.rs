@@ -1,0 +1,215 @@
+//! The Kalman filter and its RTS smoother: a track's hits, in the order the particle crossed
+//! them, fitted from a seed at the perigee.
+//!
+//! From the seed (parameters and covariance on the beam line), each hit's module in turn:
+//! 1. **Prediction**: the parameters transported to the module ([`FitContext::transport`]),
+//!    the covariance F C Fᵀ + Q (Q: the beam pipe when crossed);
+//! 2. **Update** (the gain-matrix update): residual r = m − H x of the hit's local (u, v),
+//!    S = V + H C Hᵀ, gain K = C Hᵀ S⁻¹, x ← x + K r, C ← (I − KH) C (I − KH)ᵀ + K V Kᵀ
+//!    (Joseph's form, symmetric and positive), χ² = rᵀ S⁻¹ r;
+//! 3. **Material**: the module's multiple scattering added to the covariance (the particle
+//!    scatters after the point it was measured at, as the generator does it).
+//!
+//! Then the Rauch–Tung–Striebel smoother runs back from the last hit: with A = C_k Fᵀ C⁻¹_{k+1|k}
+//! (C_k the filtered covariance before the module's scattering), x_k|n = x_k + A (x_{k+1|n} −
+//! x_{k+1|k}) and C_k|n = C_k + A (C_{k+1|n} − C_{k+1|k}) Aᵀ, down to the seed itself: the
+//! fitted perigee is the smoothed state at the beam line, with the beam pipe's scattering in
+//! between (where the particle was produced, not where it left the pipe).
+
+use nalgebra::{Matrix2, SMatrix, Vector2};
+use trackgnn_trackml::geometry::Detector;
+
+use super::measurement::MeasurementModel;
+use super::params::{BoundMatrix, BoundVector, PHI, ReferenceSurface, THETA, direction};
+use super::perigee::Perigee;
+use super::scattering::module_noise;
+use super::transport::FitContext;
+use crate::error::{Error, Result};
+
+/// One hit to fit: its module (index in `Detector::modules`) and measured local (u, v) \[mm\]
+/// (as the hit file gives it: the model's offset is subtracted in the fit).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measurement {
+    /// The module's index in the detector.
+    pub module: usize,
+    /// The local position measured on it \[mm\].
+    pub local: [f64; 2],
+}
+
+/// Parameters and their covariance on a reference surface.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BoundState {
+    /// The surface.
+    pub surface: ReferenceSurface,
+    /// The parameters.
+    pub params: BoundVector,
+    /// Their covariance.
+    pub cov: BoundMatrix,
+}
+
+/// The fit at one hit.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrackState {
+    /// The hit.
+    pub measurement: Measurement,
+    /// Predicted from the previous state.
+    pub predicted: BoundState,
+    /// Updated with the hit (before the module's scattering).
+    pub filtered: BoundState,
+    /// Smoothed: from all hits.
+    pub smoothed: BoundState,
+    /// ∂(predicted)/∂(previous state): the transport Jacobian from the previous surface.
+    pub jacobian: BoundMatrix,
+    /// The update's χ² (2 degrees of freedom).
+    pub chi2: f64,
+}
+
+/// A fitted track.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitResult {
+    /// The states at the hits, in the order given.
+    pub states: Vec<TrackState>,
+    /// The smoothed parameters at the perigee, with their covariance.
+    pub perigee: BoundState,
+    /// The sum of the updates' χ².
+    pub chi2: f64,
+    /// Degrees of freedom: 2 per hit − 5.
+    pub ndf: usize,
+}
+
+impl FitResult {
+    /// χ²/ndf.
+    pub fn chi2_per_ndf(&self) -> f64 {
+        self.chi2 / self.ndf as f64
+    }
+
+    /// The perigee in the physicist's parameters (q/pT, φ, cot θ, η, d0, z0), with errors.
+    pub fn perigee_parameters(&self) -> Perigee {
+        Perigee::from_bound(&self.perigee.params, &self.perigee.cov)
+    }
+}
+
+/// A Kalman filter with its smoother, for one detector, field, material and mass hypothesis.
+#[derive(Clone, Copy, Debug)]
+pub struct KalmanFitter<'a> {
+    /// Where the track propagates.
+    pub context: FitContext<'a>,
+    /// The hits' errors.
+    pub measurement: MeasurementModel,
+}
+
+/// H: the measured coordinates (u, v) of bound parameters.
+fn projector() -> SMatrix<f64, 2, 5> {
+    SMatrix::<f64, 2, 5>::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+}
+
+/// `a − b` for bound parameters, with the azimuths' difference wrapped into (−π, π].
+fn difference(a: &BoundVector, b: &BoundVector) -> BoundVector {
+    let mut d = a - b;
+    d[PHI] = trackgnn_trackml::physics::wrap_phi(d[PHI]);
+    d
+}
+
+fn symmetric(c: BoundMatrix) -> BoundMatrix {
+    (c + c.transpose()) * 0.5
+}
+
+fn invert(m: &BoundMatrix, what: &str) -> Result<BoundMatrix> {
+    m.try_inverse().filter(|i| i.iter().all(|v| v.is_finite())).ok_or_else(|| Error::Fit(format!("singular {what}")))
+}
+
+impl<'a> KalmanFitter<'a> {
+    /// A fitter in `context` with hit errors `measurement`.
+    pub fn new(context: FitContext<'a>, measurement: MeasurementModel) -> Self {
+        KalmanFitter { context, measurement }
+    }
+
+    fn detector(&self) -> &Detector {
+        self.context.det
+    }
+
+    /// Fits `hits` (in the order the particle crossed them) from `seed`, given at the beam
+    /// line.
+    ///
+    /// # Errors
+    /// [`Error::Fit`] for fewer than 3 hits, a seed not at the beam line or not finite, a hit's
+    /// module not in the detector, a trajectory that misses a hit's module plane or a singular
+    /// covariance.
+    pub fn fit(&self, seed: &BoundState, hits: &[Measurement]) -> Result<FitResult> {
+        let det = self.detector();
+        if hits.len() < 3 {
+            return Err(Error::Fit(format!("a fit needs at least 3 hits, got {}", hits.len())));
+        }
+        if seed.surface != ReferenceSurface::BeamLine {
+            return Err(Error::Fit(format!("the seed must be given at the beam line, not {:?}", seed.surface)));
+        }
+        if !seed.params.iter().chain(seed.cov.iter()).all(|v| v.is_finite()) || seed.params[4] == 0.0 {
+            return Err(Error::Fit(format!("the seed is not finite or has q/p = 0: {:?}", seed.params)));
+        }
+        if let Some(h) = hits.iter().find(|h| h.module >= det.modules.len() || !h.local.iter().all(|v| v.is_finite())) {
+            return Err(Error::Fit(format!(
+                "hit {h:?}: module index or position out of range (the detector has {} modules)",
+                det.modules.len()
+            )));
+        }
+        let h = projector();
+        let mut states: Vec<TrackState> = Vec::with_capacity(hits.len());
+        // The state after the previous surface's material.
+        let mut current = *seed;
+        let mut chi2_sum = 0.0;
+        for hit in hits {
+            let surface = ReferenceSurface::Module(hit.module);
+            let t = self.context.transport(current.surface, &current.params, surface)?;
+            let predicted = BoundState {
+                surface,
+                params: t.params,
+                cov: symmetric(t.jacobian * current.cov * t.jacobian.transpose() + t.noise),
+            };
+            let dir = direction(predicted.params[PHI], predicted.params[THETA]);
+            let v = self.measurement.covariance(det, hit.module, [dir[0], dir[1], dir[2]]);
+            let m = self.measurement.corrected(det, hit.module, hit.local);
+            let residual = Vector2::new(m[0], m[1]) - h * predicted.params;
+            let s: Matrix2<f64> = v + h * predicted.cov * h.transpose();
+            let s_inv =
+                s.try_inverse().ok_or_else(|| Error::Fit(format!("singular residual covariance at {hit:?}")))?;
+            let gain = predicted.cov * h.transpose() * s_inv;
+            let ikh = BoundMatrix::identity() - gain * h;
+            let filtered = BoundState {
+                surface,
+                params: predicted.params + gain * residual,
+                cov: symmetric(ikh * predicted.cov * ikh.transpose() + gain * v * gain.transpose()),
+            };
+            let chi2 = (residual.transpose() * s_inv * residual)[0];
+            chi2_sum += chi2;
+            let noise =
+                module_noise(&self.context.material, &det.modules[hit.module], &filtered.params, self.context.mass);
+            current = BoundState { cov: filtered.cov + noise, ..filtered };
+            states.push(TrackState {
+                measurement: *hit,
+                predicted,
+                filtered,
+                smoothed: filtered,
+                jacobian: t.jacobian,
+                chi2,
+            });
+        }
+        // The smoother, from the last hit back to the seed.
+        for k in (0..states.len() - 1).rev() {
+            let next = states[k + 1];
+            let f = &states[k];
+            let gain =
+                f.filtered.cov * next.jacobian.transpose() * invert(&next.predicted.cov, "predicted covariance")?;
+            let params = f.filtered.params + gain * difference(&next.smoothed.params, &next.predicted.params);
+            let cov = symmetric(f.filtered.cov + gain * (next.smoothed.cov - next.predicted.cov) * gain.transpose());
+            states[k].smoothed = BoundState { surface: f.filtered.surface, params, cov };
+        }
+        let first = states[0];
+        let gain = seed.cov * first.jacobian.transpose() * invert(&first.predicted.cov, "predicted covariance")?;
+        let perigee = BoundState {
+            surface: ReferenceSurface::BeamLine,
+            params: seed.params + gain * difference(&first.smoothed.params, &first.predicted.params),
+            cov: symmetric(seed.cov + gain * (first.smoothed.cov - first.predicted.cov) * gain.transpose()),
+        };
+        Ok(FitResult { ndf: 2 * states.len() - 5, states, perigee, chi2: chi2_sum })
+    }
+}

@@ -1,0 +1,201 @@
+//! The hits' measurement errors, per kind of module, and their calibration on generated
+//! events.
+//!
+//! A hit measures the local position (u, v) of a particle's crossing of its module. Its error
+//! depends on the module's technology (pixel, short or long strip: the cell pitch) and on
+//! whether it sits in a barrel or an end-cap (the angle tracks cross it at, hence the
+//! cluster size). As experiments calibrate their cluster errors, [`MeasurementModel::calibrate`]
+//! measures them on simulated events: the RMS of hit − true crossing in each local
+//! coordinate, per kind. These are smaller than pitch/√12 where clusters of several cells
+//! interpolate (MISSION.md's realism table).
+
+use nalgebra::Matrix2;
+use trackgnn_trackml::Event;
+use trackgnn_trackml::geometry::{Detector, LayerKind, Module};
+use trackgnn_trackml::physics::material::tech_index;
+
+use crate::error::{Error, Result};
+
+/// The kinds of module a hit error is calibrated for: (end-cap?, technology), in the order of
+/// [`MeasurementModel::sigma`].
+pub const KINDS: [&str; 6] = [
+    "pixel barrel",
+    "short-strip barrel",
+    "long-strip barrel",
+    "pixel end-cap",
+    "short-strip end-cap",
+    "long-strip end-cap",
+];
+
+/// The lower edges of the bins of a crossing's expected cluster width along one local axis, in
+/// cells: thickness · |tan α| / pitch, α the angle of the track to the module's normal
+/// projected on that axis. A cluster's precision depends on it: a track that crosses one cell
+/// leaves a hit anywhere in it (pitch/√12), one that crosses several is interpolated.
+pub const WIDTH_BINS: [f64; 5] = [0.0, 0.5, 1.0, 2.0, 4.0];
+
+/// Calibration bins with fewer hits than this take the kind's σ over all widths.
+pub const MIN_BIN_HITS: usize = 50;
+
+/// The error σ \[mm\] of a hit's local (u, v) per kind of module ([`KINDS`]) and expected
+/// cluster width ([`WIDTH_BINS`]), and its mean offset from the true crossing per kind (the
+/// Lorentz shift that the barrels' clustering leaves, tan θ_L · t/2, which experiments
+/// calibrate and subtract too).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeasurementModel {
+    /// σ per kind, axis (u, v) and width bin: the standard deviation about the offset.
+    pub sigma: [[[f64; 5]; 2]; 6],
+    /// The mean of hit − true crossing (u, v) per kind, subtracted from every hit.
+    pub offset: [[f64; 2]; 6],
+}
+
+/// The width bin of a crossing of `module` at local direction `dir` (u, v, w components) along
+/// `axis` (0: u, 1: v).
+pub fn width_bin(module: &Module, dir: [f64; 3], axis: usize) -> usize {
+    let pitch = if axis == 0 { module.pitch_u } else { module.pitch_v };
+    let width = module.thickness * (dir[axis] / dir[2]).abs() / pitch;
+    WIDTH_BINS.iter().rposition(|&lo| width >= lo).unwrap_or(0)
+}
+
+impl Default for MeasurementModel {
+    /// The errors and offsets measured by [`MeasurementModel::calibrate`] on the generator's
+    /// default detector and settings, on 10,000 single muons of 1–100 GeV at |η| < 2.5 (the
+    /// command and its output: `tools/recipes/results/kalman.md`). The barrels' u offsets are
+    /// the Lorentz shift their clustering leaves (−9 µm in the pixels, +15 µm in the strips).
+    fn default() -> Self {
+        MeasurementModel { sigma: DEFAULT_SIGMA, offset: DEFAULT_OFFSET }
+    }
+}
+
+/// The kind of `det`'s module `module` (an index of [`KINDS`]).
+///
+/// # Panics
+/// If the index is not one of `det`'s modules.
+pub fn module_kind(det: &Detector, module: usize) -> usize {
+    let layer = &det.layers[det.layer_of(module)];
+    let endcap = usize::from(layer.kind == LayerKind::Endcap);
+    3 * endcap + tech_index(layer.technology)
+}
+
+/// What [`MeasurementModel::calibrate`] measured: the model (per kind the mean and the
+/// standard deviation of the residual hit − true crossing in u and v \[mm\]) and the hits per
+/// kind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// The model.
+    pub model: MeasurementModel,
+    /// Hits per kind.
+    pub hits: [usize; 6],
+}
+
+impl MeasurementModel {
+    /// A hit's local position on `det`'s module `module` with the kind's offset subtracted.
+    ///
+    /// # Panics
+    /// If the index is not one of `det`'s modules.
+    pub fn corrected(&self, det: &Detector, module: usize, local: [f64; 2]) -> [f64; 2] {
+        let o = self.offset[module_kind(det, module)];
+        [local[0] - o[0], local[1] - o[1]]
+    }
+
+    /// The 2 × 2 covariance of a hit on `det`'s module `module` crossed at the global unit
+    /// direction `dir`.
+    ///
+    /// # Panics
+    /// If the index is not one of `det`'s modules.
+    pub fn covariance(&self, det: &Detector, module: usize, dir: [f64; 3]) -> Matrix2<f64> {
+        let m = &det.modules[module];
+        let local = m.dir_to_local(dir);
+        let k = module_kind(det, module);
+        let su = self.sigma[k][0][width_bin(m, local, 0)];
+        let sv = self.sigma[k][1][width_bin(m, local, 1)];
+        Matrix2::new(su * su, 0.0, 0.0, sv * sv)
+    }
+
+    /// Measures the hit errors on `events` (with truth): per kind of module, the mean of the
+    /// local residual hit − true crossing over the hits of particles (noise left out), and its
+    /// standard deviation per expected cluster width (from the true direction; a bin of fewer
+    /// than [`MIN_BIN_HITS`] hits takes the kind's over all widths). A kind without hits keeps
+    /// the default's.
+    ///
+    /// # Errors
+    /// [`Error::MissingPart`] for an event without truth; [`Error::Fit`] for a hit whose
+    /// module is not one of `det`'s.
+    pub fn calibrate(det: &Detector, events: &[Event]) -> Result<Calibration> {
+        // Per kind and axis: Σr, Σr², n over all widths and per width bin.
+        let mut all = [[(0.0f64, 0.0f64, 0usize); 2]; 6];
+        let mut bins = [[[(0.0f64, 0.0f64, 0usize); 5]; 2]; 6];
+        let mut n = [0usize; 6];
+        for event in events {
+            let truth = event.truth.as_ref().ok_or(Error::MissingPart { event_id: event.event_id, part: "truth" })?;
+            let h = &event.hits;
+            for i in 0..h.len() {
+                if truth.particle_id[i].0 == 0 {
+                    continue;
+                }
+                let m = det.module_index(h.module[i]).ok_or_else(|| {
+                    Error::Fit(format!(
+                        "event {}: hit {}: module {} is not in the detector",
+                        event.event_id, h.hit_id[i], h.module[i]
+                    ))
+                })?;
+                let module = &det.modules[m];
+                let hit = module.to_local([f64::from(h.x[i]), f64::from(h.y[i]), f64::from(h.z[i])]);
+                let tru = module.to_local([f64::from(truth.tx[i]), f64::from(truth.ty[i]), f64::from(truth.tz[i])]);
+                let dir =
+                    module.dir_to_local([f64::from(truth.tpx[i]), f64::from(truth.tpy[i]), f64::from(truth.tpz[i])]);
+                let k = module_kind(det, m);
+                for a in 0..2 {
+                    let r = hit[a] - tru[a];
+                    let b = width_bin(module, dir, a);
+                    for acc in [&mut all[k][a], &mut bins[k][a][b]] {
+                        acc.0 += r;
+                        acc.1 += r * r;
+                        acc.2 += 1;
+                    }
+                }
+                n[k] += 1;
+            }
+        }
+        let mut model = MeasurementModel::default();
+        let mean = |acc: (f64, f64, usize)| acc.0 / acc.2 as f64;
+        let std = |acc: (f64, f64, usize)| (acc.1 / acc.2 as f64 - mean(acc).powi(2)).max(0.0).sqrt();
+        for k in 0..6 {
+            for a in 0..2 {
+                if all[k][a].2 == 0 {
+                    continue;
+                }
+                model.offset[k][a] = mean(all[k][a]);
+                for (sigma, &acc) in model.sigma[k][a].iter_mut().zip(&bins[k][a]) {
+                    *sigma = if acc.2 >= MIN_BIN_HITS { std(acc) } else { std(all[k][a]) };
+                }
+            }
+        }
+        Ok(Calibration { model, hits: n })
+    }
+}
+
+/// [`MeasurementModel::default`]'s σ (printed by the `kalman_pulls` example's calibration).
+const DEFAULT_SIGMA: [[[f64; 5]; 2]; 6] = [
+    // pixel barrel: u; v
+    [[0.006538, 0.001965, 0.003181, 0.005718, 0.005718], [0.01249, 0.005132, 0.003148, 0.003203, 0.005257]],
+    // short-strip barrel: u; v
+    [[0.01961, 0.01844, 0.01957, 0.01957, 0.01957], [0.2749, 0.1875, 0.2668, 0.2668, 0.2668]],
+    // long-strip barrel: u; v
+    [[0.0324, 0.01972, 0.03228, 0.03228, 0.03228], [2.949, 2.949, 2.949, 2.949, 2.949]],
+    // pixel end-cap: u; v
+    [[0.01394, 0.01394, 0.01394, 0.01394, 0.01394], [0.002131, 0.002526, 0.002395, 0.002395, 0.002395]],
+    // short-strip end-cap: u; v
+    [[0.02185, 0.02185, 0.02185, 0.02185, 0.02185], [0.3091, 0.3091, 0.3091, 0.3091, 0.3091]],
+    // long-strip end-cap: u; v
+    [[0.03119, 0.03118, 0.03118, 0.03118, 0.03118], [2.89, 2.89, 2.89, 2.89, 2.89]],
+];
+
+/// [`MeasurementModel::default`]'s offsets.
+const DEFAULT_OFFSET: [[f64; 2]; 6] = [
+    [-0.00907, -0.00001],
+    [0.0152, -0.0023],
+    [0.0141, 0.099],
+    [0.00005, -0.00003],
+    [-0.00002, -0.0021],
+    [-0.00024, 0.0059],
+];

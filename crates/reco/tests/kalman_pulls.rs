@@ -1,0 +1,44 @@
+//! The Kalman filter's correctness check (issue 40): truth-seeded fits of single generated
+//! muons of 1–5 GeV, each from a seed drawn around its true perigee; the pulls of q/pT, φ,
+//! cot θ, d0 and z0 must have mean 0 ± 0.05 and width 1 ± 0.1. (Above ~10 GeV the widths of
+//! cot θ and z0 are not yet within 1 ± 0.1: `tools/recipes/results/kalman.md`.)
+
+use trackgnn_reco::kalman::perigee::PERIGEE_NAMES;
+use trackgnn_reco::kalman::{FitContext, KalmanFitter, MeasurementModel, PullSummary, SeedSmearing, truth_seeded_fits};
+use trackgnn_simulate::species::Species;
+use trackgnn_simulate::{ChargedSpecies, Generator, SimConfig, SingleParticles};
+use trackgnn_trackml::Detector;
+use trackgnn_trackml::rng::Rng;
+
+/// Where the generator scatters in the beam pipe \[mm\] (see above).
+const GENERATOR_PIPE_SCATTER_R: f64 = 29.0;
+
+#[test]
+fn pulls_of_truth_seeded_single_muon_fits_are_standard_normal() {
+    let single = SingleParticles::new(ChargedSpecies::Muon, 250, [1.0, 5.0], [-2.5, 2.5]);
+    let cfg = SimConfig { single: Some(single), noise_fraction: 0.0, ..SimConfig::default() };
+    let g = Generator::new(Detector::trackml(), cfg);
+    // The generator applies the beam pipe's scattering at the end of its first step, at the
+    // first pixel layer's envelope (r ≈ 29 mm), not at the pipe's radius (19 mm): the fit puts
+    // it where the generator does (at 19 mm the d0 and z0 pulls of 1-5 GeV muons are 1.07 and 1.11 wide).
+    let mut material = g.config().material();
+    material.beam_pipe[0] = GENERATOR_PIPE_SCATTER_R;
+    let ctx = FitContext::new(g.detector(), g.field(), material, Species::Muon.mass());
+    let fitter = KalmanFitter::new(ctx, MeasurementModel::default());
+    let mut rng = Rng::new(40);
+    let mut fits = Vec::new();
+    for id in 1..=8 {
+        let (event, _) = g.event(40, id);
+        fits.extend(truth_seeded_fits(&fitter, &event, 7, &SeedSmearing::default(), &mut rng).unwrap());
+    }
+    assert!(fits.len() > 1800, "{} fits", fits.len());
+    let s = PullSummary::of(&fits);
+    for (i, name) in PERIGEE_NAMES.iter().enumerate() {
+        assert!(s.mean[i].abs() < 0.05, "pull of {name}: mean {:.3} (all: {s:?})", s.mean[i]);
+        assert!((s.std[i] - 1.0).abs() < 0.1, "pull of {name}: width {:.3} (all: {s:?})", s.std[i]);
+    }
+    // The χ² of the fits follows its degrees of freedom.
+    let chi2: f64 = fits.iter().map(|f| f.fit.chi2).sum();
+    let ndf: usize = fits.iter().map(|f| f.fit.ndf).sum();
+    assert!((chi2 / ndf as f64 - 1.0).abs() < 0.1, "χ²/ndf {}", chi2 / ndf as f64);
+}
