@@ -57,7 +57,7 @@ pub struct SingleArgs {
     /// Particles per event in the single-particle mode.
     #[arg(long, default_value_t = 1, requires = "single")]
     pub single_count: usize,
-    /// pT range [GeV] of the single particles, LOW,HIGH (uniform), or one value.
+    /// pT range of the single particles in GeV, LOW,HIGH (uniform), or one value.
     #[arg(long, value_name = "LOW,HIGH", default_value = "1,10", allow_hyphen_values = true, requires = "single")]
     pub single_pt: String,
     /// η range of the single particles, LOW,HIGH (uniform), or one value.
