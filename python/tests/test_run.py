@@ -63,6 +63,26 @@ def test_track_metrics_equal_trackgnn_reconstruct(tiny, cli):
     assert out["metrics"]["efficiency"] > 0.8
 
 
+def test_run_and_reconstruct_agree_with_their_defaults(tiny, cli):
+    import json
+
+    # Nothing set on either side: Python's Run, track_metrics and the CLI share the library's
+    # defaults (track following's settings, min_hits 5, the run's score cut), so the figures match.
+    args = ["reconstruct", "--run", "run", "--input", "ev", "--out", "rdef", "--json", "--threads", 1]
+    out = json.loads(cli(tiny, *args).stdout)
+    run = trackgnn.Run(tiny / "run")
+    counts = {}
+    for i in range(1, 7):
+        event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
+        _, _, tracks = run.reconstruct(event)
+        m = trackgnn.track_metrics(event, tracks)
+        for k in ("n_target_particles", "n_target_matched", "n_candidates", "n_fake_candidates"):
+            counts[k] = counts.get(k, 0) + m[k]
+    for k, v in counts.items():
+        assert v == out["metrics"][k], k
+    assert counts["n_target_matched"] / counts["n_target_particles"] == pytest.approx(out["metrics"]["efficiency"])
+
+
 def test_build_tracks_groups_the_nodes_of_a_scored_graph(event):
     graph, _ = trackgnn.build_graph(event)
     node_tracks = trackgnn.build_tracks(graph, graph.target.astype(np.float32), method="cc")

@@ -100,6 +100,10 @@ pub trait GnnExecutor: Send + Sync {
     /// The node and edge feature widths the model takes.
     fn input_widths(&self) -> (usize, usize);
 
+    /// The model with its current parameters and precision, in host memory (for export, a
+    /// reference computation, or moving it to another device).
+    fn host_model(&self) -> InteractionGnn<f32>;
+
     /// Sets the arithmetic of the matrix products from the next call on (see
     /// [`InteractionGnn::set_precision`]).
     fn set_precision(&mut self, precision: Precision);
@@ -167,7 +171,10 @@ pub fn executor_on(
 /// rayon's threads, and [`AdamW`] on the host buffers (which are the parameters themselves).
 pub struct CpuExecutor {
     model: InteractionGnn<f32>,
-    opt: AdamW,
+    /// The optimiser's settings, and its state from the first step or restore on: a model
+    /// that only infers never allocates AdamW's two moments.
+    adam: AdamWConfig,
+    opt: Option<AdamW>,
     /// The training step's buffers, reused from step to step.
     cache: ForwardCache<f32>,
     /// Inference buffers, reused by one caller at a time (others get fresh ones).
@@ -175,10 +182,16 @@ pub struct CpuExecutor {
 }
 
 impl CpuExecutor {
-    /// `model` on the CPU with a fresh AdamW of `optimizer`'s settings.
+    /// `model` on the CPU with a fresh AdamW of `optimizer`'s settings (allocated at the first
+    /// step).
     pub fn new(model: InteractionGnn<f32>, optimizer: AdamWConfig) -> Self {
-        let opt = AdamW::new(model.params.len(), optimizer);
-        CpuExecutor { model, opt, cache: ForwardCache::default(), infer_cache: Mutex::new(ForwardCache::default()) }
+        CpuExecutor {
+            model,
+            adam: optimizer,
+            opt: None,
+            cache: ForwardCache::default(),
+            infer_cache: Mutex::new(ForwardCache::default()),
+        }
     }
 
     /// The model it runs.
@@ -203,6 +216,10 @@ impl GnnExecutor for CpuExecutor {
 
     fn input_widths(&self) -> (usize, usize) {
         (self.model.node_dim, self.model.edge_dim)
+    }
+
+    fn host_model(&self) -> InteractionGnn<f32> {
+        self.model.clone()
     }
 
     fn set_precision(&mut self, precision: Precision) {
@@ -232,15 +249,19 @@ impl GnnExecutor for CpuExecutor {
 
     fn optimizer_step(&mut self, lr: f64) {
         let params = &mut self.model.params;
-        self.opt.step(&mut params.data, &params.grad, lr);
+        let opt = self.opt.get_or_insert_with(|| AdamW::new(params.len(), self.adam));
+        opt.step(&mut params.data, &params.grad, lr);
     }
 
     fn optimizer_state(&self) -> AdamWState {
-        self.opt.state()
+        match &self.opt {
+            Some(opt) => opt.state(),
+            None => AdamW::new(self.model.params.len(), self.adam).state(),
+        }
     }
 
     fn restore_optimizer(&mut self, state: AdamWState) {
-        self.opt = AdamW::from_state(*self.opt.config(), state);
+        self.opt = Some(AdamW::from_state(self.adam, state));
     }
 
     fn infer(&self, graph: &GraphInput<f32>) -> Vec<f32> {

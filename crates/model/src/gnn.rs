@@ -21,12 +21,9 @@ use crate::weights::load_weights;
 pub struct TrainedModel {
     /// The run's training configuration.
     pub config: TrainConfig,
-    /// The GNN's definition with the weights loaded; inference runs a copy of it on the
-    /// executor's device.
-    model: InteractionGnn<f32>,
     /// The weights file loaded.
     pub weights: PathBuf,
-    /// The model on the device that scores graphs.
+    /// The GNN with the weights loaded, on the device that scores graphs (its one copy).
     executor: Box<dyn GnnExecutor>,
 }
 
@@ -47,8 +44,8 @@ impl TrainedModel {
         let weights = run.weights_path(weights);
         load_weights(&weights, &mut model.params)?;
         model.set_precision(config.precision);
-        let executor = executor_on(Device::Cpu, model.clone(), AdamWConfig::default())?;
-        Ok(TrainedModel { config, model, weights, executor })
+        let executor = executor_on(Device::Cpu, model, AdamWConfig::default())?;
+        Ok(TrainedModel { config, weights, executor })
     }
 
     /// [`open`](Self::open) for the graphs of `recipe` (of its [`input_widths`]).
@@ -59,19 +56,21 @@ impl TrainedModel {
 
     /// Scores graphs on `device` from now on (an error if this build cannot run it there).
     pub fn set_device(&mut self, device: Device) -> Result<()> {
-        self.executor = executor_on(device, self.model.clone(), AdamWConfig::default())?;
+        if device != self.executor.device() {
+            self.executor = executor_on(device, self.executor.host_model(), AdamWConfig::default())?;
+        }
         Ok(())
     }
 
     /// Scores graphs in `precision` from now on (the run's by default).
     pub fn set_precision(&mut self, precision: Precision) {
-        self.model.set_precision(precision);
         self.executor.set_precision(precision);
     }
 
-    /// The GNN's definition and trained weights (what ONNX export reads).
-    pub fn model(&self) -> &InteractionGnn<f32> {
-        &self.model
+    /// The GNN's definition and trained weights in host memory, in the precision it scores
+    /// in (what ONNX export reads): a copy.
+    pub fn model(&self) -> InteractionGnn<f32> {
+        self.executor.host_model()
     }
 
     /// The device that scores graphs.

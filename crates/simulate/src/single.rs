@@ -198,6 +198,16 @@ mod tests {
     }
 
     #[test]
+    fn ranges_parse_from_two_values_or_one() {
+        assert_eq!("1,10".parse(), Ok(Range([1.0, 10.0])));
+        assert_eq!(" -2.5, 2.5".parse(), Ok(Range([-2.5, 2.5])));
+        assert_eq!("3".parse(), Ok(Range([3.0, 3.0])));
+        for bad in ["a,b", "1,2,3", "", "1,"] {
+            assert_eq!(bad.parse::<Range>(), Err("expected LOW,HIGH or one number".to_string()), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_single_particle_event_holds_those_particles_alone() {
         use crate::{Generator, SimConfig};
         let single = SingleParticles::new(ChargedSpecies::Muon, 5, [10.0, 10.0], [0.0, 0.0]);
@@ -210,5 +220,60 @@ mod tests {
         assert_eq!(p.particle_id.len(), 5);
         assert!(p.particle_type.unwrap().iter().all(|&t| t.abs() == 13));
         assert!(p.nhits.iter().all(|&n| n >= 9), "{:?}", p.nhits);
+    }
+}
+
+/// A `LOW,HIGH` range of a command line, or one value for both.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range(pub [f64; 2]);
+
+impl FromStr for Range {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || "expected LOW,HIGH or one number".to_string();
+        let values: Vec<f64> =
+            text.split(',').map(|v| v.trim().parse::<f64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
+        match values[..] {
+            [v] => Ok(Range([v, v])),
+            [lo, hi] => Ok(Range([lo, hi])),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// The single-particle mode's command-line flags (`trackgnn simulate --single …`).
+#[cfg(feature = "clap")]
+#[derive(Debug, clap::Args)]
+pub struct SingleArgs {
+    /// Single-particle mode: every event is `--single-count` particles of this species alone
+    /// (pion, kaon, proton, electron, muon), no hard scatter, no pile-up.
+    #[arg(long, value_name = "SPECIES")]
+    pub single: Option<ChargedSpecies>,
+    /// Particles per event in the single-particle mode.
+    #[arg(long, default_value_t = 1, requires = "single")]
+    pub single_count: usize,
+    /// pT range of the single particles in GeV, LOW,HIGH (uniform), or one value.
+    #[arg(long, value_name = "LOW,HIGH", default_value = "1,10", allow_hyphen_values = true, requires = "single")]
+    pub single_pt: Range,
+    /// η range of the single particles, LOW,HIGH (uniform), or one value.
+    #[arg(long, value_name = "LOW,HIGH", default_value = "-2.5,2.5", allow_hyphen_values = true, requires = "single")]
+    pub single_eta: Range,
+    /// Charge of the single particles: 1, -1, or 0 for either at random.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, requires = "single")]
+    pub single_charge: i8,
+}
+
+#[cfg(feature = "clap")]
+impl SingleArgs {
+    /// The mode's settings, if `--single` is given (checked when the configuration resolves).
+    pub fn settings(&self) -> Option<SingleParticles> {
+        self.single.map(|species| SingleParticles {
+            species,
+            count: self.single_count,
+            pt: self.single_pt.0,
+            eta: self.single_eta.0,
+            charge: self.single_charge,
+        })
     }
 }

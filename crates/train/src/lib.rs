@@ -37,6 +37,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod dist;
+pub mod epochs;
 pub mod error;
 pub mod eval;
 pub mod evaluation;
@@ -50,8 +51,9 @@ pub mod trainer;
 pub use trackgnn_model::{metrics, run_dir};
 
 pub use config::TrainConfig;
+pub use epochs::{Progress, Silent};
 pub use error::{Error, Result};
 pub use logs::{EpochRecord, MetricsLog};
 pub use run_dir::{RunDir, Weights};
 pub use trackgnn_model::EdgeMetrics;
-pub use trainer::{Progress, Silent, TrainOutcome, Trainer};
+pub use trainer::{TrainOutcome, Trainer};

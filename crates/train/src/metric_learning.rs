@@ -23,17 +23,19 @@ pub mod embedding;
 pub mod events;
 pub mod filter;
 mod report;
+mod trainer;
 
 pub use report::{StageReport, read_stage_config};
 pub use trackgnn_model::stages::{LearnedStages, StageConfig, StageModel, StageTraining, embedding_run, filter_run};
+pub use trainer::StageOutcome;
 
 use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use trackgnn_engine::DenseNet;
 use trackgnn_engine::optim::{AdamW, AdamWConfig};
-use trackgnn_engine::{DenseNet, ParamStore};
 use trackgnn_graph::features::{FeatureConfig, HitTable, NodeCuts};
 use trackgnn_graph::recipe::PROMPT_R;
 use trackgnn_graph::truth::{TargetConfig, pair_key, truth_edges};
@@ -331,8 +333,38 @@ pub fn best_record(records: &[StageRecord], by: BestBy) -> Option<&StageRecord> 
 /// A stage's state saved in its checkpoint.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct StageState {
+    /// The last finished epoch (0 while none is finished: then `in_progress` says epoch 0).
     epoch: u64,
+    /// Infinite (`null` in the JSON) before the first epoch is kept.
+    #[serde(deserialize_with = "infinite_if_null")]
     best_val_loss: f64,
+    /// The epoch a stop interrupted, where it stood.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    in_progress: Option<EpochInProgress>,
+}
+
+fn infinite_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+impl StageState {
+    /// The epoch a resumed run trains next.
+    fn next_epoch(&self) -> u64 {
+        self.in_progress.as_ref().map_or(self.epoch + 1, |p| p.epoch)
+    }
+}
+
+/// The epoch being trained: the next training event (in the epoch's order) and the sums so
+/// far, saved when a stop interrupts it, so that the resumed epoch goes on exactly as an
+/// uninterrupted one would.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct EpochInProgress {
+    epoch: u64,
+    next_event: usize,
+    loss_sum: f64,
+    steps: u64,
+    /// Training seconds so far.
+    seconds: f64,
 }
 
 /// The configuration as a run directory stores it.
@@ -384,34 +416,38 @@ pub fn finished_records<C: Serialize + serde::de::DeserializeOwned>(
         Err(e) => return Err(e),
     };
     check_resumed_config(root, config)?;
-    if state.epoch + 1 < epochs {
+    if state.next_epoch() < epochs {
         return Ok(None);
     }
-    Ok(Some(records_through(root, state.epoch)?))
+    Ok(Some(records_before(root, state.next_epoch())?))
 }
 
-/// The epoch records of the run in `root` up to epoch `last` (a resumed run drops those of
+/// The epoch records of the run in `root` before epoch `next` (a resumed run drops those of
 /// epochs after its checkpoint).
-fn records_through(root: &Path, last: u64) -> Result<Vec<StageRecord>> {
-    Ok(read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch <= last).collect())
+fn records_before(root: &Path, next: u64) -> Result<Vec<StageRecord>> {
+    Ok(read_records(&root.join(METRICS_JSONL_FILE))?.into_iter().filter(|r| r.epoch < next).collect())
 }
 
-/// A learned stage being trained: the run directory's writer and the loop around the
-/// stage-specific epoch.
+/// A learned stage's run directory being written: its optimiser, the epochs kept so far and
+/// the epoch in progress.
 pub(crate) struct StageRun<'a> {
     root: &'a Path,
     pub(crate) opt: AdamW,
     pub(crate) records: Vec<StageRecord>,
-    pub(crate) start_epoch: u64,
+    /// The epoch to train next.
+    pub(crate) epoch: u64,
     best_val_loss: f64,
     best_by: BestBy,
+    /// Where the epoch being trained stands.
+    in_progress: EpochInProgress,
 }
 
 impl<'a> StageRun<'a> {
-    /// Opens the run directory `root`: with `resume`, restores the last checkpoint into `net`;
-    /// otherwise starts afresh (writing `config`), refusing a directory that already has a
-    /// run. Best weights are chosen `best_by`. On resume, the run's `config.toml` is read with
-    /// the defaults of keys newer than it, so an older run resumes under the same settings.
+    /// Opens the run directory `root`: with `resume`, restores the last checkpoint into `net`
+    /// (an epoch a stop interrupted goes on where it stood); otherwise starts afresh (writing
+    /// `config`), refusing a directory that already has a run. Best weights are chosen
+    /// `best_by`. On resume, the run's `config.toml` is read with the defaults of keys newer
+    /// than it, so an older run resumes under the same settings.
     pub(crate) fn open<C: Serialize + serde::de::DeserializeOwned>(
         root: &'a Path,
         config: &C,
@@ -430,31 +466,45 @@ impl<'a> StageRun<'a> {
             trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
             let (opt_state, state) = checkpoint::load_checkpoint(&ckpt, &mut net.params)?;
             let state = stage_state(&ckpt, state)?;
-            let records = records_through(root, state.epoch)?;
+            let epoch = state.next_epoch();
             return Ok(StageRun {
                 root,
                 opt: AdamW::from_state(adam, opt_state),
-                records,
-                start_epoch: state.epoch + 1,
+                records: records_before(root, epoch)?,
+                epoch,
                 best_val_loss: state.best_val_loss,
                 best_by,
+                in_progress: state.in_progress.unwrap_or(EpochInProgress { epoch, ..EpochInProgress::default() }),
             });
         }
         if cfg_path.exists() {
-            return Err(Error::Model(ModelError::Inconsistent {
-                path: root.to_owned(),
-                message: "already holds a run; pass --resume to continue it or choose another --out".into(),
-            }));
+            return Err(Error::RunExists { dir: root.to_owned() });
         }
         trackgnn_trackml::atomic::write(&cfg_path, config_toml.as_bytes()).map_err(|e| Error::io(&cfg_path, e))?;
         Ok(StageRun {
             root,
             opt: AdamW::new(net.params.len(), adam),
             records: Vec::new(),
-            start_epoch: 0,
+            epoch: 0,
             best_val_loss: f64::INFINITY,
             best_by,
+            in_progress: EpochInProgress::default(),
         })
+    }
+
+    /// Writes a checkpoint of the epoch in progress (a stop interrupted it).
+    fn save_in_progress(&self, net: &DenseNet<f32>) -> Result<()> {
+        let state = StageState {
+            epoch: self.epoch.saturating_sub(1),
+            best_val_loss: self.best_val_loss,
+            in_progress: Some(self.in_progress.clone()),
+        };
+        self.save_checkpoint(net, &state)
+    }
+
+    fn save_checkpoint(&self, net: &DenseNet<f32>, state: &StageState) -> Result<()> {
+        let state = serde_json::to_value(state).map_err(|e| Error::context("serialising the stage state", e))?;
+        checkpoint::save_checkpoint(&self.root.join(CHECKPOINT_DIR), &net.params, &self.opt.state(), &state)
     }
 
     /// Records an epoch: metrics files, best weights, checkpoint, plots.
@@ -467,9 +517,9 @@ impl<'a> StageRun<'a> {
         self.best_val_loss = self.best_val_loss.min(record.val_loss);
         self.records.push(record);
         self.write_metrics()?;
-        let state = serde_json::to_value(StageState { epoch, best_val_loss: self.best_val_loss })
-            .map_err(|e| Error::context("serialising the stage state", e))?;
-        checkpoint::save_checkpoint(&self.root.join(CHECKPOINT_DIR), &net.params, &self.opt.state(), &state)?;
+        self.save_checkpoint(net, &StageState { epoch, best_val_loss: self.best_val_loss, in_progress: None })?;
+        self.epoch = epoch + 1;
+        self.in_progress = EpochInProgress { epoch: self.epoch, ..EpochInProgress::default() };
         self.plot()
     }
 
@@ -573,14 +623,6 @@ pub(crate) fn gather_rows(x: &[f32], dim: usize, idx: &[u32]) -> Vec<f32> {
     out
 }
 
-/// One optimiser step on the gradients in `params.grad` (clipped first).
-pub(crate) fn step(opt: &mut AdamW, params: &mut ParamStore<f32>, clip: f64, lr: f64) {
-    if clip > 0.0 {
-        trackgnn_engine::optim::clip_grad_norm(&mut params.grad, clip);
-    }
-    opt.step(&mut params.data, &params.grad, lr);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -599,7 +641,7 @@ mod tests {
         let mut net = DenseNet::<f32>::new(&cfg, 3, &mut Rng::new(1));
         let mut run = StageRun::open(dir, &StageTraining::default(), &mut net, 1e-3, resume, by).unwrap();
         for &(epoch, loss, eff) in epochs {
-            assert_eq!(run.start_epoch.max(epoch), epoch);
+            assert_eq!(run.epoch.max(epoch), epoch);
             net.params.data.fill(epoch as f32);
             run.finish_epoch(&net, record(epoch, loss, eff)).unwrap();
         }

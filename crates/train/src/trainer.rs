@@ -22,6 +22,7 @@ use crate::checkpoint::{load_checkpoint, load_weights, save_checkpoint, save_wei
 use crate::config::{BestMetric, NonFinite, TrainConfig};
 use crate::data::{GraphSet, LossWeights, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
+use crate::epochs::{EpochTraining, Progress, run_epochs};
 use crate::error::{Error, Result};
 use crate::eval::{EvalResult, evaluate};
 use crate::logs::{EpochRecord, MetricsLog, peak_rss_bytes};
@@ -30,22 +31,6 @@ use crate::run_dir::{EventSplit, InitWeights, RankChange, RunDir, StepRecord};
 
 /// RNG stream of the weight initialisation.
 const STREAM_INIT: u64 = 13;
-
-/// Progress reports of a run (a progress bar in the CLI; nothing in tests).
-pub trait Progress {
-    /// An epoch starts with `steps` optimiser steps.
-    fn epoch_start(&self, _epoch: u64, _steps: u64) {}
-    /// A step finished.
-    fn step(&self, _loss: f64) {}
-    /// An epoch finished.
-    fn epoch_end(&self, _rec: &EpochRecord) {}
-    /// Something a user should read.
-    fn message(&self, _msg: &str) {}
-}
-
-/// No progress reports.
-pub struct Silent;
-impl Progress for Silent {}
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -507,65 +492,61 @@ impl<'a> Trainer<'a> {
     }
 
     /// Runs epochs until the configured number, early stopping, or `stop` turns true (then a
-    /// checkpoint is written and the outcome says `interrupted`).
+    /// checkpoint is written and the outcome says `interrupted`), through the epoch driver
+    /// every training shares ([`run_epochs`]).
     pub fn run(&mut self, progress: &dyn Progress, stop: &AtomicBool) -> Result<TrainOutcome> {
-        let mut log =
-            if self.comm.is_root() { Some(MetricsLog::resume(self.run.root(), self.state.epoch)?) } else { None };
-        let mut history: Vec<EpochRecord> =
-            if self.comm.is_root() { self.run.read_metrics().unwrap_or_default() } else { Vec::new() };
-        let mut interrupted = false;
-        let mut stopped_early = false;
-        while self.state.epoch < self.cfg.epochs as u64 {
-            let epoch = self.state.epoch;
-            let groups = self.groups(epoch);
-            let steps = groups.len() as u64;
-            if self.train_epoch(&groups, progress, stop)? {
-                interrupted = true;
-                break;
-            }
-            self.check_replicas()?;
-            // Under a memory budget, validation runs with the training step's activations freed:
-            // the two never need to be in memory together, and a full event's step holds
-            // gigabytes. Without one they are kept: freeing and faulting them in again each
-            // epoch costs seconds of kernel time (page zeroing, which two ranks on one memory
-            // bus slow each other at).
-            if self.cfg.max_memory_bytes > 0 {
-                self.exec.release_buffers();
-            }
-            let val = evaluate(&*self.exec, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
-            if self.cfg.max_memory_bytes > 0 {
-                self.exec.release_buffers();
-            }
-            let rec = self.epoch_record(epoch, steps, &val);
-            self.keep_if_best(epoch, &val)?;
-            self.state.epoch += 1;
-            self.state.step_in_epoch = 0;
-            self.state.accum = EpochAccum::default();
-            self.state.regrouped = None;
-            if let Some(log) = log.as_mut() {
-                log.append(&rec)?;
-                history.push(rec.clone());
-                self.plot(&history, &val)?;
-            }
-            self.save()?;
-            progress.epoch_end(&rec);
-            let patience = self.cfg.early_stopping_patience as u64;
-            if patience > 0 && self.state.bad_epochs >= patience {
-                stopped_early = true;
-                progress.message(&format!("early stopping after epoch {epoch}: no improvement for {patience} epochs"));
-                break;
-            }
-        }
+        let root = self.comm.is_root();
+        let log = if root { Some(MetricsLog::resume(self.run.root(), self.state.epoch)?) } else { None };
+        let history = if root { self.run.read_metrics().unwrap_or_default() } else { Vec::new() };
+        let mut epochs = GnnEpochs { trainer: self, log, history, steps: 0 };
+        let end = run_epochs(&mut epochs, progress, stop)?;
         self.write_rank_report()?;
         Ok(TrainOutcome {
             epochs_completed: self.state.epoch,
             global_step: self.state.global_step,
-            interrupted,
-            stopped_early,
+            interrupted: end.interrupted,
+            stopped_early: end.stopped_early,
             best_epoch: self.state.best_epoch,
             best_value: self.state.best_value.unwrap_or(f64::NAN),
             skipped_steps: self.state.skipped_steps,
         })
+    }
+
+    /// Validates the epoch just trained (of `steps` steps) and keeps it: best weights, the
+    /// state moved to the next epoch, the metrics log and plots (rank 0), the checkpoint.
+    fn end_epoch(
+        &mut self,
+        steps: u64,
+        log: Option<&mut MetricsLog>,
+        history: &mut Vec<EpochRecord>,
+    ) -> Result<EpochRecord> {
+        let epoch = self.state.epoch;
+        self.check_replicas()?;
+        // Under a memory budget, validation runs with the training step's activations freed:
+        // the two never need to be in memory together, and a full event's step holds
+        // gigabytes. Without one they are kept: freeing and faulting them in again each
+        // epoch costs seconds of kernel time (page zeroing, which two ranks on one memory
+        // bus slow each other at).
+        if self.cfg.max_memory_bytes > 0 {
+            self.exec.release_buffers();
+        }
+        let val = evaluate(&*self.exec, &self.set, &self.split.val, &self.cfg, self.comm, true)?;
+        if self.cfg.max_memory_bytes > 0 {
+            self.exec.release_buffers();
+        }
+        let rec = self.epoch_record(epoch, steps, &val);
+        self.keep_if_best(epoch, &val)?;
+        self.state.epoch += 1;
+        self.state.step_in_epoch = 0;
+        self.state.accum = EpochAccum::default();
+        self.state.regrouped = None;
+        if let Some(log) = log {
+            log.append(&rec)?;
+            history.push(rec.clone());
+            self.plot(history, &val)?;
+        }
+        self.save()?;
+        Ok(rec)
     }
 
     /// The remaining steps of the current epoch (whose step groups are `groups`), each logged,
@@ -865,6 +846,44 @@ impl<'a> Trainer<'a> {
     /// The run's graphs.
     pub fn graph_set(&self) -> &GraphSet {
         &self.set
+    }
+}
+
+/// A [`Trainer`]'s epochs as the epoch driver runs them, with rank 0's metrics log and history.
+struct GnnEpochs<'t, 'a> {
+    trainer: &'t mut Trainer<'a>,
+    log: Option<MetricsLog>,
+    history: Vec<EpochRecord>,
+    /// Steps of the epoch in progress.
+    steps: u64,
+}
+
+impl EpochTraining for GnnEpochs<'_, '_> {
+    type Record = EpochRecord;
+
+    fn next_epoch(&self) -> u64 {
+        self.trainer.state.epoch
+    }
+
+    fn epochs(&self) -> u64 {
+        self.trainer.cfg.epochs as u64
+    }
+
+    fn train_epoch(&mut self, progress: &dyn Progress, stop: &AtomicBool) -> Result<bool> {
+        let groups = self.trainer.groups(self.trainer.state.epoch);
+        self.steps = groups.len() as u64;
+        self.trainer.train_epoch(&groups, progress, stop)
+    }
+
+    fn end_epoch(&mut self) -> Result<EpochRecord> {
+        self.trainer.end_epoch(self.steps, self.log.as_mut(), &mut self.history)
+    }
+
+    fn stop_early(&self) -> Option<String> {
+        let patience = self.trainer.cfg.early_stopping_patience as u64;
+        (patience > 0 && self.trainer.state.bad_epochs >= patience).then(|| {
+            format!("early stopping after epoch {}: no improvement for {patience} epochs", self.trainer.state.epoch - 1)
+        })
     }
 }
 

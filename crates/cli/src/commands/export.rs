@@ -61,14 +61,15 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
     let weights: Weights = a.weights.parse()?;
     let recipe = run.read_recipe()?.for_inference();
     let trained = TrainedModel::for_recipe(&run, &weights, &recipe)?;
-    let export = trackgnn_onnx::export(trained.model(), &recipe.features, trained.config.threshold)
+    let model = trained.model();
+    let export = trackgnn_onnx::export(&model, &recipe.features, trained.config.threshold)
         .with_context(|| format!("{}", a.run.display()))?;
     let sidecar = trackgnn_onnx::write(&export, &a.out)?;
     let reference = match (&a.reference, &a.reference_out) {
         (Some(events), Some(out)) => Some(write_reference(&a, &run, &weights, events, out)?),
         _ => None,
     };
-    let parameters = trained.model().params.len();
+    let parameters = model.params.len();
     let report = ExportReport::new(&a.out, &sidecar, &export, parameters, trained.config.precision, reference.as_ref());
     if a.json.json {
         print_json(&serde_json::to_value(&report)?);
@@ -92,10 +93,11 @@ fn write_reference(a: &ExportArgs, run: &RunDir, weights: &Weights, events: &Pat
     std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
     let pool = thread_pool(a.threads.threads)?;
     let mut reference = Reference::new(out, pool.current_num_threads())?;
+    let model = rec.model().model();
     for f in &files {
         let event = read_event(f, rec.read_options())?;
         let graph = rec.event(&event)?.graph;
-        pool.install(|| reference.add(rec.model().model(), event.event_id, &graph))?;
+        pool.install(|| reference.add(&model, event.event_id, &graph))?;
     }
     reference.finish()?;
     Ok(reference)

@@ -12,9 +12,10 @@ use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel
 use trackgnn_train::metric_learning::events::{prepare_events, split_sizes};
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
 use trackgnn_train::metric_learning::{
-    BestBy, PreparedEvent, StageRecord, StageReport, finished_records, read_stage_config,
+    BestBy, PreparedEvent, StageOutcome, StageReport, finished_records, read_stage_config,
 };
 
+use crate::progress::{EpochBars, stop_on_signals};
 use crate::util::{load_detector, print_json, thread_pool};
 
 /// What the two trainings share.
@@ -113,13 +114,27 @@ fn report_if_finished<C: serde::Serialize + serde::de::DeserializeOwned>(
     Ok(true)
 }
 
-/// Prints each epoch's line (unless the output is JSON).
-fn print_epoch(json: bool) -> impl FnMut(&StageRecord) {
-    move |r| {
-        if !json {
-            println!("{r}");
+/// Reports how a stage's training ended: the run's summary, or that a signal stopped it after
+/// a checkpoint (exit code 3, as `train`).
+fn finish(
+    a: &StageArgs,
+    stage: &'static str,
+    best_by: BestBy,
+    outcome: &StageOutcome,
+    counts: (usize, usize),
+    wall: Instant,
+) -> Result<ExitCode> {
+    if outcome.interrupted {
+        if a.json.json {
+            print_json(&serde_json::json!({ "run": a.out, "interrupted": true }));
+        } else {
+            eprintln!("interrupted: checkpoint written; continue with --resume");
         }
+        return Ok(ExitCode::from(3));
     }
+    let elapsed = wall.elapsed().as_secs_f64();
+    report(a, &StageReport::new(&a.out, stage, best_by, &outcome.records, counts, elapsed))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints the run's summary: one JSON object, or its line.
@@ -144,20 +159,10 @@ pub fn train_embedding_cmd(a: TrainEmbeddingArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads.threads)?;
     let wall = Instant::now();
     let (train, val) = pool.install(|| prepare(&a, &cfg.features, cfg.train_pt_min))?;
-    let records = pool.install(|| train_embedding(&a.out, &cfg, &train, &val, a.resume, print_epoch(a.json.json)))?;
+    let (bars, stop) = (EpochBars::new(a.json.json, true), stop_on_signals()?);
+    let outcome = pool.install(|| train_embedding(&a.out, &cfg, &train, &val, a.resume, &bars, &stop))?;
     let counts = (train.len(), val.len());
-    report(
-        &a,
-        &StageReport::new(
-            &a.out,
-            "embedding",
-            BestBy::EfficiencyAtBudget,
-            &records,
-            counts,
-            wall.elapsed().as_secs_f64(),
-        ),
-    )?;
-    Ok(ExitCode::SUCCESS)
+    finish(&a, "embedding", BestBy::EfficiencyAtBudget, &outcome, counts, wall)
 }
 
 pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
@@ -173,13 +178,9 @@ pub fn train_filter_cmd(a: TrainFilterArgs) -> Result<ExitCode> {
     let pool = thread_pool(a_stage.threads.threads)?;
     let wall = Instant::now();
     let (train, val) = pool.install(|| prepare(&a_stage, &embedding.config.features, embedding.config.train_pt_min))?;
-    let records = pool.install(|| {
-        train_filter(&a_stage.out, &cfg, &embedding, &train, &val, a_stage.resume, print_epoch(a_stage.json.json))
-    })?;
+    let (bars, stop) = (EpochBars::new(a_stage.json.json, true), stop_on_signals()?);
+    let outcome =
+        pool.install(|| train_filter(&a_stage.out, &cfg, &embedding, &train, &val, a_stage.resume, &bars, &stop))?;
     let counts = (train.len(), val.len());
-    report(
-        &a_stage,
-        &StageReport::new(&a_stage.out, "filter", BestBy::ValLoss, &records, counts, wall.elapsed().as_secs_f64()),
-    )?;
-    Ok(ExitCode::SUCCESS)
+    finish(&a_stage, "filter", BestBy::ValLoss, &outcome, counts, wall)
 }

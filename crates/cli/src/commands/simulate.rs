@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use trackgnn_simulate::dataset::{DataSetFigures, DataSetReport, RunRecord, write_events};
-use trackgnn_simulate::{ChargedSpecies, Generator, SimOverrides, SingleParticles};
+use trackgnn_simulate::single::SingleArgs;
+use trackgnn_simulate::{Generator, SimOverrides};
 use trackgnn_trackml::csv::write_detectors;
 
 use crate::progress;
@@ -47,57 +48,8 @@ pub struct SimulateArgs {
     pub detector: crate::cli::DetectorArg,
 }
 
-/// The single-particle mode's flags (`SimConfig::single`).
-#[derive(Debug, clap::Args)]
-pub struct SingleArgs {
-    /// Single-particle mode: every event is `--single-count` particles of this species alone
-    /// (pion, kaon, proton, electron, muon), no hard scatter, no pile-up.
-    #[arg(long, value_name = "SPECIES")]
-    pub single: Option<ChargedSpecies>,
-    /// Particles per event in the single-particle mode.
-    #[arg(long, default_value_t = 1, requires = "single")]
-    pub single_count: usize,
-    /// pT range of the single particles in GeV, LOW,HIGH (uniform), or one value.
-    #[arg(long, value_name = "LOW,HIGH", default_value = "1,10", allow_hyphen_values = true, requires = "single")]
-    pub single_pt: String,
-    /// η range of the single particles, LOW,HIGH (uniform), or one value.
-    #[arg(long, value_name = "LOW,HIGH", default_value = "-2.5,2.5", allow_hyphen_values = true, requires = "single")]
-    pub single_eta: String,
-    /// Charge of the single particles: 1, -1, or 0 for either at random.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true, requires = "single")]
-    pub single_charge: i8,
-}
-
-/// `LOW,HIGH` or one value (for both) as a range; `flag` names it in the error.
-fn range(text: &str, flag: &str) -> Result<[f64; 2]> {
-    let values: Vec<f64> = text
-        .split(',')
-        .map(|v| v.trim().parse::<f64>())
-        .collect::<std::result::Result<_, _>>()
-        .with_context(|| format!("{flag} {text}: expected LOW,HIGH or one number"))?;
-    match values[..] {
-        [v] => Ok([v, v]),
-        [lo, hi] => Ok([lo, hi]),
-        _ => anyhow::bail!("{flag} {text}: expected LOW,HIGH or one number"),
-    }
-}
-
-impl SingleArgs {
-    /// The mode's settings, if `--single` is given.
-    pub fn settings(&self) -> Result<Option<SingleParticles>> {
-        let Some(species) = self.single else { return Ok(None) };
-        Ok(Some(SingleParticles {
-            species,
-            count: self.single_count,
-            pt: range(&self.single_pt, "--single-pt")?,
-            eta: range(&self.single_eta, "--single-eta")?,
-            charge: self.single_charge,
-        }))
-    }
-}
-
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
-    let cfg = SimOverrides { pileup: a.pileup, single: a.single.settings()? }.resolve(a.config.as_deref())?;
+    let cfg = SimOverrides { pileup: a.pileup, single: a.single.settings() }.resolve(a.config.as_deref())?;
     anyhow::ensure!(a.events > 0, "--events must be at least 1");
     let det = load_detector(a.detector.detector.as_deref())?;
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;

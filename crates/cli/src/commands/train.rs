@@ -2,16 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
-use indicatif::ProgressBar;
 use serde_json::json;
 use trackgnn_train::config::TrainOverrides;
 use trackgnn_train::dist::{Comm, requeue_slurm_job};
 use trackgnn_train::evaluation::{SplitPart, evaluate_run};
-use trackgnn_train::{EpochRecord, Progress, RunDir, TrainConfig, Trainer, Weights};
+use trackgnn_train::{RunDir, TrainConfig, Trainer, Weights};
 
 use crate::cli::ResumeArg;
 use crate::progress;
@@ -100,39 +97,6 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
     Ok((a.parse().map_err(|_| "bad STEP")?, b.parse().map_err(|_| "bad RANK")?))
 }
 
-/// A progress bar per epoch on rank 0.
-struct Bars {
-    bar: std::sync::Mutex<Option<ProgressBar>>,
-    quiet: bool,
-}
-
-impl Progress for Bars {
-    fn epoch_start(&self, epoch: u64, steps: u64) {
-        if !self.quiet {
-            *self.bar.lock().expect("bar") = Some(progress::bar(steps, &format!("epoch {epoch}")));
-        }
-    }
-    fn step(&self, loss: f64) {
-        if let Some(b) = self.bar.lock().expect("bar").as_ref() {
-            b.set_message(format!("loss {loss:.4}"));
-            b.inc(1);
-        }
-    }
-    fn epoch_end(&self, r: &EpochRecord) {
-        if let Some(b) = self.bar.lock().expect("bar").take() {
-            b.finish_and_clear();
-        }
-        if !self.quiet {
-            eprintln!("{r}");
-        }
-    }
-    fn message(&self, msg: &str) {
-        if !self.quiet {
-            eprintln!("{msg}");
-        }
-    }
-}
-
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.settings.init_weights.as_deref()])?;
@@ -175,14 +139,10 @@ pub fn train(
     comm: &mut dyn Comm,
 ) -> Result<ExitCode> {
     let pool = thread_pool(threads)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    // SIGUSR1 (Slurm's `--signal=USR1@120`, Lightning's convention), SIGTERM (preemption, time
-    // limit) and SIGINT: all ranks agree at the end of the step, checkpoint, exit.
-    for sig in [signal_hook::consts::SIGUSR1, signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the signal handler")?;
-    }
+    // On a signal all ranks agree at the end of the step, checkpoint, exit.
+    let stop = progress::stop_on_signals()?;
     let root = comm.is_root();
-    let bars = Bars { bar: std::sync::Mutex::new(None), quiet: !root || as_json };
+    let bars = progress::EpochBars::new(!root || as_json, false);
     let outcome = pool.install(|| -> Result<_> {
         let mut trainer = Trainer::new(cfg.clone(), graphs, out, resume, comm)?;
         trainer.inject_divergence = opts.inject_divergence;

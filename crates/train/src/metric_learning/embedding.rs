@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 use trackgnn_engine::DenseNet;
 use trackgnn_engine::loss::{HingeOptions, hinge_pairs_with};
@@ -15,7 +15,9 @@ use trackgnn_graph::metric::radius_pairs;
 use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
-use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, gather_rows, step};
+use super::trainer::{StageOutcome, StageSteps, StageTrainer};
+use super::{BestBy, GraphFigures, PreparedEvent, StageRecord, StageRun, gather_rows};
+use crate::epochs::Progress;
 use crate::error::Result;
 pub use trackgnn_model::stages::embedding::{EmbeddingConfig, EmbeddingModel, embed_rows, norm};
 
@@ -120,8 +122,62 @@ fn pairs_loss(net: &mut DenseNet<f32>, cfg: &EmbeddingConfig, ev: &PreparedEvent
     loss
 }
 
+/// The embedding's steps: hinge loss on sampled pairs, hard negatives from the current
+/// embedding of each event.
+struct EmbeddingSteps<'c> {
+    cfg: &'c EmbeddingConfig,
+    train: &'c [PreparedEvent],
+    val: &'c [PreparedEvent],
+    /// The hard negatives of the event being trained.
+    hard: Vec<(u32, u32)>,
+}
+
+impl StageSteps for EmbeddingSteps<'_> {
+    fn train_events(&self) -> usize {
+        self.train.len()
+    }
+
+    fn begin_event(&mut self, net: &DenseNet<f32>, e: usize) -> Result<bool> {
+        // Hard negatives: different particles within the margin of the current embedding.
+        let ev = &self.train[e];
+        let emb = embed_rows(net, self.cfg, &ev.x);
+        self.hard = radius_pairs(&emb, net.out(), self.cfg.margin, self.cfg.k_max)?
+            .into_iter()
+            .filter(|&(a, b)| !ev.same_particle(a, b))
+            .collect();
+        Ok(true)
+    }
+
+    fn step_loss(&mut self, net: &mut DenseNet<f32>, e: usize, rng: &mut Rng) -> f64 {
+        let ev = &self.train[e];
+        let pairs = sample_pairs(self.cfg, ev, &self.hard, rng);
+        pairs_loss(net, self.cfg, ev, &pairs, true)
+    }
+
+    fn validate(&mut self, net: &mut DenseNet<f32>, epoch: u64, train_loss: f64) -> Result<StageRecord> {
+        let (cfg, val, seed) = (self.cfg, self.val, self.cfg.training.seed);
+        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
+        let (mut budget, mut wide) = (GraphFigures::default(), GraphFigures::default());
+        for (k, ev) in val.iter().enumerate() {
+            let pairs = sample_pairs(cfg, ev, &[], &mut Rng::for_stream(&[seed, u64::MAX, k as u64]));
+            val_loss += pairs_loss(net, cfg, ev, &pairs, false) / val.len() as f64;
+            let emb = embed_rows(net, cfg, &ev.x);
+            figures.add(&graph_figures(&emb, net.out(), ev, cfg.margin, cfg.k_max)?);
+            budget.add(&budget_figures(&emb, net.out(), ev, cfg.k_max)?);
+            if cfg.wide_k_max > 0 {
+                let radius = cfg.wide_radius.unwrap_or(f64::INFINITY);
+                wide.add(&graph_figures(&emb, net.out(), ev, radius, cfg.wide_k_max)?);
+            }
+        }
+        let record = StageRecord::new(epoch, train_loss, val_loss, &figures, 0.0).with_budget(&budget);
+        Ok(if cfg.wide_k_max > 0 { record.with_wide(cfg.wide_k_max, &wide) } else { record })
+    }
+}
+
 /// Trains an embedding into run directory `out` (see [`super`] for its files), or with
-/// `resume` continues the run there. `on_epoch` sees each epoch's record.
+/// `resume` continues the run there, through the epoch driver ([`crate::epochs`]): `progress`
+/// sees each step and epoch; when `stop` turns true the run checkpoints after the event in
+/// hand and returns, `interrupted` (resuming it goes on exactly from there).
 ///
 /// # Errors
 /// No training or validation events, an I/O error (naming the file), a configuration that
@@ -132,59 +188,17 @@ pub fn train_embedding(
     train: &[PreparedEvent],
     val: &[PreparedEvent],
     resume: bool,
-    mut on_epoch: impl FnMut(&StageRecord),
-) -> Result<Vec<StageRecord>> {
+    progress: &dyn Progress<StageRecord>,
+    stop: &AtomicBool,
+) -> Result<StageOutcome> {
     if train.is_empty() || val.is_empty() {
         return Err(crate::Error::NoEvents { stage: "an embedding" });
     }
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, cfg.features.features.len(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::EfficiencyAtBudget)?;
-    for epoch in run.start_epoch..t.epochs {
-        let t0 = Instant::now();
-        let mut order: Vec<usize> = (0..train.len()).collect();
-        Rng::for_stream(&[t.seed, epoch, 0]).shuffle(&mut order);
-        let (mut loss_sum, mut steps) = (0.0, 0usize);
-        for (k, &e) in order.iter().enumerate() {
-            let ev = &train[e];
-            let mut rng = Rng::for_stream(&[t.seed, epoch, 1 + k as u64]);
-            // Hard negatives: different particles within the margin of the current embedding.
-            let emb = embed_rows(&net, cfg, &ev.x);
-            let hard: Vec<(u32, u32)> = radius_pairs(&emb, net.out(), cfg.margin, cfg.k_max)?
-                .into_iter()
-                .filter(|&(a, b)| !ev.same_particle(a, b))
-                .collect();
-            for _ in 0..t.steps_per_event.max(1) {
-                let pairs = sample_pairs(cfg, ev, &hard, &mut rng);
-                net.params.zero_grad();
-                loss_sum += pairs_loss(&mut net, cfg, ev, &pairs, true);
-                steps += 1;
-                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr_at(epoch));
-            }
-        }
-        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
-        let (mut budget, mut wide) = (GraphFigures::default(), GraphFigures::default());
-        for (k, ev) in val.iter().enumerate() {
-            let pairs = sample_pairs(cfg, ev, &[], &mut Rng::for_stream(&[t.seed, u64::MAX, k as u64]));
-            val_loss += pairs_loss(&mut net, cfg, ev, &pairs, false) / val.len() as f64;
-            let emb = embed_rows(&net, cfg, &ev.x);
-            figures.add(&graph_figures(&emb, net.out(), ev, cfg.margin, cfg.k_max)?);
-            budget.add(&budget_figures(&emb, net.out(), ev, cfg.k_max)?);
-            if cfg.wide_k_max > 0 {
-                let radius = cfg.wide_radius.unwrap_or(f64::INFINITY);
-                wide.add(&graph_figures(&emb, net.out(), ev, radius, cfg.wide_k_max)?);
-            }
-        }
-        let mut record =
-            StageRecord::new(epoch, loss_sum / steps.max(1) as f64, val_loss, &figures, t0.elapsed().as_secs_f64())
-                .with_budget(&budget);
-        if cfg.wide_k_max > 0 {
-            record = record.with_wide(cfg.wide_k_max, &wide);
-        }
-        on_epoch(&record);
-        run.finish_epoch(&net, record)?;
-    }
-    Ok(run.records)
+    let run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::EfficiencyAtBudget)?;
+    let steps = EmbeddingSteps { cfg, train, val, hard: Vec::new() };
+    StageTrainer { run, net, training: t, steps }.train(progress, stop)
 }
 
 #[cfg(test)]

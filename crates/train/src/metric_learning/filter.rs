@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::atomic::AtomicBool;
 
 use trackgnn_engine::DenseNet;
 use trackgnn_engine::loss::{bce_with_logits, sigmoid};
@@ -16,7 +16,9 @@ use trackgnn_graph::truth::pair_key;
 use trackgnn_trackml::rng::Rng;
 
 use super::embedding::EmbeddingModel;
-use super::{BestBy, GraphFigures, PreparedEvent, StageConfig, StageRecord, StageRun, step};
+use super::trainer::{StageOutcome, StageSteps, StageTrainer};
+use super::{BestBy, GraphFigures, PreparedEvent, StageConfig, StageRecord, StageRun};
+use crate::epochs::Progress;
 use crate::error::Result;
 pub use trackgnn_model::stages::filter::{EdgeInput, Embedded, FilterConfig, FilterModel, edge_logits};
 
@@ -81,11 +83,59 @@ fn edges_loss(net: &mut DenseNet<f32>, cfg: &FilterConfig, c: &Candidates, idx: 
     loss
 }
 
+/// The filter's steps: binary cross-entropy on a sample of each event's candidate edges.
+struct FilterSteps<'c> {
+    cfg: &'c FilterConfig,
+    train: Vec<Candidates>,
+    val: &'c [PreparedEvent],
+    val_c: Vec<Candidates>,
+}
+
+impl StageSteps for FilterSteps<'_> {
+    fn train_events(&self) -> usize {
+        self.train.len()
+    }
+
+    fn begin_event(&mut self, _net: &DenseNet<f32>, e: usize) -> Result<bool> {
+        Ok(!self.train[e].src.is_empty())
+    }
+
+    fn step_loss(&mut self, net: &mut DenseNet<f32>, e: usize, rng: &mut Rng) -> f64 {
+        let c = &self.train[e];
+        let n = c.src.len().min(self.cfg.edges_per_step);
+        let idx: Vec<usize> = if n == c.src.len() {
+            (0..n).collect()
+        } else {
+            (0..n).map(|_| rng.below(c.src.len() as u64) as usize).collect()
+        };
+        edges_loss(net, self.cfg, c, &idx)
+    }
+
+    fn validate(&mut self, net: &mut DenseNet<f32>, epoch: u64, train_loss: f64) -> Result<StageRecord> {
+        let cfg = self.cfg;
+        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
+        for (ev, c) in self.val.iter().zip(&self.val_c) {
+            // Every candidate edge, without the training pass's cache (gigabytes at k = 48).
+            let logits = edge_logits(net, &EdgeInput::new(cfg), &c.x, c.embedded(), &c.src, &c.dst);
+            let mut dl = vec![0.0f32; logits.len()];
+            val_loss += bce_with_logits(&logits, &c.y, c.w.as_deref(), cfg.pos_weight, &mut dl) / self.val.len() as f64;
+            let keys: HashSet<u64> = (0..c.src.len())
+                .filter(|&i| sigmoid(logits[i]) as f64 >= cfg.cut)
+                .map(|i| pair_key(c.src[i], c.dst[i]))
+                .collect();
+            figures.add(&GraphFigures::of_event(ev, &keys));
+        }
+        Ok(StageRecord::new(epoch, train_loss, val_loss, &figures, 0.0))
+    }
+}
+
 /// Trains a filter on the radius graph of the embedding in `embedding_run` into run directory
-/// `out`, or with `resume` continues the run there.
+/// `out`, or with `resume` continues the run there, through the epoch driver as
+/// [`super::embedding::train_embedding`] does (`progress`, `stop`).
 ///
 /// # Errors
 /// No events, an output width other than 1, the embedding's errors, I/O errors.
+#[allow(clippy::too_many_arguments)]
 pub fn train_filter(
     out: &Path,
     cfg: &FilterConfig,
@@ -93,8 +143,9 @@ pub fn train_filter(
     train: &[PreparedEvent],
     val: &[PreparedEvent],
     resume: bool,
-    mut on_epoch: impl FnMut(&StageRecord),
-) -> Result<Vec<StageRecord>> {
+    progress: &dyn Progress<StageRecord>,
+    stop: &AtomicBool,
+) -> Result<StageOutcome> {
     if train.is_empty() || val.is_empty() {
         return Err(crate::Error::NoEvents { stage: "a filter" });
     }
@@ -106,55 +157,14 @@ pub fn train_filter(
     }
     let radius = cfg.radius.unwrap_or(embedding.config.margin);
     let k_max = cfg.k_max.unwrap_or(embedding.config.k_max);
-    let train_c: Vec<Candidates> =
-        train.iter().map(|ev| candidates(cfg, embedding, ev, radius, k_max)).collect::<Result<_>>()?;
-    let val_c: Vec<Candidates> =
-        val.iter().map(|ev| candidates(cfg, embedding, ev, radius, k_max)).collect::<Result<_>>()?;
+    let candidates_of = |events: &[PreparedEvent]| -> Result<Vec<Candidates>> {
+        events.iter().map(|ev| candidates(cfg, embedding, ev, radius, k_max)).collect()
+    };
+    let steps = FilterSteps { cfg, train: candidates_of(train)?, val, val_c: candidates_of(val)? };
     let t = &cfg.training;
     let mut net = DenseNet::<f32>::new(&cfg.net, cfg.input_width(), &mut Rng::new(t.seed));
-    let mut run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::ValLoss)?;
-    for epoch in run.start_epoch..t.epochs {
-        let t0 = Instant::now();
-        let mut order: Vec<usize> = (0..train.len()).collect();
-        Rng::for_stream(&[t.seed, epoch, 0]).shuffle(&mut order);
-        let (mut loss_sum, mut steps) = (0.0, 0usize);
-        for (k, &e) in order.iter().enumerate() {
-            let c = &train_c[e];
-            if c.src.is_empty() {
-                continue;
-            }
-            let mut rng = Rng::for_stream(&[t.seed, epoch, 1 + k as u64]);
-            for _ in 0..t.steps_per_event.max(1) {
-                let n = c.src.len().min(cfg.edges_per_step);
-                let idx: Vec<usize> = if n == c.src.len() {
-                    (0..n).collect()
-                } else {
-                    (0..n).map(|_| rng.below(c.src.len() as u64) as usize).collect()
-                };
-                net.params.zero_grad();
-                loss_sum += edges_loss(&mut net, cfg, c, &idx);
-                steps += 1;
-                step(&mut run.opt, &mut net.params, t.clip_grad_norm, t.lr_at(epoch));
-            }
-        }
-        let (mut val_loss, mut figures) = (0.0, GraphFigures::default());
-        for (ev, c) in val.iter().zip(&val_c) {
-            // Every candidate edge, without the training pass's cache (gigabytes at k = 48).
-            let logits = edge_logits(&net, &EdgeInput::new(cfg), &c.x, c.embedded(), &c.src, &c.dst);
-            let mut dl = vec![0.0f32; logits.len()];
-            val_loss += bce_with_logits(&logits, &c.y, c.w.as_deref(), cfg.pos_weight, &mut dl) / val.len() as f64;
-            let keys: HashSet<u64> = (0..c.src.len())
-                .filter(|&i| sigmoid(logits[i]) as f64 >= cfg.cut)
-                .map(|i| pair_key(c.src[i], c.dst[i]))
-                .collect();
-            figures.add(&GraphFigures::of_event(ev, &keys));
-        }
-        let record =
-            StageRecord::new(epoch, loss_sum / steps.max(1) as f64, val_loss, &figures, t0.elapsed().as_secs_f64());
-        on_epoch(&record);
-        run.finish_epoch(&net, record)?;
-    }
-    Ok(run.records)
+    let run = StageRun::open(out, cfg, &mut net, t.lr, resume, BestBy::ValLoss)?;
+    StageTrainer { run, net, training: t, steps }.train(progress, stop)
 }
 
 #[cfg(test)]
