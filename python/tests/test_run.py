@@ -48,19 +48,30 @@ def test_track_metrics_equal_trackgnn_reconstruct(tiny, cli):
     args = ["reconstruct", "--run", "run", "--input", "ev", "--out", "rec", "--min-hits", 3, "--truth-scores"]
     out = json.loads(cli(tiny, *args, "--json", "--threads", 1).stdout)
     run = trackgnn.Run(tiny / "run", min_hits=3, truth_scores=True)
+
+    def check(event, graph, scores, tracks):
+        np.testing.assert_array_equal(scores, graph.target.astype(np.float32))
+        np.testing.assert_array_equal(run.tracks(event, graph, scores), tracks)
+
+    assert_counts_equal(tiny, run, out, check)
+    assert out["metrics"]["efficiency"] > 0.8
+
+
+def assert_counts_equal(tiny, run, out, check=None):
+    """The track metrics of `run` on the tiny events, summed, equal those of `reconstruct`'s
+    JSON `out`; `check` sees each event's reconstruction."""
     counts = {}
     for i in range(1, 7):
         event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
         graph, scores, tracks = run.reconstruct(event)
-        np.testing.assert_array_equal(scores, graph.target.astype(np.float32))
-        np.testing.assert_array_equal(run.tracks(event, graph, scores), tracks)
+        if check:
+            check(event, graph, scores, tracks)
         m = trackgnn.track_metrics(event, tracks)
         for k in ("n_target_particles", "n_target_matched", "n_candidates", "n_fake_candidates"):
             counts[k] = counts.get(k, 0) + m[k]
     for k, v in counts.items():
         assert v == out["metrics"][k], k
     assert counts["n_target_matched"] / counts["n_target_particles"] == pytest.approx(out["metrics"]["efficiency"])
-    assert out["metrics"]["efficiency"] > 0.8
 
 
 def test_run_and_reconstruct_agree_with_their_defaults(tiny, cli):
@@ -70,17 +81,7 @@ def test_run_and_reconstruct_agree_with_their_defaults(tiny, cli):
     # defaults (track following's settings, min_hits 5, the run's score cut), so the figures match.
     args = ["reconstruct", "--run", "run", "--input", "ev", "--out", "rdef", "--json", "--threads", 1]
     out = json.loads(cli(tiny, *args).stdout)
-    run = trackgnn.Run(tiny / "run")
-    counts = {}
-    for i in range(1, 7):
-        event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
-        _, _, tracks = run.reconstruct(event)
-        m = trackgnn.track_metrics(event, tracks)
-        for k in ("n_target_particles", "n_target_matched", "n_candidates", "n_fake_candidates"):
-            counts[k] = counts.get(k, 0) + m[k]
-    for k, v in counts.items():
-        assert v == out["metrics"][k], k
-    assert counts["n_target_matched"] / counts["n_target_particles"] == pytest.approx(out["metrics"]["efficiency"])
+    assert_counts_equal(tiny, trackgnn.Run(tiny / "run"), out)
 
 
 def test_build_tracks_groups_the_nodes_of_a_scored_graph(event):
