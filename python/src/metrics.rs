@@ -52,7 +52,8 @@ pub fn edge_metrics<'py>(
 
 /// The track metrics of `event` (read with its truth and particles) given a track id per hit
 /// (`Run.tracks`, `Run.reconstruct`; 0 = no track), with `config` overriding the keys of
-/// `MetricsConfig` (`target_pt_min`, `min_particle_hits`, …). Keys as `trackgnn reconstruct
+/// `MetricsConfig` (`target_pt_min`, `min_particle_hits`, `min_track_hits`: both 5 by default, as
+/// `Run`'s `min_hits` and `trackgnn reconstruct`'s, …). Keys as `trackgnn reconstruct
 /// --json`'s `metrics`: `efficiency` (double majority, target particles), `fake_rate`,
 /// `duplicate_rate`, `trackml_score`, the counts and the binned efficiencies.
 #[pyfunction]

@@ -53,20 +53,20 @@ def test_track_metrics_equal_trackgnn_reconstruct(tiny, cli):
         np.testing.assert_array_equal(scores, graph.target.astype(np.float32))
         np.testing.assert_array_equal(run.tracks(event, graph, scores), tracks)
 
-    assert_counts_equal(tiny, run, out, check)
+    assert_counts_equal(tiny, run, out, check, {"min_track_hits": 3, "min_particle_hits": 3})
     assert out["metrics"]["efficiency"] > 0.8
 
 
-def assert_counts_equal(tiny, run, out, check=None):
-    """The track metrics of `run` on the tiny events, summed, equal those of `reconstruct`'s
-    JSON `out`; `check` sees each event's reconstruction."""
+def assert_counts_equal(tiny, run, out, check=None, metrics=None):
+    """The track metrics of `run` on the tiny events (`metrics`: their settings), summed, equal
+    those of `reconstruct`'s JSON `out`; `check` sees each event's reconstruction."""
     counts = {}
     for i in range(1, 7):
         event = trackgnn.read_event(tiny / "ev" / f"event{i:09d}")
         graph, scores, tracks = run.reconstruct(event)
         if check:
             check(event, graph, scores, tracks)
-        m = trackgnn.track_metrics(event, tracks)
+        m = trackgnn.track_metrics(event, tracks, metrics)
         for k in ("n_target_particles", "n_target_matched", "n_candidates", "n_fake_candidates"):
             counts[k] = counts.get(k, 0) + m[k]
     for k, v in counts.items():

@@ -193,4 +193,5 @@ def edge_metrics(graph: Graph, logits: npt.NDArray[np.float32], threshold: float
 def track_metrics(
     event: Event, track_ids: npt.NDArray[np.uint32], config: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """efficiency, fake_rate, duplicate_rate, trackml_score, counts, binned efficiencies."""
+    """efficiency, fake_rate, duplicate_rate, trackml_score, counts, binned efficiencies
+    (candidates and reconstructable particles of >= 5 hits unless config says otherwise)."""

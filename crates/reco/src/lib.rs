@@ -79,6 +79,6 @@ pub use submission::{
     Submission, event_track_ids, read_submission, singleton_track_ids, submission_file_name, write_submission,
 };
 pub use tracks::{
-    CandidateScore, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod,
-    candidate_scores, connected_components, follow, num_tracks, select_candidates, walkthrough,
+    CandidateScore, DEFAULT_MIN_HITS, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig,
+    TrackMethod, candidate_scores, connected_components, follow, num_tracks, select_candidates, walkthrough,
 };

@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::{Event, ParticleId, Particles};
 
 use crate::error::{Error, Result};
-use crate::tracks::NO_TRACK;
+use crate::tracks::{DEFAULT_MIN_HITS, NO_TRACK};
 use composition::{compose, singleton_key};
 
 pub use bins::{EfficiencyBin, linear_edges, log_edges};
@@ -69,9 +69,10 @@ pub use score::trackml_score;
 pub struct MetricsConfig {
     /// Smallest pT \[GeV\] of a target particle. Default 1.0 (the field's target definition).
     pub target_pt_min: f64,
-    /// Smallest number of hits of a reconstructable (and target) particle, ≥ 1. Default 3.
+    /// Smallest number of hits of a reconstructable (and target) particle, ≥ 1. Default
+    /// [`DEFAULT_MIN_HITS`] (5), as the track builders'.
     pub min_particle_hits: usize,
-    /// Smallest number of hits of a candidate track, ≥ 1. Default 3.
+    /// Smallest number of hits of a candidate track, ≥ 1. Default [`DEFAULT_MIN_HITS`] (5).
     pub min_track_hits: usize,
     /// Largest transverse production radius \[mm\] of a prompt target particle, ≥ 0.
     /// Default [`PROMPT_R`](trackgnn_graph::recipe::PROMPT_R) (1 mm), the graphs' definition.
@@ -89,8 +90,8 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             target_pt_min: 1.0,
-            min_particle_hits: 3,
-            min_track_hits: 3,
+            min_particle_hits: DEFAULT_MIN_HITS,
+            min_track_hits: DEFAULT_MIN_HITS,
             prompt_max_vertex_r: f64::from(trackgnn_graph::recipe::PROMPT_R),
             pt_edges: log_edges(1.0, 100.0, 10),
             pt_edges_all: log_edges(0.1, 100.0, 15),
@@ -434,7 +435,7 @@ mod tests {
         }
         fn eval(&self, tracks: &[u32]) -> TrackMetrics {
             let t = EventTruth { particle_id: &self.pid, weight: &self.w, kinematics: &self.kin };
-            evaluate(&t, tracks, &MetricsConfig::default()).unwrap()
+            evaluate(&t, tracks, &MetricsConfig::for_min_hits(3, None)).unwrap()
         }
     }
 
@@ -578,7 +579,7 @@ mod tests {
         both.merge(&m).unwrap();
         assert_eq!((both.efficiency_primary, total(&both.efficiency_primary_vs_eta)), (0.5, (2, 1)));
         // A wider prompt radius takes the secondary in.
-        let cfg = MetricsConfig { prompt_max_vertex_r: 100.0, ..MetricsConfig::default() };
+        let cfg = MetricsConfig { prompt_max_vertex_r: 100.0, ..MetricsConfig::for_min_hits(3, None) };
         let t = EventTruth { particle_id: &ev.pid, weight: &ev.w, kinematics: &ev.kin };
         let m = evaluate(&t, &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], &cfg).unwrap();
         assert_eq!((m.n_prompt_target_particles, m.n_prompt_target_matched), (2, 1));
@@ -723,7 +724,7 @@ mod tests {
             Err(Error::MissingPart { event_id: 7, part: "particles" })
         ));
         ev.particles = Some(particles);
-        let m = evaluate_event(&ev, &[1, 1, 1, 2, 2, 2], &MetricsConfig::default()).unwrap();
+        let m = evaluate_event(&ev, &[1, 1, 1, 2, 2, 2], &MetricsConfig::for_min_hits(3, None)).unwrap();
         assert_eq!((m.n_target_particles, m.n_target_matched, m.n_reconstructable_particles), (1, 1, 2));
         assert!(close(m.trackml_score, 1.0));
     }

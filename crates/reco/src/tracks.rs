@@ -123,12 +123,17 @@ pub struct TrackBuilderConfig {
     pub candidate_score_max_hits: Option<usize>,
 }
 
+/// The smallest candidate, in hits, that the track builders keep and that the track metrics
+/// count (candidates and reconstructable particles) unless told otherwise: 5, everywhere (the
+/// library, `trackgnn reconstruct`, Python's `Run`, `build_tracks` and `track_metrics`).
+pub const DEFAULT_MIN_HITS: usize = 5;
+
 impl Default for TrackBuilderConfig {
     fn default() -> Self {
         TrackBuilderConfig {
             method: TrackMethod::Cc,
             score_cut: TrackMethod::Cc.default_score_cut(),
-            min_hits: 5,
+            min_hits: DEFAULT_MIN_HITS,
             branch_cut: Some(0.8),
             max_paths: 64,
             follow: FollowConfig::default(),

@@ -82,7 +82,7 @@ fn reconstruct_write_read_and_score() {
     let (g, scores) = graph(&ev);
     let edges = ScoredEdges::from_graph(&g, &scores);
     assert!(edges.r.is_some());
-    let cfg = MetricsConfig::default();
+    let cfg = MetricsConfig::for_min_hits(3, None);
     let dir = tempfile::tempdir().unwrap();
 
     let mut results = Vec::new();
