@@ -27,7 +27,7 @@ use crate::propagation::circle::{circle_center, curvature};
 /// support), for the seed's scattering tolerance.
 const PIXEL_X_OVER_X0: f64 = 0.0021;
 /// The hits' position error that the cot θ tolerance allows for \[mm\].
-const POSITION_SIGMA: f64 = 0.05;
+const POSITION_SIGMA: f64 = 0.03;
 
 /// Three hits of a track candidate, bottom to top, with their parameters at the perigee.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -109,7 +109,12 @@ struct SpacePoint {
 struct Doublet {
     sp: u32,
     cot: f64,
+    /// |Δr| \[mm\].
+    dr: f64,
 }
+
+/// Tops closer than this in r \[mm\] are searched with the wider tolerance of close hits.
+const NEAR_DR: f64 = 20.0;
 
 /// The pixel hits of one event by layer, sorted by φ.
 struct Layers {
@@ -213,14 +218,18 @@ pub fn find_seeds(det: &Detector, field: &SolenoidField, hits: &HitStore, config
                     if z0.abs() > config.z_max {
                         return;
                     }
-                    let d = Doublet { sp: ((k as u32) << 24) | i as u32, cot };
+                    let d = Doublet { sp: ((k as u32) << 24) | i as u32, cot, dr: adr };
                     if is_bottom { bottoms.push(d) } else { tops.push(d) }
                 });
             }
             if bottoms.is_empty() || tops.is_empty() {
                 continue;
             }
-            tops.sort_by(|a, b| a.cot.total_cmp(&b.cot));
+            // The tops near the middle hit (Δr < NEAR_DR: the disks at large |η|) and the far
+            // ones, each by cot θ: the position errors' share of the cot θ tolerance scales
+            // as 1/Δr, so the far ones' windows are narrower.
+            tops.sort_by(|a, b| (a.dr < NEAR_DR).cmp(&(b.dr < NEAR_DR)).then(a.cot.total_cmp(&b.cot)));
+            let split = tops.partition_point(|t| t.dr >= NEAR_DR);
             triplets.clear();
             let unpack = |d: &Doublet| sp_of((d.sp >> 24) as usize, d.sp & 0xff_ffff);
             for b in &bottoms {
@@ -229,38 +238,64 @@ pub fn find_seeds(det: &Detector, field: &SolenoidField, hits: &HitStore, config
                 // The loosest tolerance: the scattering of the minimum pT.
                 let p_min = config.pt_min * icot2.sqrt();
                 let theta0_max = highland_theta0(p_min, beta(p_min, 0.139_57), 1.0, PIXEL_X_OVER_X0 * icot2.sqrt());
-                let meas = POSITION_SIGMA * (1.0 + b.cot.abs()) * 2.0 / config.delta_r_min.max(5.0);
-                let tol_max = config.sigma_scattering * (theta0_max * icot2).hypot(meas);
-                let start = tops.partition_point(|t| t.cot < b.cot - tol_max);
-                for t in tops[start..].iter().take_while(|t| t.cot <= b.cot + tol_max) {
-                    let tsp = unpack(t);
-                    let p = [[bsp.x, bsp.y, bsp.z], [m.x, m.y, m.z], [tsp.x, tsp.y, tsp.z]];
-                    let kappa = curvature([p[0][0], p[0][1]], [p[1][0], p[1][1]], [p[2][0], p[2][1]]);
-                    if kappa.abs() * r_min_circle > 1.0 {
-                        continue;
+                let meas = |dr_t: f64| POSITION_SIGMA * (1.0 + b.cot.abs()) * (1.0 / b.dr + 1.0 / dr_t);
+                let tol = |dr_t: f64| config.sigma_scattering * (theta0_max * icot2).hypot(meas(dr_t));
+                for (group, dr_min) in [(&tops[..split], NEAR_DR), (&tops[split..], config.delta_r_min.max(1.0))] {
+                    let tol_max = tol(dr_min);
+                    let start = group.partition_point(|t| t.cot < b.cot - tol_max);
+                    for t in group[start..].iter().take_while(|t| t.cot <= b.cot + tol_max) {
+                        if (t.cot - b.cot).abs() > tol(t.dr) {
+                            continue;
+                        }
+                        self::triplet(b, bsp, t, unpack(t), m, bz, r_min_circle, icot2, config, &mut triplets);
                     }
-                    let Some(params) = seed_parameters(p, bz) else { continue };
-                    if params[LOC0].abs() > config.impact_max || params[LOC1].abs() > config.z_max {
-                        continue;
-                    }
-                    // The tolerance at the seed's own momentum.
-                    let pt = if kappa == 0.0 { f64::MAX } else { bz.abs() / kappa.abs() };
-                    let pm = pt * icot2.sqrt();
-                    let theta0 = highland_theta0(pm, beta(pm, 0.139_57), 1.0, PIXEL_X_OVER_X0 * icot2.sqrt());
-                    let dr_b = m.r - bsp.r;
-                    let dr_t = tsp.r - m.r;
-                    let meas = POSITION_SIGMA * (1.0 + b.cot.abs()) * (1.0 / dr_b + 1.0 / dr_t);
-                    if (t.cot - b.cot).abs() > config.sigma_scattering * (theta0 * icot2).hypot(meas) {
-                        continue;
-                    }
-                    let seed = Seed { hits: [bsp.hit, m.hit, tsp.hit], params, weight: -params[LOC0].abs() };
-                    triplets.push((kappa, seed));
                 }
             }
             keep_best(&triplets, hits, det, config.max_seeds_per_middle, &mut seeds);
         }
     }
     seeds
+}
+
+/// The triplet of bottom `b`, middle `m` and top `t` if it passes the curvature, impact
+/// parameter and scattering cuts, into `out` with its curvature.
+#[allow(clippy::too_many_arguments)]
+fn triplet(
+    b: &Doublet,
+    bsp: SpacePoint,
+    t: &Doublet,
+    tsp: SpacePoint,
+    m: &SpacePoint,
+    bz: f64,
+    r_min_circle: f64,
+    icot2: f64,
+    config: &SeedConfig,
+    out: &mut Vec<(f64, Seed)>,
+) {
+    let p = [[bsp.x, bsp.y, bsp.z], [m.x, m.y, m.z], [tsp.x, tsp.y, tsp.z]];
+    let xy = |i: usize| [p[i][0], p[i][1]];
+    let kappa = curvature(xy(0), xy(1), xy(2));
+    if kappa == 0.0 || kappa.abs() * r_min_circle > 1.0 {
+        return;
+    }
+    // |d0| from the circle's centre before the full parameters (cheap cuts first).
+    let Some(c) = circle_center(xy(0), xy(1), xy(2)) else { return };
+    if (c[0].hypot(c[1]) - 1.0 / kappa.abs()).abs() > config.impact_max {
+        return;
+    }
+    // The tolerance at the seed's own momentum.
+    let pm = bz.abs() / kappa.abs() * icot2.sqrt();
+    let theta0 = highland_theta0(pm, beta(pm, 0.139_57), 1.0, PIXEL_X_OVER_X0 * icot2.sqrt());
+    let meas = POSITION_SIGMA * (1.0 + b.cot.abs()) * (1.0 / b.dr + 1.0 / t.dr);
+    if (t.cot - b.cot).abs() > config.sigma_scattering * (theta0 * icot2).hypot(meas) {
+        return;
+    }
+    let Some(params) = seed_parameters(p, bz) else { return };
+    if params[LOC0].abs() > config.impact_max || params[LOC1].abs() > config.z_max {
+        return;
+    }
+    let seed = Seed { hits: [bsp.hit, m.hit, tsp.hit], params, weight: -params[LOC0].abs() };
+    out.push((kappa, seed));
 }
 
 /// The seed filter of one middle hit: each triplet gains a point per other triplet whose top
