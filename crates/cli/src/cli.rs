@@ -57,7 +57,8 @@ pub enum Command {
     TrainFilter(TrainFilterArgs),
     /// Evaluate a run on graphs: the edge metrics of the reference table.
     Eval(EvalArgs),
-    /// Build track candidates with a trained run: TrackML submissions, track metrics, plots.
+    /// Build track candidates with a trained run (or, `--method ckf`, a combinatorial Kalman
+    /// filter with no GNN): TrackML submissions, track metrics, plots.
     Reconstruct(ReconstructArgs),
     /// Fit the candidate-quality model (fake probability of a track candidate) for `reconstruct --quality`.
     TrainQuality(TrainQualityArgs),

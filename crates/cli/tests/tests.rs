@@ -3,6 +3,7 @@
 mod util;
 
 mod bench;
+mod ckf;
 mod configs;
 mod errors;
 mod faults;

@@ -123,6 +123,25 @@ pub enum Error {
         /// The event concerned.
         event_id: u64,
     },
+    /// A hit lies on a module that the detector geometry does not have (the event was made
+    /// with another detector file).
+    #[error("event {event_id}: hit {hit_id} lies on module {module}, which is not in the detector geometry")]
+    HitOffDetector {
+        /// The event.
+        event_id: u64,
+        /// The hit's hit_id.
+        hit_id: u64,
+        /// Its module (volume/layer/module).
+        module: trackgnn_trackml::ids::ModuleId,
+    },
+    /// An error in one event's file, with the file named.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        source: Box<Error>,
+    },
     /// A track fit or a propagation that cannot be carried out (a trajectory that does not
     /// reach its surface, a singular covariance, a hit on no module of the detector).
     #[error("track fit: {0}")]

@@ -21,7 +21,7 @@ pub mod scattering;
 pub mod transport;
 pub mod validation;
 
-pub use fitter::{BoundState, FitResult, KalmanFitter, Measurement, TrackState};
+pub use fitter::{BoundState, FitResult, KalmanFitter, Measurement, TrackState, gain_update};
 pub use measurement::{Calibration, MeasurementModel};
 pub use params::{BoundMatrix, BoundVector, ReferenceSurface};
 pub use perigee::Perigee;

@@ -18,6 +18,9 @@
 //!   quality features share, and the propagation of track parameters through the field.
 //! - [`kalman`]: a Kalman-filter track fit (filter, RTS smoother, perigee parameters with
 //!   errors) on the detector's own module surfaces.
+//! - [`ckf`]: classical track finding with no GNN, as ACTS does it: triplet seeding, a
+//!   combinatorial Kalman filter through the detector's layers and greedy ambiguity
+//!   resolution ([`ckf::Ckf`]), the baseline the GNN chain is set against.
 //! - [`inference`]: all of it with a trained run, from an event's hits to its tracks and
 //!   submission ([`inference::Reconstructor`]), for one event or a directory of events.
 //!
@@ -59,6 +62,7 @@
 //! reimplement them.
 #![deny(missing_docs)]
 
+pub mod ckf;
 pub mod error;
 pub mod inference;
 pub mod kalman;

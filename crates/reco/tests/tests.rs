@@ -1,4 +1,5 @@
 //! Integration tests of trackgnn-reco, built as one binary.
 
+mod ckf;
 mod inference;
 mod pipeline;

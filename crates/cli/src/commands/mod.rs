@@ -101,7 +101,7 @@ fn input_paths(command: &Command) -> Vec<Option<&Path>> {
             v
         }
         Command::Eval(a) => vec![Some(&a.run), Some(&a.graphs)],
-        Command::Reconstruct(a) => vec![Some(&a.run), Some(&a.input), a.quality.as_deref(), detector(&a.detector)],
+        Command::Reconstruct(a) => vec![a.run.as_deref(), Some(&a.input), a.quality.as_deref(), detector(&a.detector)],
         Command::TrainQuality(a) => vec![Some(&a.run), Some(&a.input), detector(&a.detector)],
         Command::ExportParity(a) => vec![a.model_config.as_deref(), a.graph.as_deref(), a.weights.as_deref()],
         Command::Export(a) => vec![Some(&a.run), a.reference.as_deref(), detector(&a.detector)],

@@ -1,16 +1,19 @@
 //! `trackgnn reconstruct`: events → graphs (the run's recipe, without truth) → edge scores →
 //! track candidates → TrackML submission files; then, for events that have truth files, the
 //! track metrics and their plots. Reconstruction itself never reads a truth file, except in the
-//! `--truth-scores` diagnostic, where truth replaces the GNN's edge scores.
+//! `--truth-scores` diagnostic, where truth replaces the GNN's edge scores. `--method ckf`
+//! needs no run: seeding, the combinatorial Kalman filter and ambiguity resolution
+//! (`trackgnn_reco::ckf`) find the tracks from the hits alone.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
-use trackgnn_reco::TrackBuilderConfig;
+use anyhow::{Context, Result};
+use trackgnn_reco::ckf::{Ckf, CkfConfig, CkfReport};
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::tracks::TrackMethod;
+use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
 use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
@@ -22,9 +25,10 @@ use clap::Args;
 /// `trackgnn reconstruct`.
 #[derive(Debug, Args)]
 pub struct ReconstructArgs {
-    /// A training run directory (its recipe, config and weights).
+    /// A training run directory (its recipe, config and weights). Required by every method
+    /// but `ckf`.
     #[arg(long, value_name = "DIR")]
-    pub run: PathBuf,
+    pub run: Option<PathBuf>,
     /// Directory of events (hits; truth files are used only to score the tracks afterwards).
     #[arg(long, value_name = "DIR")]
     pub input: PathBuf,
@@ -36,8 +40,15 @@ pub struct ReconstructArgs {
     #[arg(long)]
     pub score_cut: Option<f64>,
     /// Track building method.
-    #[arg(long, value_enum, default_value_t = TrackMethod::Cc)]
-    pub method: TrackMethod,
+    #[arg(long, value_enum, default_value_t = ReconstructMethod::Cc)]
+    pub method: ReconstructMethod,
+    /// CKF only: the seeds' smallest pT, in GeV.
+    #[arg(long, value_name = "GEV", default_value_t = trackgnn_reco::ckf::SeedConfig::default().pt_min)]
+    pub seed_pt_min: f64,
+    /// CKF only: refit every track with the Kalman filter and smoother (perigee parameters
+    /// with errors; costs time).
+    #[arg(long)]
+    pub fit: bool,
     /// Smallest track candidate, in hits: shorter groups are left out (their hits become
     /// singletons in the submission). 5 is the field's usual track-quality cut (acorn's
     /// `min_track_length`); 3 keeps every candidate the metrics count.
@@ -100,9 +111,84 @@ pub struct ReconstructArgs {
     pub detector: DetectorArg,
 }
 
+/// How `reconstruct` builds tracks: from a run's scored graph by one of the edge-based
+/// builders, or from the hits alone by the combinatorial Kalman filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReconstructMethod {
+    /// Connected components of the edges above the cut.
+    Cc,
+    /// Walk along the best-scoring edges, resolving branchings.
+    Walkthrough,
+    /// Follow the helix along the edges down to a low score cut (for dense events).
+    Follow,
+    /// No GNN and no run: triplet seeding, a combinatorial Kalman filter and greedy ambiguity
+    /// resolution, as ACTS does it.
+    Ckf,
+}
+
+impl ReconstructMethod {
+    /// The edge-based builder, `None` for the CKF.
+    fn track_method(self) -> Option<TrackMethod> {
+        match self {
+            ReconstructMethod::Cc => Some(TrackMethod::Cc),
+            ReconstructMethod::Walkthrough => Some(TrackMethod::Walkthrough),
+            ReconstructMethod::Follow => Some(TrackMethod::Follow),
+            ReconstructMethod::Ckf => None,
+        }
+    }
+}
+
+/// The CKF's settings of the flags.
+fn ckf_config(a: &ReconstructArgs) -> CkfConfig {
+    let mut c = CkfConfig::default();
+    c.seeds.pt_min = a.seed_pt_min;
+    c.min_hits = a.min_hits as usize;
+    c.fit = a.fit;
+    c
+}
+
+/// `reconstruct --method ckf`.
+fn run_ckf(a: &ReconstructArgs) -> Result<ExitCode> {
+    anyhow::ensure!(
+        a.quality.is_none() && !a.truth_scores,
+        "--quality and --truth-scores judge a GNN's edges: --method ckf has none"
+    );
+    let det = load_detector(a.detector.detector.as_deref())?;
+    let ckf = Ckf::new(det, ckf_config(a))?;
+    let mut events = discover_events(&a.input)?;
+    if let Some(n) = a.events.events {
+        events.truncate(n);
+    }
+    let threads = match a.threads.threads {
+        Some(t) => {
+            anyhow::ensure!(t > 0, "--threads must be at least 1");
+            t
+        }
+        None => rayon::current_num_threads(),
+    };
+    let mut metrics = MetricsConfig::for_min_hits(a.min_hits as usize, a.min_particle_hits.map(|n| n as usize));
+    metrics.pt_edges_all = trackgnn_reco::ckf::pt_edges_all();
+    let pb = progress::bar(events.len() as u64, "reconstruct (ckf)");
+    let geometry = match &a.detector.detector {
+        Some(p) => format!("the geometry {}", p.display()),
+        None => "the built-in TrackML geometry".to_string(),
+    };
+    let done = ckf
+        .reconstruct_events(&events, &a.out, &metrics, threads, |_| pb.inc(1))
+        .with_context(|| format!("reconstructing {} against {geometry}", a.input.display()))?;
+    pb.finish_and_clear();
+    let report = CkfReport::new(&a.out, *ckf.config(), metrics, &done);
+    if a.json.json {
+        print_json(&serde_json::to_value(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The track building settings of the flags: the method's defaults, then the flags.
-fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
-    let mut c = TrackBuilderConfig::for_method(a.method, a.score_cut);
+fn track_config(a: &ReconstructArgs, method: TrackMethod) -> TrackBuilderConfig {
+    let mut c = TrackBuilderConfig::for_method(method, a.score_cut);
     if let Some(b) = a.branch_cut {
         c.branch_cut = Some(b);
     }
@@ -115,10 +201,17 @@ fn track_config(a: &ReconstructArgs) -> TrackBuilderConfig {
 }
 
 pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
+    let Some(method) = a.method.track_method() else { return run_ckf(&a) };
+    let Some(run) = &a.run else {
+        anyhow::bail!(
+            "--method {} needs a trained run: --run DIR (only --method ckf reconstructs without one)",
+            format!("{method:?}").to_lowercase()
+        )
+    };
     let det = load_detector(a.detector.detector.as_deref())?;
     let weights: Weights = a.weights.parse()?;
-    let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?
-        .with_tracks(track_config(&a))?
+    let rec = Reconstructor::open(&RunDir::open(run)?, &weights, det)?
+        .with_tracks(track_config(&a, method))?
         .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision);

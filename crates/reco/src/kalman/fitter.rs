@@ -118,6 +118,26 @@ fn invert(m: &BoundMatrix, what: &str) -> Result<BoundMatrix> {
     m.try_inverse().filter(|i| i.iter().all(|v| v.is_finite())).ok_or_else(|| Error::Fit(format!("singular {what}")))
 }
 
+/// The gain-matrix update of `predicted` with a hit at local (u, v) `m` \[mm\] (its offset
+/// already subtracted) of covariance `v`: residual r = m − H x, S = V + H C Hᵀ, gain
+/// K = C Hᵀ S⁻¹, x ← x + K r, C ← (I − KH) C (I − KH)ᵀ + K V Kᵀ (Joseph's form). Returns the
+/// filtered state and the update's χ² = rᵀ S⁻¹ r (2 degrees of freedom); `None` if S is
+/// singular.
+pub fn gain_update(predicted: &BoundState, m: [f64; 2], v: &Matrix2<f64>) -> Option<(BoundState, f64)> {
+    let h = projector();
+    let residual = Vector2::new(m[0], m[1]) - h * predicted.params;
+    let s: Matrix2<f64> = v + h * predicted.cov * h.transpose();
+    let s_inv = s.try_inverse()?;
+    let gain = predicted.cov * h.transpose() * s_inv;
+    let ikh = BoundMatrix::identity() - gain * h;
+    let filtered = BoundState {
+        surface: predicted.surface,
+        params: predicted.params + gain * residual,
+        cov: symmetric(ikh * predicted.cov * ikh.transpose() + gain * v * gain.transpose()),
+    };
+    Some((filtered, (residual.transpose() * s_inv * residual)[0]))
+}
+
 impl<'a> KalmanFitter<'a> {
     /// A fitter in `context` with hit errors `measurement`.
     pub fn new(context: FitContext<'a>, measurement: MeasurementModel) -> Self {
@@ -152,7 +172,6 @@ impl<'a> KalmanFitter<'a> {
                 det.modules.len()
             )));
         }
-        let h = projector();
         let mut states: Vec<TrackState> = Vec::with_capacity(hits.len());
         // The state after the previous surface's material.
         let mut current = *seed;
@@ -168,18 +187,8 @@ impl<'a> KalmanFitter<'a> {
             let dir = direction(predicted.params[PHI], predicted.params[THETA]);
             let v = self.measurement.covariance(det, hit.module, [dir[0], dir[1], dir[2]]);
             let m = self.measurement.corrected(det, hit.module, hit.local);
-            let residual = Vector2::new(m[0], m[1]) - h * predicted.params;
-            let s: Matrix2<f64> = v + h * predicted.cov * h.transpose();
-            let s_inv =
-                s.try_inverse().ok_or_else(|| Error::Fit(format!("singular residual covariance at {hit:?}")))?;
-            let gain = predicted.cov * h.transpose() * s_inv;
-            let ikh = BoundMatrix::identity() - gain * h;
-            let filtered = BoundState {
-                surface,
-                params: predicted.params + gain * residual,
-                cov: symmetric(ikh * predicted.cov * ikh.transpose() + gain * v * gain.transpose()),
-            };
-            let chi2 = (residual.transpose() * s_inv * residual)[0];
+            let (filtered, chi2) = gain_update(&predicted, m, &v)
+                .ok_or_else(|| Error::Fit(format!("singular residual covariance at {hit:?}")))?;
             chi2_sum += chi2;
             let noise =
                 module_noise(&self.context.material, &det.modules[hit.module], &filtered.params, self.context.mass);
