@@ -29,6 +29,9 @@ use crate::tracks::{
     CandidateScore, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilderConfig, TrackMethod, candidate_scores,
 };
 
+mod report;
+pub use report::QualityFitReport;
+
 /// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
 /// taken in order of radius; a hit's *link* is the best GNN score of an edge reaching it
 /// from another hit of the candidate further in (as for [`CandidateScore::WeakestLink`]).

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::Reconstructor;
-use trackgnn_reco::quality::{CandidateSource, FEATURES, QualityModel, QualitySamples};
+use trackgnn_reco::quality::{CandidateSource, QualityFitReport, QualityModel, QualitySamples};
 use trackgnn_reco::tracks::TrackMethod;
 use trackgnn_trackml::csv::{discover_events, read_event};
 use trackgnn_train::run_dir::{RunDir, Weights};
@@ -62,28 +61,6 @@ pub struct TrainQualityArgs {
     pub detector: DetectorArg,
 }
 
-/// What `train-quality` prints.
-#[derive(Debug, Serialize)]
-struct QualityReport {
-    out: PathBuf,
-    events: usize,
-    candidates: usize,
-    fakes: usize,
-    /// Fakes / candidates before the selection.
-    fake_rate: f64,
-    max_fake_probability: f64,
-    /// On the training candidates (in-sample), after dropping those above the cut.
-    kept_candidates: usize,
-    kept_fakes: usize,
-    kept_fake_rate: f64,
-    /// Real (not fake) training candidates that the cut drops, as a fraction of them.
-    real_dropped_fraction: f64,
-    l2: f64,
-    /// The weight of each standardised feature, by name.
-    weights: serde_json::Map<String, serde_json::Value>,
-    seconds: f64,
-}
-
 pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
     anyhow::ensure!(
         (0.0..=1.0).contains(&a.max_fake_probability),
@@ -118,48 +95,12 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
     model.candidates = Some(CandidateSource::of(rec.track_config()));
     model.save(&a.out).with_context(|| format!("writing the quality model {}", a.out.display()))?;
 
-    let (mut kept, mut kept_fakes, mut real_dropped) = (0usize, 0usize, 0usize);
-    for (f, &fake) in samples.features.iter().zip(&samples.fake) {
-        let keep = model.fake_probability(f) <= a.max_fake_probability;
-        kept += usize::from(keep);
-        kept_fakes += usize::from(keep && fake);
-        real_dropped += usize::from(!keep && !fake);
-    }
-    let (n, fakes) = (samples.features.len(), samples.num_fakes());
-    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let report = QualityReport {
-        out: a.out.clone(),
-        events: samples.events,
-        candidates: n,
-        fakes,
-        fake_rate: ratio(fakes, n),
-        max_fake_probability: a.max_fake_probability,
-        kept_candidates: kept,
-        kept_fakes,
-        kept_fake_rate: ratio(kept_fakes, kept),
-        real_dropped_fraction: ratio(real_dropped, n - fakes),
-        l2: a.l2,
-        weights: FEATURES.iter().zip(&model.weights).map(|(k, &w)| (k.to_string(), w.into())).collect(),
-        seconds: t.elapsed().as_secs_f64(),
-    };
+    let seconds = t.elapsed().as_secs_f64();
+    let report = QualityFitReport::new(a.out.clone(), &samples, &model, a.max_fake_probability, a.l2, seconds);
     if a.json.json {
         print_json(&serde_json::to_value(&report)?);
     } else {
-        println!(
-            "quality model written to {}: {} candidates of {} events, {} fake (fake rate {:.4})",
-            report.out.display(),
-            n,
-            report.events,
-            fakes,
-            report.fake_rate
-        );
-        println!(
-            "on these candidates, fake probability <= {}: {} kept, fake rate {:.4}, {:.4} of the real candidates dropped",
-            a.max_fake_probability, kept, report.kept_fake_rate, report.real_dropped_fraction
-        );
-        let w: Vec<String> = FEATURES.iter().zip(&model.weights).map(|(k, w)| format!("{k} {w:+.2}")).collect();
-        println!("weights of the standardised features: {}", w.join(", "));
-        println!("{:.1} s", report.seconds);
+        print!("{report}");
     }
     Ok(ExitCode::SUCCESS)
 }
