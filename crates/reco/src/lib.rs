@@ -48,7 +48,8 @@
 //! kinematics.insert(ParticleId(7), 2.5, 0.4); // pT \[GeV\], η
 //! kinematics.insert(ParticleId(8), 0.7, -1.1);
 //! let truth = EventTruth { particle_id: &particle_id, weight: &[1.0 / 6.0; 6], kinematics: &kinematics };
-//! let m = evaluate(&truth, &tracks, &MetricsConfig::default())?;
+//! // Candidates and particles of 3 hits or more count (the default is 5, as the builders').
+//! let m = evaluate(&truth, &tracks, &MetricsConfig::for_min_hits(3, None))?;
 //! assert_eq!((m.efficiency, m.efficiency_all, m.fake_rate), (1.0, 1.0, 0.0));
 //! assert!((m.trackml_score - 1.0).abs() < 1e-6);
 //! # Ok::<(), trackgnn_reco::Error>(())
