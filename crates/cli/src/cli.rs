@@ -107,6 +107,15 @@ pub struct EventsArg {
     pub events: Option<usize>,
 }
 
+impl EventsArg {
+    /// The events of `dir`, in order, the first N with `--events N`.
+    pub fn discover(&self, dir: &std::path::Path) -> anyhow::Result<Vec<trackgnn_trackml::csv::EventFiles>> {
+        let mut events = trackgnn_trackml::csv::discover_events(dir)?;
+        events.truncate(self.events.unwrap_or(usize::MAX));
+        Ok(events)
+    }
+}
+
 /// The settings of track following (`--method follow`) that `reconstruct` and
 /// `train-quality` share: a quality model judges candidates built with the same ones.
 #[derive(Debug, Args, Clone, Copy, Default)]

@@ -29,6 +29,16 @@ pub fn print_json(value: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(value).expect("JSON values serialise"));
 }
 
+/// Prints a report: one JSON object with `--json`, else its text.
+pub fn print_report<R: serde::Serialize + std::fmt::Display>(report: &R, json: bool) -> Result<()> {
+    if json {
+        print_json(&serde_json::to_value(report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to a temporary name next to `path`, then renames it into place, so a crash
 /// never leaves a partial file under the real name ([`trackgnn_trackml::atomic::write`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -36,6 +36,22 @@ impl SectorConfig {
         SectorConfig { n_phi: n_phi.max(1), n_eta: n_eta.max(1), overlap_phi, overlap_eta, eta_range: (-4.0, 4.0) }
     }
 
+    /// Parses `PHIxETA` (e.g. `8x2`) with an overlap `PHI_RAD,ETA` (default `0.3,0.3`): the
+    /// spelling of `build-graphs --sectors` and `--sector-overlap`.
+    pub fn parse(spec: &str, overlap: Option<&str>) -> crate::Result<Self> {
+        let bad = |what: &str, example: &str| crate::Error::Config(format!("sectors: `{what}` is not {example}"));
+        let pair = |s: &str, sep: char| s.split_once(sep).map(|(a, b)| (a.trim().to_string(), b.trim().to_string()));
+        let (p, e) = pair(spec, 'x').ok_or_else(|| bad(spec, "PHIxETA, e.g. 8x2"))?;
+        let (n_phi, n_eta) = p.parse().ok().zip(e.parse().ok()).ok_or_else(|| bad(spec, "PHIxETA, e.g. 8x2"))?;
+        let (op, oe) = match overlap {
+            Some(o) => pair(o, ',')
+                .and_then(|(x, y)| x.parse().ok().zip(y.parse().ok()))
+                .ok_or_else(|| bad(o, "an overlap PHI_RAD,ETA, e.g. 0.3,0.3"))?,
+            None => (0.3, 0.3),
+        };
+        Ok(SectorConfig::new(n_phi, n_eta, op, oe))
+    }
+
     /// Number of sectors.
     pub fn len(&self) -> usize {
         self.n_phi * self.n_eta
@@ -153,6 +169,17 @@ pub fn target_coverage(whole: &Graph, sectors: &[Graph]) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parse_reads_the_flags_spelling_and_refuses_others() {
+        let c = super::SectorConfig::parse("8x2", Some("0.2, 0.1")).unwrap();
+        assert_eq!((c.n_phi, c.n_eta, c.overlap_phi, c.overlap_eta), (8, 2, 0.2, 0.1));
+        assert_eq!(super::SectorConfig::parse(" 4 x 1 ", None).unwrap().overlap_eta, 0.3);
+        let e = super::SectorConfig::parse("8y2", None).unwrap_err().to_string();
+        assert!(e.contains("`8y2` is not PHIxETA"), "{e}");
+        let e = super::SectorConfig::parse("8x2", Some("0.3")).unwrap_err().to_string();
+        assert!(e.contains("`0.3` is not an overlap"), "{e}");
+    }
+
     use super::*;
 
     /// A ring of nodes around φ with edges between neighbours; all edges targets.

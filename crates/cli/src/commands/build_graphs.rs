@@ -10,7 +10,6 @@ use trackgnn_graph::dataset::{BuildReport, BuildSummary, Comparison, SavedSummar
 use trackgnn_graph::recipe::RecipeOverrides;
 use trackgnn_graph::sectors::SectorConfig;
 use trackgnn_graph::{GraphMethod, GraphRecipe, ModuleMap};
-use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::metric_learning::{LearnedStages, embedding_run, filter_run};
 
 use crate::progress;
@@ -117,22 +116,9 @@ fn resolve_recipe(a: &BuildGraphsArgs) -> Result<GraphRecipe> {
         radius: a.radius,
         k_max: a.k_max,
         filter_cut: a.filter_cut,
-        sectors: a.sectors.as_deref().map(|s| sectors(s, a.sector_overlap.as_deref())).transpose()?,
+        sectors: a.sectors.as_deref().map(|s| SectorConfig::parse(s, a.sector_overlap.as_deref())).transpose()?,
     };
     Ok(flags.apply(base)?)
-}
-
-/// `--sectors PHIxETA` with `--sector-overlap PHI_RAD,ETA` (default 0.3,0.3).
-fn sectors(spec: &str, overlap: Option<&str>) -> Result<SectorConfig> {
-    let (p, e) = spec.split_once('x').context("--sectors PHIxETA, e.g. 8x2")?;
-    let (op, oe) = match overlap {
-        Some(o) => {
-            let (x, y) = o.split_once(',').context("--sector-overlap PHI_RAD,ETA, e.g. 0.3,0.3")?;
-            (x.trim().parse().context("--sector-overlap φ")?, y.trim().parse().context("--sector-overlap η")?)
-        }
-        None => (0.3, 0.3),
-    };
-    Ok(SectorConfig::new(p.trim().parse().context("--sectors φ")?, e.trim().parse().context("--sectors η")?, op, oe))
 }
 
 pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
@@ -145,10 +131,7 @@ pub fn run(a: BuildGraphsArgs) -> Result<ExitCode> {
     let learned = LearnedStages::load(&recipe)?;
     let stages = learned.stages(map.as_ref());
     let compared = a.compare.iter().map(|d| read_summary(d)).collect::<Result<Vec<_>, _>>()?;
-    let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events.events {
-        events.truncate(n);
-    }
+    let events = a.events.discover(&a.input)?;
     fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "build graphs");

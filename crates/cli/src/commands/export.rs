@@ -11,11 +11,11 @@ use trackgnn_engine::Precision;
 use trackgnn_onnx::ExportReport;
 use trackgnn_onnx::reference::Reference;
 use trackgnn_reco::inference::{Reconstructor, TrainedModel};
-use trackgnn_trackml::csv::{discover_events, read_event};
+use trackgnn_trackml::csv::read_event;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::cli::DetectorArg;
-use crate::util::{load_detector, print_json, thread_pool};
+use crate::util::{load_detector, print_report, thread_pool};
 
 /// The export formats.
 #[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
@@ -71,11 +71,7 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
     };
     let parameters = model.params.len();
     let report = ExportReport::new(&a.out, &sidecar, &export, parameters, trained.config.precision, reference.as_ref());
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -86,10 +82,7 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
 fn write_reference(a: &ExportArgs, run: &RunDir, weights: &Weights, events: &Path, out: &Path) -> Result<Reference> {
     let det = load_detector(a.detector.detector.as_deref())?;
     let rec = Reconstructor::open(run, weights, det)?.with_precision(Some(Precision::F32));
-    let mut files = discover_events(events)?;
-    if let Some(n) = a.events.events {
-        files.truncate(n);
-    }
+    let files = a.events.discover(events)?;
     std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
     let pool = thread_pool(a.threads.threads)?;
     let mut reference = Reference::new(out, pool.current_num_threads())?;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use trackgnn_graph::features::FeatureConfig;
-use trackgnn_trackml::csv::{EventFiles, discover_events};
+use trackgnn_trackml::csv::EventFiles;
 use trackgnn_train::metric_learning::embedding::{EmbeddingConfig, EmbeddingModel, train_embedding};
 use trackgnn_train::metric_learning::events::{prepare_events, split_sizes};
 use trackgnn_train::metric_learning::filter::{FilterConfig, train_filter};
@@ -84,10 +84,7 @@ fn prepare(
 
 /// The event files used: those of `--input`, the first `--events` of them if given.
 fn event_files(a: &StageArgs) -> Result<Vec<EventFiles>> {
-    let mut files = discover_events(&a.input)?;
-    if let Some(n) = a.events.events {
-        files.truncate(n);
-    }
+    let files = a.events.discover(&a.input)?;
     Ok(files)
 }
 

@@ -15,7 +15,7 @@ use trackgnn_trackml::Detector;
 
 use crate::cli::DetectorArg;
 use crate::progress;
-use crate::util::{load_detector, print_json, thread_pool};
+use crate::util::{load_detector, print_report, thread_pool};
 use clap::Args;
 
 /// `trackgnn module-map merge`.
@@ -104,11 +104,7 @@ pub fn build(a: ModuleMapBuildArgs) -> Result<ExitCode> {
     let seconds = t.elapsed().as_secs_f64();
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
     let report = MapReport::new(&a.out, &map, &source, bytes, seconds);
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -117,10 +113,6 @@ pub fn merge(a: ModuleMapMergeArgs) -> Result<ExitCode> {
     let map = merge_maps(maps)?.expect("clap requires two maps or more");
     let bytes = map.save(&a.out).with_context(|| format!("writing {}", a.out.display()))?;
     let report = MergeReport::new(&a.out, &a.maps, &map, bytes);
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -14,12 +14,11 @@ use trackgnn_reco::inference::{RecoReport, Reconstructor};
 use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::tracks::TrackMethod;
 use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
-use trackgnn_trackml::csv::discover_events;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::cli::DetectorArg;
 use crate::progress;
-use crate::util::{load_detector, print_json, thread_pool};
+use crate::util::{load_detector, print_report, thread_pool};
 use clap::Args;
 
 /// `trackgnn reconstruct`.
@@ -155,17 +154,8 @@ fn run_ckf(a: &ReconstructArgs) -> Result<ExitCode> {
     );
     let det = load_detector(a.detector.detector.as_deref())?;
     let ckf = Ckf::new(det, ckf_config(a))?;
-    let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events.events {
-        events.truncate(n);
-    }
-    let threads = match a.threads.threads {
-        Some(t) => {
-            anyhow::ensure!(t > 0, "--threads must be at least 1");
-            t
-        }
-        None => rayon::current_num_threads(),
-    };
+    let events = a.events.discover(&a.input)?;
+    let threads = thread_pool(a.threads.threads)?.current_num_threads();
     let mut metrics = MetricsConfig::for_min_hits(a.min_hits as usize, a.min_particle_hits.map(|n| n as usize));
     metrics.pt_edges_all = trackgnn_reco::ckf::pt_edges_all();
     let pb = progress::bar(events.len() as u64, "reconstruct (ckf)");
@@ -178,11 +168,7 @@ fn run_ckf(a: &ReconstructArgs) -> Result<ExitCode> {
         .with_context(|| format!("reconstructing {} against {geometry}", a.input.display()))?;
     pb.finish_and_clear();
     let report = CkfReport::new(&a.out, *ckf.config(), metrics, &done);
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -219,19 +205,12 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?.with_rebuild(a.rebuild),
         None => rec,
     };
-    let mut events = discover_events(&a.input)?;
-    if let Some(n) = a.events.events {
-        events.truncate(n);
-    }
+    let events = a.events.discover(&a.input)?;
     let pool = thread_pool(a.threads.threads)?;
     let pb = progress::bar(events.len() as u64, "reconstruct");
     let done = pool.install(|| rec.reconstruct_events(&events, &a.out, |_| pb.inc(1)))?;
     pb.finish_and_clear();
     let report = RecoReport::new(&a.out, &rec, &done);
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,7 +12,7 @@ use trackgnn_simulate::{Generator, SimOverrides};
 use trackgnn_trackml::csv::write_detectors;
 
 use crate::progress;
-use crate::util::{load_detector, print_json, thread_pool};
+use crate::util::{load_detector, print_report, thread_pool};
 
 /// `trackgnn simulate`.
 #[derive(Debug, clap::Args)]
@@ -82,10 +82,6 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         figures,
         wall_seconds: wall_s,
     };
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -10,12 +10,12 @@ use trackgnn_reco::TrackBuilderConfig;
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::{CandidateSource, QualityFitReport, QualityModel, QualitySamples};
 use trackgnn_reco::tracks::TrackMethod;
-use trackgnn_trackml::csv::{discover_events, read_event};
+use trackgnn_trackml::csv::read_event;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
 use crate::cli::DetectorArg;
 use crate::progress;
-use crate::util::{load_detector, print_json, thread_pool};
+use crate::util::{load_detector, print_report, thread_pool};
 use clap::Args;
 
 /// `trackgnn train-quality`.
@@ -74,10 +74,7 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
     tracks.min_hits = a.min_hits as usize;
     a.follow.apply(&mut tracks.follow);
     let rec = Reconstructor::open(&RunDir::open(&a.run)?, &weights, det)?.with_tracks(tracks)?;
-    let mut files = discover_events(&a.input)?;
-    if let Some(n) = a.events.events {
-        files.truncate(n);
-    }
+    let files = a.events.discover(&a.input)?;
     anyhow::ensure!(!files.is_empty(), "{}: no events", a.input.display());
     let mut opts = rec.read_options();
     opts.truth = true;
@@ -97,10 +94,6 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
 
     let seconds = t.elapsed().as_secs_f64();
     let report = QualityFitReport::new(a.out.clone(), &samples, &model, a.max_fake_probability, a.l2, seconds);
-    if a.json.json {
-        print_json(&serde_json::to_value(&report)?);
-    } else {
-        print!("{report}");
-    }
+    print_report(&report, a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }
