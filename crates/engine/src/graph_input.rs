@@ -2,6 +2,9 @@
 //! two edge groupings (by destination and by source) that aggregation and the split Linear's
 //! backward use.
 
+use std::sync::Arc;
+
+use crate::halo::HaloExchange;
 use crate::ops::Csr;
 use crate::real::Real;
 
@@ -26,6 +29,9 @@ pub struct GraphInput<T> {
     pub in_edges: Csr,
     /// Outgoing edges of each node.
     pub out_edges: Csr,
+    /// For one partition of a graph split across ranks: how its halo nodes' states and
+    /// gradients travel ([`crate::halo`]); `None` for a whole graph.
+    pub halo: Option<Arc<dyn HaloExchange<T>>>,
 }
 
 impl<T: Real> GraphInput<T> {
@@ -57,11 +63,34 @@ impl<T: Real> GraphInput<T> {
             dst: dst.to_vec(),
             in_edges: Csr::build(dst, num_nodes),
             out_edges: Csr::build(src, num_nodes),
+            halo: None,
         }
     }
 
     /// Number of edges.
     pub fn num_edges(&self) -> usize {
         self.src.len()
+    }
+
+    /// The graph as one partition of a split graph, its halo exchanged through `halo`.
+    pub fn with_halo(mut self, halo: Arc<dyn HaloExchange<T>>) -> Self {
+        self.halo = Some(halo);
+        self
+    }
+
+    /// Replaces the halo rows of node states (nodes × `width`) with their owners' (a no-op on a
+    /// whole graph).
+    pub(crate) fn exchange_states(&self, states: &mut [T], width: usize) {
+        if let Some(h) = &self.halo {
+            h.exchange_states(states, width);
+        }
+    }
+
+    /// Sends the halo rows of node gradients to their owners and zeroes them (a no-op on a
+    /// whole graph).
+    pub(crate) fn return_gradients(&self, grads: &mut [T], width: usize) {
+        if let Some(h) = &self.halo {
+            h.return_gradients(grads, width);
+        }
     }
 }

@@ -49,6 +49,7 @@ pub mod dense;
 pub mod executor;
 pub mod gemm_replay;
 pub mod graph_input;
+pub mod halo;
 pub mod loss;
 pub mod matmul;
 pub mod matmul_bf16;

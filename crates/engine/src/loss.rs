@@ -32,14 +32,29 @@ pub fn bce_with_logits<T: Real>(
     pos_weight: f64,
     dx: &mut [T],
 ) -> f64 {
+    bce_with_logits_over(logits, labels, weight, pos_weight, logits.len(), dx)
+}
+
+/// [`bce_with_logits`] as one rank's part of a loss over `edges` edges in all: the same sum
+/// over these edges (give the edges counted elsewhere weight 0), divided by `edges`, so the
+/// ranks' losses and gradients sum to those of the whole graph (see [`crate::halo`]).
+pub fn bce_with_logits_over<T: Real>(
+    logits: &[T],
+    labels: &[u8],
+    weight: Option<&[T]>,
+    pos_weight: f64,
+    edges: usize,
+    dx: &mut [T],
+) -> f64 {
     let e = logits.len();
     assert_eq!(labels.len(), e, "bce: labels shape");
     assert_eq!(dx.len(), e, "bce: dx shape");
-    if e == 0 {
+    if e == 0 || edges == 0 {
+        dx.iter_mut().for_each(|v| *v = T::ZERO);
         return 0.0;
     }
     let p = T::from_f64(pos_weight);
-    let inv = T::ONE / T::from_usize(e);
+    let inv = T::ONE / T::from_usize(edges);
     let mut total = 0.0f64;
     for i in 0..e {
         let x = logits[i];
@@ -54,7 +69,7 @@ pub fn bce_with_logits<T: Real>(
         total += (w * l).to_f64();
         dx[i] = w * g * inv;
     }
-    total / e as f64
+    total / edges as f64
 }
 
 /// How a false pair is pushed beyond the margin m by the pair losses ([`hinge_pairs_with`]).

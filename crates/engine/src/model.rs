@@ -329,6 +329,7 @@ impl<T: Real> InteractionGnn<T> {
         // Encoders.
         let x = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
+        g.exchange_states(&mut cache.h[0], h);
         self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut a, &mut b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split { a: &a, b: &b, src: &g.src, dst: &g.dst, h_dim: h, rest };
@@ -363,6 +364,7 @@ impl<T: Real> InteractionGnn<T> {
             if self.cfg.residual {
                 add_into(h_next, h_prev);
             }
+            g.exchange_states(h_next, h);
             if node_first {
                 edge_net.split_precompute(ps, h_next, h, &mut a, &mut b);
                 let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
@@ -496,10 +498,12 @@ impl<T: Real> InteractionGnn<T> {
                 let input = split(Some((e_it, h)));
                 let Workspace { dz1, de, dh, split, .. } = &mut ws;
                 self.edge_update_backward(g, edge_net, input, edges, &cache.h[it + 1], &mut grad, dz1, de, dh, split);
+                g.return_gradients(&mut ws.dh, h);
                 self.node_update_backward(g, node_net, node_in, nodes, e_it, (agg_in, agg_out), &mut grad, &mut ws);
             } else {
                 // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
                 let e_next = &cache.e[it + 1];
+                g.return_gradients(&mut ws.dh, h);
                 self.node_update_backward(g, node_net, node_in, nodes, e_next, (agg_in, agg_out), &mut grad, &mut ws);
                 let input = split(Some((e_it, h)));
                 let Workspace { dz1, de, dh_prev, split, .. } = &mut ws;
@@ -513,6 +517,7 @@ impl<T: Real> InteractionGnn<T> {
         self.edge_encoder.backward(ps, input, Acts::Cached(&cache.edge_encoder), DOut::Given(&ws.de), &mut grad, din);
         let h0 = &cache.h[0];
         self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
+        g.return_gradients(&mut ws.dh, h);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,

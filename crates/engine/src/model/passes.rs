@@ -102,6 +102,7 @@ impl<T: Real> InteractionGnn<T> {
         if self.cfg.residual {
             add_into(h_next, h_prev);
         }
+        g.exchange_states(h_next, h);
         if node_first {
             edge_update(h_next, e_next, scratch);
         }
@@ -147,6 +148,7 @@ impl<T: Real> InteractionGnn<T> {
         let mut sc = std::mem::take(&mut cache.iter_scratch);
         let x = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut cache.h[0]);
+        g.exchange_states(&mut cache.h[0], h);
         self.edge_encoder.split_precompute(ps, &cache.h[0], h, &mut sc.a, &mut sc.b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
@@ -221,6 +223,7 @@ impl<T: Real> InteractionGnn<T> {
         let mut sc = std::mem::take(&mut cache.iter_scratch);
         let x = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.forward(ps, x, n, &mut cache.node_encoder, &mut hc);
+        g.exchange_states(&mut hc, h);
         if keep(0) {
             bf16::round_and_pack(&mut hc, &mut cache.packed_h[0]);
         }
@@ -315,11 +318,13 @@ impl<T: Real> InteractionGnn<T> {
                     let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((e_it, h)) };
                     let Workspace { dz1, de, dh, split, .. } = &mut ws;
                     self.edge_update_backward(g, edge_net, input, edges, h_next, &mut grad, dz1, de, dh, split);
+                    g.return_gradients(&mut ws.dh, h);
                     let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                     self.node_input(g, h_it, e_it, &mut sc);
                     let aggs = (&sc.agg_in, &sc.agg_out);
                     self.node_update_backward(g, node_net, &sc.node_in, nodes, e_it, aggs, &mut grad, &mut ws);
                 } else {
+                    g.return_gradients(&mut ws.dh, h);
                     let h_it = if recomputed(it) { &seg_h[it - b - 1][..] } else { saved(ch, ph, it, &mut hbuf) };
                     let e_next = if recomputed(it + 1) { &seg_e[it - b][..] } else { saved(ce, pe, it + 1, &mut ebuf) };
                     self.node_input(g, h_it, e_next, &mut sc);
@@ -350,6 +355,7 @@ impl<T: Real> InteractionGnn<T> {
         let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
         self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
         self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
+        g.return_gradients(&mut ws.dh, h);
         let input = Input::Dense { x: &g.x, dim: g.node_dim };
         self.node_encoder.backward(
             ps,
