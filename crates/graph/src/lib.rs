@@ -37,6 +37,7 @@ pub mod map_learning;
 pub mod method;
 pub mod metric;
 pub mod module_map;
+pub mod partition;
 pub mod recipe;
 pub mod sectors;
 pub mod truth;

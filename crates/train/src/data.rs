@@ -7,6 +7,8 @@ use std::thread::JoinHandle;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::GraphInput;
+use trackgnn_engine::halo::{HaloPlan, Partition};
+use trackgnn_graph::partition::phi_owners;
 use trackgnn_graph::recipe::PROMPT_R;
 use trackgnn_graph::sectors::{SectorConfig, split};
 use trackgnn_graph::{Graph, discover_graphs, read_graph, read_graph_header};
@@ -169,6 +171,9 @@ pub struct Sample {
     /// Edges of this part / edges of its whole graph (1 for a whole graph): the factor that
     /// makes the parts' mean losses sum to the whole graph's.
     pub loss_scale: f64,
+    /// For one partition of a graph split across a domain group's ranks: the rows its halo
+    /// exchange carries (the trainer connects it to the ranks); `None` otherwise.
+    pub halo: Option<HaloPlan>,
 }
 
 /// Loss weights of the edge classes other than target edges of prompt particles and false
@@ -202,6 +207,18 @@ pub fn load_sample(path: &Path, weights: LossWeights) -> Result<Sample> {
 /// (`particle_vertex_r`, written by `build-graphs` since 2026-11-27); an older graph is a
 /// [`ModelError::Corrupt`] naming the file.
 pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: f64) -> Result<Vec<Sample>> {
+    let g = read_training_graph(path, weights)?;
+    if parts <= 1 {
+        return Ok(vec![sample_of(&g, weights, 1.0)]);
+    }
+    let whole = g.num_edges().max(1) as f64;
+    let cfg = SectorConfig::new(parts, 1, overlap_phi, 0.0);
+    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, weights, s.num_edges() as f64 / whole)).collect())
+}
+
+/// Reads a graph file for training: it must have truth labels, and the production-vertex radii
+/// when `weights` need them.
+fn read_training_graph(path: &Path, weights: LossWeights) -> Result<Graph> {
     let g = read_graph(path)?;
     let Some(t) = &g.truth else {
         return Err(Error::Model(ModelError::Corrupt {
@@ -217,12 +234,7 @@ pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: 
                 .into(),
         }));
     }
-    if parts <= 1 {
-        return Ok(vec![sample_of(&g, weights, 1.0)]);
-    }
-    let whole = g.num_edges().max(1) as f64;
-    let cfg = SectorConfig::new(parts, 1, overlap_phi, 0.0);
-    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, weights, s.num_edges() as f64 / whole)).collect())
+    Ok(g)
 }
 
 fn sample_of(g: &Graph, weights: LossWeights, loss_scale: f64) -> Sample {
@@ -238,7 +250,32 @@ fn sample_of(g: &Graph, weights: LossWeights, loss_scale: f64) -> Sample {
         })
         .collect();
     let input = graph_input(g);
-    Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight, loss_scale }
+    Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight, loss_scale, halo: None }
+}
+
+/// Reads a graph file as partition `rank` of `parts` (domain parallelism: φ sectors that
+/// balance the edges, [`phi_owners`]): its owned nodes, their edges and its halo, the edges it
+/// does not count weighing 0 in the loss and `loss_scale` making the partitions' mean losses
+/// sum to the whole graph's.
+pub fn load_partition(path: &Path, weights: LossWeights, rank: usize, parts: usize) -> Result<Sample> {
+    let g = read_training_graph(path, weights)?;
+    let whole = sample_of(&g, weights, 1.0);
+    let owner = phi_owners(&g, parts);
+    let partitions = Partition::split(g.num_nodes(), &g.src, &g.dst, &owner, parts).map_err(|e| {
+        Error::Model(ModelError::Corrupt { path: path.to_path_buf(), message: format!("cannot split it: {e}") })
+    })?;
+    let p = &partitions[rank];
+    let weight =
+        p.edge_values(&whole.weight).iter().zip(&p.edge_counted).map(|(&w, &c)| if c { w } else { 0.0 }).collect();
+    Ok(Sample {
+        event_id: whole.event_id,
+        input: p.local_input(&whole.input),
+        target: p.edge_values(&whole.target),
+        y: p.edge_values(&whole.y),
+        weight,
+        loss_scale: p.edges.len() as f64 / whole.input.num_edges().max(1) as f64,
+        halo: Some(p.plan.clone()),
+    })
 }
 
 /// Loads graphs on a background thread, one ahead of the consumer.
@@ -261,6 +298,23 @@ impl Prefetcher {
             .spawn(move || {
                 for (p, k) in paths {
                     if tx.send(load_parts(&p, weights, k, overlap_phi)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawning the loader thread");
+        Prefetcher { rx, handle: Some(handle) }
+    }
+
+    /// Starts loading `paths` in order, each as partition `rank` of `parts`
+    /// ([`load_partition`]).
+    pub fn domain(paths: Vec<PathBuf>, weights: LossWeights, rank: usize, parts: usize) -> Prefetcher {
+        let (tx, rx) = sync_channel(1);
+        let handle = std::thread::Builder::new()
+            .name("graph-loader".into())
+            .spawn(move || {
+                for p in paths {
+                    if tx.send(load_partition(&p, weights, rank, parts).map(|s| vec![s])).is_err() {
                         return;
                     }
                 }

@@ -174,6 +174,29 @@ fn plan_parts(
 
 /// The error of a split without validation events: validation picks the best weights and
 /// drives early stopping, so a run without it would have nothing to keep.
+/// Refuses, before anything is written, a domain split the run cannot make: with a memory
+/// budget (whose φ sectors would split the partitions again), or with a graph of fewer nodes
+/// than domain ranks.
+fn check_domain_split(cfg: &TrainConfig, set: &GraphSet, graphs_dir: &Path, domain: usize) -> Result<()> {
+    if cfg.max_memory_bytes > 0 {
+        return Err(Error::config(
+            "max_memory_bytes",
+            format!("a memory budget cuts graphs into sectors, which {domain} domain ranks do not combine with yet"),
+        ));
+    }
+    if let Some(i) = (0..set.len()).find(|&i| (set.nodes[i] as usize) < domain) {
+        return Err(Error::TooFewGraphs {
+            dir: graphs_dir.to_path_buf(),
+            message: format!(
+                "{} has {} nodes, fewer than the {domain} domain ranks to split it across",
+                set.files[i].1.display(),
+                set.nodes[i]
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn empty_validation(graphs_dir: &Path, set: &GraphSet, fractions: [f64; 3]) -> Error {
     let mut ids: Vec<u64> = set.files.iter().map(|f| f.0).collect();
     ids.dedup();
@@ -259,20 +282,25 @@ impl<'a> Trainer<'a> {
         }
         let mut exec =
             executor_on(cfg.device, model, cfg.optimizer).map_err(|e| Error::config("device", e.to_string()))?;
+        let domain = comm.domain_ranks();
+        if domain > 1 {
+            check_domain_split(&cfg, &set, graphs_dir, domain)?;
+        }
+        let data_ranks = comm.size() / domain;
         let parts = plan_parts(&cfg, &set, &mut split, &*exec, (node_dim, edge_dim), comm.is_root())?;
-        let per = comm.size() * cfg.graphs_per_step;
+        let per = data_ranks * cfg.graphs_per_step;
         if split.train.len() < per {
             return Err(Error::config(
                 "graphs_per_step",
                 format!(
-                    "= {2}: {} training graphs cannot fill one step of {} ranks × {} graphs",
+                    "= {2}: {} training graphs cannot fill one step of {} data-parallel ranks × {} graphs",
                     split.train.len(),
-                    comm.size(),
+                    data_ranks,
                     cfg.graphs_per_step
                 ),
             ));
         }
-        if epoch_groups(&cfg, &set, &split.train, comm.size(), 0).is_empty() {
+        if epoch_groups(&cfg, &set, &split.train, data_ranks, 0).is_empty() {
             return Err(Error::config(
                 "sampler_bins",
                 format!(
@@ -280,7 +308,7 @@ impl<'a> Trainer<'a> {
                      sampler draws a step from one bin): use more graphs or fewer sampler_bins",
                     split.train.len(),
                     cfg.sampler_bins,
-                    comm.size(),
+                    data_ranks,
                     cfg.graphs_per_step
                 ),
             ));
@@ -292,7 +320,7 @@ impl<'a> Trainer<'a> {
             epoch: 0,
             step_in_epoch: 0,
             global_step: 0,
-            ranks: comm.size(),
+            ranks: data_ranks,
             best_value: None,
             best_epoch: None,
             bad_epochs: 0,
@@ -384,10 +412,10 @@ impl<'a> Trainer<'a> {
         }
         self.exec.restore_optimizer(opt_state);
         let previous_ranks = saved.ranks;
-        self.state = RunState { ranks: self.comm.size(), ..saved };
+        self.state = RunState { ranks: self.data_ranks(), ..saved };
         self.state.config = self.cfg.clone();
         self.last_saved_step = Some(self.state.global_step);
-        let change = (previous_ranks != self.comm.size()).then(|| self.regroup(previous_ranks));
+        let change = (previous_ranks != self.data_ranks()).then(|| self.regroup(previous_ranks));
         // Every rank resumes from the same weights (rank 0's, which wrote them).
         self.comm.broadcast(&mut self.exec.params_mut().data, 0)?;
         if self.comm.is_root() {
@@ -418,7 +446,7 @@ impl<'a> Trainer<'a> {
     /// leaves it out. The learning-rate scaling follows the ranks by itself (it is computed
     /// from them each step). Returns the record of the change.
     fn regroup(&mut self, previous: usize) -> RankChange {
-        let (size, gps, done) = (self.comm.size(), self.cfg.graphs_per_step, self.state.step_in_epoch as usize);
+        let (size, gps, done) = (self.data_ranks(), self.cfg.graphs_per_step, self.state.step_in_epoch as usize);
         let mut left_out = 0;
         self.state.regrouped = if done == 0 {
             None
@@ -483,11 +511,22 @@ impl<'a> Trainer<'a> {
         Ok(())
     }
 
+    /// Data-parallel ranks: the ranks over domain ranks (each domain group trains one graph
+    /// split across its ranks).
+    fn data_ranks(&self) -> usize {
+        self.comm.size() / self.comm.domain_ranks()
+    }
+
+    /// This rank's data-parallel rank (its domain group).
+    fn data_rank(&self) -> usize {
+        self.comm.rank() / self.comm.domain_ranks()
+    }
+
     /// The step groups of `epoch` for this run's ranks.
     fn groups(&self, epoch: u64) -> Vec<Vec<usize>> {
         match &self.state.regrouped {
             Some(g) if epoch == self.state.epoch => g.clone(),
-            _ => epoch_groups(&self.cfg, &self.set, &self.split.train, self.comm.size(), epoch),
+            _ => epoch_groups(&self.cfg, &self.set, &self.split.train, self.data_ranks(), epoch),
         }
     }
 
@@ -553,7 +592,7 @@ impl<'a> Trainer<'a> {
     /// with the periodic replica checks and checkpoints. True if `stop` interrupted it (a
     /// checkpoint was written).
     fn train_epoch(&mut self, groups: &[Vec<usize>], progress: &dyn Progress, stop: &AtomicBool) -> Result<bool> {
-        let (epoch, rank, gps) = (self.state.epoch, self.comm.rank(), self.cfg.graphs_per_step);
+        let (epoch, rank, gps) = (self.state.epoch, self.data_rank(), self.cfg.graphs_per_step);
         let steps = groups.len() as u64;
         progress.epoch_start(epoch, steps);
         let first_step = self.state.step_in_epoch;
@@ -561,7 +600,17 @@ impl<'a> Trainer<'a> {
             .iter()
             .flat_map(|g| g[rank * gps..(rank + 1) * gps].iter().map(|&i| (self.set.files[i].1.clone(), self.parts[i])))
             .collect();
-        let mut loader = Prefetcher::with_parts(paths, LossWeights::of(&self.cfg), self.cfg.sector_overlap_phi);
+        let domain = self.comm.domain_ranks();
+        let mut loader = if domain > 1 {
+            Prefetcher::domain(
+                paths.into_iter().map(|p| p.0).collect(),
+                LossWeights::of(&self.cfg),
+                self.comm.rank() % domain,
+                domain,
+            )
+        } else {
+            Prefetcher::with_parts(paths, LossWeights::of(&self.cfg), self.cfg.sector_overlap_phi)
+        };
         for step in first_step..steps {
             let record = self.step(&mut loader, &groups[step as usize], steps, progress)?;
             if self.comm.is_root() {
@@ -571,7 +620,7 @@ impl<'a> Trainer<'a> {
             }
             if let Some((at, r)) = self.inject_divergence
                 && at == self.state.global_step
-                && r == rank
+                && r == self.comm.rank()
             {
                 self.exec.params_mut().data[0] += 1e-3;
             }
@@ -604,6 +653,7 @@ impl<'a> Trainer<'a> {
         progress: &dyn Progress,
     ) -> Result<StepRecord> {
         let (epoch, size, gps) = (self.state.epoch, self.comm.size(), self.cfg.graphs_per_step);
+        let (data_ranks, domain) = (self.data_ranks(), self.comm.domain_ranks());
         let step = self.state.step_in_epoch;
         let t_step = Instant::now();
         let loss_sum = self.gradients(loader)?;
@@ -612,15 +662,21 @@ impl<'a> Trainer<'a> {
         let compute_s = t_step.elapsed().as_secs_f64();
         let engine_bytes = self.exec.buffer_bytes() as u64;
         self.state.accum.engine_peak_bytes = self.state.accum.engine_peak_bytes.max(engine_bytes);
-        // One all-reduce of the flat gradient buffer averages the replicas' gradients.
-        // Its duration includes waiting for the slowest rank: the load imbalance.
+        // One all-reduce of the flat gradient buffer averages the replicas' gradients (a domain
+        // group's ranks hold parts of one gradient: their sum, so the mean over all ranks times
+        // the group's size). Its duration includes waiting for the slowest rank: the load
+        // imbalance.
         let t_reduce = Instant::now();
         self.comm.allreduce_mean(&mut self.exec.params_mut().grad)?;
+        if domain > 1 {
+            let k = domain as f32;
+            self.exec.params_mut().grad.iter_mut().for_each(|g| *g *= k);
+        }
         let reduce_s = t_reduce.elapsed().as_secs_f64();
         // Loss, finiteness and per-rank timings travel together in one small gather.
         let stats =
             self.comm.allgather_f64(&[loss_sum / gps as f64, local_finite as u8 as f64, compute_s, reduce_s])?;
-        let loss = stats.chunks_exact(4).map(|r| r[0]).sum::<f64>() / size as f64;
+        let loss = stats.chunks_exact(4).map(|r| r[0]).sum::<f64>() / data_ranks as f64;
         let bad_ranks: Vec<usize> = (0..size).filter(|&r| stats[4 * r + 1] == 0.0).collect();
         let computes: Vec<f64> = stats.chunks_exact(4).map(|r| r[2]).collect();
         let reduces: Vec<f64> = stats.chunks_exact(4).map(|r| r[3]).collect();
@@ -629,7 +685,7 @@ impl<'a> Trainer<'a> {
         self.state.accum.imbalance_sum += imbalance;
         self.state.accum.allreduce_seconds += reduces.iter().sum::<f64>() / size as f64;
         let grad_norm = clip_grad_norm(&mut self.exec.params_mut().grad, self.cfg.clip_grad_norm);
-        let lr = self.schedule.lr(self.cfg.scaled_lr(size), epoch as usize, step as usize, steps as usize);
+        let lr = self.schedule.lr(self.cfg.scaled_lr(data_ranks), epoch as usize, step as usize, steps as usize);
         let finite = bad_ranks.is_empty() && loss.is_finite() && grad_norm.is_finite();
         if !finite && self.cfg.non_finite == NonFinite::Stop {
             // Every rank saw the same gathered flags: all stop with the same message.
@@ -681,7 +737,10 @@ impl<'a> Trainer<'a> {
         let ranks = if ranks.is_empty() { &all[..] } else { ranks };
         let names: Vec<String> = ranks
             .iter()
-            .flat_map(|&r| group[r * gps..(r + 1) * gps].iter().map(move |&i| (r, i)))
+            .flat_map(|&r| {
+                let d = r / self.comm.domain_ranks();
+                group[d * gps..(d + 1) * gps].iter().map(move |&i| (r, i))
+            })
             .map(|(r, i)| format!("rank {r}: {}", self.set.files[i].1.display()))
             .collect();
         names.join(", ")
@@ -712,7 +771,10 @@ impl<'a> Trainer<'a> {
             // A graph over the memory budget comes as sectors; the gradients of their mean
             // losses, scaled by their share of the edges, add up to the whole graph's (less the
             // few edges no sector holds).
-            for s in loader.next_parts().expect("a graph per slot")? {
+            for mut s in loader.next_parts().expect("a graph per slot")? {
+                if let Some(plan) = &s.halo {
+                    s.input.halo = Some(self.comm.domain_halo(plan)?);
+                }
                 let logits = self.exec.forward(&s.input);
                 let mut dl = vec![0.0f32; s.input.num_edges()];
                 let l = bce_with_logits(logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
@@ -731,7 +793,7 @@ impl<'a> Trainer<'a> {
     fn epoch_record(&self, epoch: u64, steps: u64, val: &EvalResult) -> EpochRecord {
         let a = &self.state.accum;
         let per_step = |x: f64| x / (a.steps.max(1)) as f64;
-        let base_lr = self.cfg.scaled_lr(self.comm.size());
+        let base_lr = self.cfg.scaled_lr(self.data_ranks());
         EpochRecord {
             epoch,
             step: self.state.global_step,

@@ -35,6 +35,11 @@ pub struct TrainArgs {
     /// $SLURM_JOB_ID`); with `--resume auto` the restarted job continues the run.
     #[arg(long)]
     pub requeue: bool,
+    /// Split each graph across this many consecutive ranks (domain parallelism: φ sectors with
+    /// a halo exchanged at every message-passing iteration); the ranks form ranks / P
+    /// data-parallel groups. Must divide the number of ranks (MPI builds).
+    #[arg(long, value_name = "P", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub domain_ranks: u32,
     /// Seconds a rank waits in a collective for the others before it aborts the job naming the
     /// ranks that did not arrive (MPI builds).
     #[arg(long, value_name = "SECONDS", default_value_t = trackgnn_train::dist::DEFAULT_COLLECTIVE_TIMEOUT.as_secs_f64(), value_parser = parse_seconds)]
@@ -100,6 +105,7 @@ fn parse_step_rank(s: &str) -> Result<(u64, usize), String> {
 /// Runs training with a communicator (single process here; MPI ranks in `dist`).
 pub fn run_with(a: TrainArgs, comm: &mut dyn Comm) -> Result<ExitCode> {
     super::require_inputs(&[Some(&a.graphs), a.config.as_deref(), a.settings.init_weights.as_deref()])?;
+    comm.set_domain_ranks(a.domain_ranks as usize).context("--domain-ranks")?;
     let resume = match a.resume {
         None => false,
         Some(ResumeArg::Always) => true,

@@ -6,10 +6,16 @@
 //! lives behind the `mpi` cargo feature. [`requeue_slurm_job`] restarts a Slurm job that
 //! checkpointed on a signal.
 
+use std::sync::Arc;
+
+use trackgnn_engine::halo::{HaloExchange, HaloPlan};
+
 #[cfg(not(feature = "mpi"))]
 mod disabled;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "mpi")]
+mod mpi_halo;
 mod requeue;
 mod single;
 
@@ -51,5 +57,27 @@ pub trait Comm: Send {
     /// True if this rank writes logs, plots and checkpoints.
     fn is_root(&self) -> bool {
         self.rank() == 0
+    }
+    /// Groups the ranks by `parts` consecutive ranks (ranks g·parts … g·parts + parts − 1), each
+    /// group splitting one graph at a time across its ranks (domain parallelism); the group's
+    /// rank r holds partition r mod `parts`. `parts` must divide the number of ranks; 1 (the
+    /// default) is plain data parallelism.
+    fn set_domain_ranks(&mut self, parts: usize) -> crate::Result<()> {
+        if parts == 1 {
+            return Ok(());
+        }
+        Err(crate::Error::Dist(format!(
+            "{parts} domain ranks need as many ranks: launch with mpirun (or srun) and a build with the `mpi` feature"
+        )))
+    }
+    /// Ranks per domain group (1: none; see [`Comm::set_domain_ranks`]).
+    fn domain_ranks(&self) -> usize {
+        1
+    }
+    /// The halo exchange of this rank's partition of a graph split across its domain group
+    /// ([`Comm::set_domain_ranks`]), with the rows of `plan` (see `trackgnn_engine::halo`).
+    fn domain_halo(&mut self, plan: &HaloPlan) -> crate::Result<Arc<dyn HaloExchange<f32>>> {
+        let _ = plan;
+        Err(crate::Error::Dist("a domain-parallel halo exchange needs MPI ranks".into()))
     }
 }

@@ -18,6 +18,11 @@ use std::time::{Duration, Instant};
 use mpi::ffi;
 use mpi::topology::{Communicator, SimpleCommunicator};
 
+use std::sync::Arc;
+
+use trackgnn_engine::halo::{HaloExchange, HaloPlan};
+
+use super::mpi_halo::MpiHalo;
 use super::{Comm, DEFAULT_COLLECTIVE_TIMEOUT};
 use crate::error::{Error, Result};
 
@@ -40,6 +45,10 @@ pub struct MpiComm {
     size: usize,
     chunk: usize,
     timeout: Duration,
+    /// The domain group's communicator ([`Comm::set_domain_ranks`]), if split.
+    domain: Option<ffi::MPI_Comm>,
+    /// Ranks per domain group.
+    domain_ranks: usize,
 }
 
 impl MpiComm {
@@ -62,6 +71,8 @@ impl MpiComm {
             size,
             chunk: chunk.clamp(1, MAX_CHUNK),
             timeout: DEFAULT_COLLECTIVE_TIMEOUT,
+            domain: None,
+            domain_ranks: 1,
         })
     }
 
@@ -286,6 +297,37 @@ impl Comm for MpiComm {
             (ffi::MPI_Ibarrier(self.raw(), &mut req), req)
         };
         self.wait("barrier", rc, req)
+    }
+    fn set_domain_ranks(&mut self, parts: usize) -> Result<()> {
+        if parts == 0 || !self.size.is_multiple_of(parts) {
+            return Err(Error::Dist(format!(
+                "{parts} domain ranks do not divide the {} ranks of the job (ranks = data groups × domain ranks)",
+                self.size
+            )));
+        }
+        if parts == 1 {
+            return Ok(());
+        }
+        // SAFETY: a collective on the world communicator, every rank calling it in the same
+        // order (the trainer's set-up); the new communicator is kept until the process ends.
+        let (rc, comm) = unsafe {
+            let mut comm: ffi::MPI_Comm = std::mem::zeroed();
+            let rc = ffi::MPI_Comm_split(self.raw(), (self.rank / parts) as c_int, self.rank as c_int, &mut comm);
+            (rc, comm)
+        };
+        if rc != 0 {
+            return Err(Error::Dist(format!("splitting the ranks into domain groups failed with MPI code {rc}")));
+        }
+        self.domain = Some(comm);
+        self.domain_ranks = parts;
+        Ok(())
+    }
+    fn domain_ranks(&self) -> usize {
+        self.domain_ranks
+    }
+    fn domain_halo(&mut self, plan: &HaloPlan) -> Result<Arc<dyn HaloExchange<f32>>> {
+        let comm = self.domain.ok_or_else(|| Error::Dist("no domain groups: set_domain_ranks first".into()))?;
+        Ok(Arc::new(MpiHalo { comm, plan: plan.clone(), timeout: self.timeout, world_rank: self.rank }))
     }
     fn allgather_f64(&mut self, values: &[f64]) -> Result<Vec<f64>> {
         let mut out = vec![0.0; values.len() * self.size];

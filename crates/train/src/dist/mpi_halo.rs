@@ -1,0 +1,183 @@
+//! The halo exchange of domain parallelism over MPI (`trackgnn_engine::halo`): each rank sends
+//! the rows its peers hold in their halos and receives its own halo's rows, point to point on
+//! the domain group's communicator; gradients travel back the same way and are added in peer
+//! order, so a step is the same at every run.
+//!
+//! The engine calls the exchange from inside its passes, where an error cannot be returned: a
+//! failed MPI call or a peer that does not answer within the collective timeout aborts the job
+//! naming the peers, as the collectives do.
+
+use std::os::raw::{c_int, c_void};
+use std::time::{Duration, Instant};
+
+use mpi::ffi;
+use trackgnn_engine::halo::{HaloExchange, HaloPlan};
+
+use super::mpi::MAX_CHUNK;
+
+const TAG_STATES: c_int = 0x7a10;
+const TAG_GRADIENTS: c_int = 0x7a11;
+
+/// One rank's halo exchange with the other ranks of its domain group.
+#[derive(Debug)]
+pub(super) struct MpiHalo {
+    /// The domain group's communicator (peers are numbered by their rank in it).
+    pub(super) comm: ffi::MPI_Comm,
+    /// The rows to send and receive, per peer.
+    pub(super) plan: HaloPlan,
+    /// How long to wait for the peers before aborting.
+    pub(super) timeout: Duration,
+    /// This rank in the world, for messages.
+    pub(super) world_rank: usize,
+}
+
+// SAFETY: MPI is initialised with MPI_THREAD_SERIALIZED and the trainer calls MPI from one
+// thread at a time (the engine's passes run between its collectives, never beside them), so the
+// communicator handle may move between threads and be shared.
+unsafe impl Send for MpiHalo {}
+unsafe impl Sync for MpiHalo {}
+
+impl MpiHalo {
+    fn abort(&self, message: &str) -> ! {
+        eprintln!("rank {}: {message}; aborting the MPI job", self.world_rank);
+        // SAFETY: MPI is initialised; MPI_Abort may be called from any thread.
+        unsafe {
+            ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, 1);
+        }
+        unreachable!("MPI_Abort returned")
+    }
+
+    /// Sends the rows `outgoing[p]` of `data` to each peer p and receives from it as many rows
+    /// as `incoming[p]` lists: returned per peer, row after row.
+    fn swap(
+        &self,
+        data: &[f32],
+        width: usize,
+        outgoing: &[Vec<u32>],
+        incoming: &[Vec<u32>],
+        tag: c_int,
+    ) -> Vec<Vec<f32>> {
+        let what = if tag == TAG_STATES { "halo exchange of node states" } else { "halo return of node gradients" };
+        let mut inbox: Vec<Vec<f32>> = incoming.iter().map(|rows| vec![0.0; rows.len() * width]).collect();
+        let outbox: Vec<Vec<f32>> = outgoing
+            .iter()
+            .map(|rows| {
+                rows.iter().flat_map(|&r| &data[r as usize * width..(r as usize + 1) * width]).copied().collect()
+            })
+            .collect();
+        let mut requests: Vec<ffi::MPI_Request> = Vec::new();
+        let mut peers: Vec<usize> = Vec::new();
+        for (peer, buf) in inbox.iter_mut().enumerate().filter(|(_, b)| !b.is_empty()) {
+            if buf.len() > MAX_CHUNK {
+                self.abort(&format!("{what}: {} values for rank {peer}, more than one MPI message carries", buf.len()));
+            }
+            // SAFETY: `buf` holds `len` f32 and outlives the wait below.
+            let rc = unsafe {
+                let mut r: ffi::MPI_Request = std::mem::zeroed();
+                let rc = ffi::MPI_Irecv(
+                    buf.as_mut_ptr() as *mut c_void,
+                    buf.len() as c_int,
+                    ffi::RSMPI_FLOAT,
+                    peer as c_int,
+                    tag,
+                    self.comm,
+                    &mut r,
+                );
+                requests.push(r);
+                rc
+            };
+            if rc != 0 {
+                self.abort(&format!("{what}: receiving from rank {peer} failed with MPI code {rc}"));
+            }
+            peers.push(peer);
+        }
+        for (peer, buf) in outbox.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+            if buf.len() > MAX_CHUNK {
+                self.abort(&format!("{what}: {} values for rank {peer}, more than one MPI message carries", buf.len()));
+            }
+            // SAFETY: `buf` holds `len` f32 and outlives the wait below.
+            let rc = unsafe {
+                let mut r: ffi::MPI_Request = std::mem::zeroed();
+                let rc = ffi::MPI_Isend(
+                    buf.as_ptr() as *const c_void,
+                    buf.len() as c_int,
+                    ffi::RSMPI_FLOAT,
+                    peer as c_int,
+                    tag,
+                    self.comm,
+                    &mut r,
+                );
+                requests.push(r);
+                rc
+            };
+            if rc != 0 {
+                self.abort(&format!("{what}: sending to rank {peer} failed with MPI code {rc}"));
+            }
+            peers.push(peer);
+        }
+        self.wait_all(what, &mut requests, &peers);
+        inbox
+    }
+
+    /// Waits for every request, aborting the job if they are not all done within the timeout.
+    fn wait_all(&self, what: &str, requests: &mut [ffi::MPI_Request], peers: &[usize]) {
+        let start = Instant::now();
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: active requests started above; statuses ignored.
+            let rc = unsafe {
+                ffi::MPI_Testall(requests.len() as c_int, requests.as_mut_ptr(), &mut flag, ffi::RSMPI_STATUSES_IGNORE)
+            };
+            if rc != 0 {
+                self.abort(&format!("{what} failed with MPI code {rc}"));
+            }
+            if flag != 0 {
+                return;
+            }
+            let waited = start.elapsed();
+            if waited >= self.timeout {
+                let mut names: Vec<String> = peers.iter().map(|p| p.to_string()).collect();
+                names.dedup();
+                self.abort(&format!(
+                    "the {what} with domain rank(s) {} did not complete within {:.1} s (a peer stalled, failed or is \
+                     far slower; the limit is --collective-timeout)",
+                    names.join(", "),
+                    waited.as_secs_f64()
+                ));
+            }
+            if waited < Duration::from_millis(1) {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+}
+
+impl HaloExchange<f32> for MpiHalo {
+    fn exchange_states(&self, states: &mut [f32], width: usize) {
+        let (send, recv) = (&self.plan.send, &self.plan.recv);
+        let inbox = self.swap(states, width, send, recv, TAG_STATES);
+        for (buf, rows) in inbox.iter().zip(recv) {
+            for (k, &r) in rows.iter().enumerate() {
+                states[r as usize * width..(r as usize + 1) * width].copy_from_slice(&buf[k * width..(k + 1) * width]);
+            }
+        }
+    }
+
+    fn return_gradients(&self, grads: &mut [f32], width: usize) {
+        // The halo's rows go to their owners; what the peers send is added into the owned rows
+        // they hold, peer after peer.
+        let (send, recv) = (&self.plan.send, &self.plan.recv);
+        let inbox = self.swap(grads, width, recv, send, TAG_GRADIENTS);
+        for &r in recv.iter().flatten() {
+            grads[r as usize * width..(r as usize + 1) * width].iter_mut().for_each(|v| *v = 0.0);
+        }
+        for (buf, rows) in inbox.iter().zip(send) {
+            for (k, &r) in rows.iter().enumerate() {
+                let row = &mut grads[r as usize * width..(r as usize + 1) * width];
+                row.iter_mut().zip(&buf[k * width..(k + 1) * width]).for_each(|(g, &v)| *g += v);
+            }
+        }
+    }
+}
