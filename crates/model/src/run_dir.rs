@@ -168,6 +168,17 @@ pub struct StepRecord {
     /// Bytes of the engine's activations and workspace on rank 0.
     #[serde(default)]
     pub engine_bytes: u64,
+    /// Peak resident set size of each rank's process so far, bytes (0 where unknown).
+    #[serde(default)]
+    pub peak_rss_bytes: Vec<u64>,
+    /// Domain parallelism: halo nodes each rank held (remote nodes its edges reach), summed
+    /// over its graphs of the step; empty without a domain split.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub halo_nodes: Vec<u64>,
+    /// Domain parallelism: edges each rank held (a cut edge is held by both of its ranks),
+    /// summed over its graphs of the step; empty without a domain split.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_edges: Vec<u64>,
     /// Epoch number.
     pub epoch: u64,
     /// Event ids each rank trained on, one list per rank (empty in logs of old versions).
@@ -723,6 +734,9 @@ mod tests {
             allreduce_seconds: vec![0.01, 0.02],
             compute_seconds: vec![0.5, 0.4],
             engine_bytes: 1234,
+            peak_rss_bytes: vec![2 << 30, 2 << 30],
+            halo_nodes: Vec::new(),
+            local_edges: Vec::new(),
             epoch,
             events: vec![vec![1000], vec![1001]],
             global_step,

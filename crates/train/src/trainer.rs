@@ -656,7 +656,7 @@ impl<'a> Trainer<'a> {
         let (data_ranks, domain) = (self.data_ranks(), self.comm.domain_ranks());
         let step = self.state.step_in_epoch;
         let t_step = Instant::now();
-        let loss_sum = self.gradients(loader)?;
+        let (loss_sum, held) = self.gradients(loader)?;
         // Checked before the all-reduce, which would spread a NaN to every rank's gradient.
         let local_finite = loss_sum.is_finite() && self.exec.params().grad.iter().all(|g| g.is_finite());
         let compute_s = t_step.elapsed().as_secs_f64();
@@ -674,12 +674,15 @@ impl<'a> Trainer<'a> {
         }
         let reduce_s = t_reduce.elapsed().as_secs_f64();
         // Loss, finiteness and per-rank timings travel together in one small gather.
-        let stats =
-            self.comm.allgather_f64(&[loss_sum / gps as f64, local_finite as u8 as f64, compute_s, reduce_s])?;
-        let loss = stats.chunks_exact(4).map(|r| r[0]).sum::<f64>() / data_ranks as f64;
-        let bad_ranks: Vec<usize> = (0..size).filter(|&r| stats[4 * r + 1] == 0.0).collect();
-        let computes: Vec<f64> = stats.chunks_exact(4).map(|r| r[2]).collect();
-        let reduces: Vec<f64> = stats.chunks_exact(4).map(|r| r[3]).collect();
+        let rss = trackgnn_engine::alloc::peak_rss_bytes() as f64;
+        let mine = [loss_sum / gps as f64, local_finite as u8 as f64, compute_s, reduce_s, rss, held.0, held.1];
+        let stats = self.comm.allgather_f64(&mine)?;
+        let per_rank = |k: usize| -> Vec<f64> { stats.chunks_exact(mine.len()).map(|r| r[k]).collect() };
+        let loss = per_rank(0).iter().sum::<f64>() / data_ranks as f64;
+        let bad_ranks: Vec<usize> = (0..size).filter(|&r| per_rank(1)[r] == 0.0).collect();
+        let (computes, reduces) = (per_rank(2), per_rank(3));
+        let counts = |k: usize| -> Vec<u64> { per_rank(k).iter().map(|&v| v as u64).collect() };
+        let split = domain > 1;
         let mean_compute = computes.iter().sum::<f64>() / size as f64;
         let imbalance = computes.iter().cloned().fold(0.0, f64::max) / mean_compute.max(1e-12);
         self.state.accum.imbalance_sum += imbalance;
@@ -717,6 +720,9 @@ impl<'a> Trainer<'a> {
             allreduce_seconds: reduces,
             compute_seconds: computes,
             engine_bytes,
+            peak_rss_bytes: counts(4),
+            halo_nodes: if split { counts(5) } else { Vec::new() },
+            local_edges: if split { counts(6) } else { Vec::new() },
             epoch,
             events: Vec::new(),
             global_step: self.state.global_step,
@@ -762,11 +768,12 @@ impl<'a> Trainer<'a> {
     }
 
     /// The gradients of this rank's graphs of one step, summed into the parameters' gradient
-    /// buffer (zeroed first); returns the sum of their losses.
-    fn gradients(&mut self, loader: &mut Prefetcher) -> Result<f64> {
+    /// buffer (zeroed first); returns the sum of their losses, and the halo nodes and edges
+    /// they held (domain parallelism; 0 and their edges otherwise).
+    fn gradients(&mut self, loader: &mut Prefetcher) -> Result<(f64, (f64, f64))> {
         let gps = self.cfg.graphs_per_step;
         self.exec.zero_grad();
-        let mut loss_sum = 0.0;
+        let (mut loss_sum, mut halo_nodes, mut edges) = (0.0, 0.0, 0.0);
         for _ in 0..gps {
             // A graph over the memory budget comes as sectors; the gradients of their mean
             // losses, scaled by their share of the edges, add up to the whole graph's (less the
@@ -774,7 +781,9 @@ impl<'a> Trainer<'a> {
             for mut s in loader.next_parts().expect("a graph per slot")? {
                 if let Some(plan) = &s.halo {
                     s.input.halo = Some(self.comm.domain_halo(plan)?);
+                    halo_nodes += plan.halo_rows() as f64;
                 }
+                edges += s.input.num_edges() as f64;
                 let logits = self.exec.forward(&s.input);
                 let mut dl = vec![0.0f32; s.input.num_edges()];
                 let l = bce_with_logits(logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
@@ -786,7 +795,7 @@ impl<'a> Trainer<'a> {
                 self.exec.backward(&s.input, &dl);
             }
         }
-        Ok(loss_sum)
+        Ok((loss_sum, (halo_nodes, edges)))
     }
 
     /// The log record of an epoch of `steps` steps that just finished, validated as `val`.
