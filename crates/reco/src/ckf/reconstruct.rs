@@ -19,9 +19,7 @@ use super::navigation::{NavigationConfig, Navigator};
 use super::seeding::find_seeds;
 use crate::error::{Error, Result};
 use crate::inference::score_against_truth;
-use crate::kalman::fitter::{BoundState, Measurement};
-use crate::kalman::params::{BoundMatrix, BoundVector, QOVERP, ReferenceSurface};
-use crate::kalman::{FitContext, KalmanFitter, MeasurementModel};
+use crate::kalman::{FitContext, KalmanFitter, MeasurementModel, fit_candidate};
 use crate::metrics::{MetricsConfig, TrackMetrics};
 use crate::submission::{singleton_track_ids, submission_file_name, write_submission};
 use crate::tracks::NO_TRACK;
@@ -193,7 +191,8 @@ impl Ckf {
             let t = Instant::now();
             let fitter = KalmanFitter::new(self.context(), self.measurement);
             for track in &mut tracks {
-                track.fit = self.fit(&fitter, &hits, track);
+                let candidate: Vec<_> = track.hits.iter().map(|&h| hits.candidate_hit(h)).collect();
+                track.fit = fit_candidate(&fitter, &candidate).ok();
             }
             seconds.fit_seconds = t.elapsed().as_secs_f64();
         }
@@ -205,20 +204,6 @@ impl Ckf {
             candidates: n_candidates,
             seconds,
         })
-    }
-
-    /// The Kalman fit (filter and smoother) of a track's hits from its seed's perigee.
-    fn fit(&self, fitter: &KalmanFitter<'_>, hits: &HitStore, track: &Track) -> Option<crate::kalman::FitResult> {
-        let measurements: Vec<Measurement> = track
-            .hits
-            .iter()
-            .map(|&h| Measurement { module: hits.module[h as usize] as usize, local: hits.local[h as usize] })
-            .collect();
-        let p = &track.seed_params;
-        let sigma = [1.0, 5.0, 0.02, 0.02, 0.25 * p[QOVERP].abs()];
-        let cov = BoundMatrix::from_diagonal(&BoundVector::from_iterator(sigma.iter().map(|s| s * s)));
-        let seed = BoundState { surface: ReferenceSurface::BeamLine, params: *p, cov };
-        fitter.fit(&seed, &measurements).ok()
     }
 
     /// Reconstructs the events `files` (their hits), `threads` events at a time (1: in turn;
