@@ -19,9 +19,11 @@ use super::navigation::{NavigationConfig, Navigator};
 use super::seeding::find_seeds;
 use crate::error::{Error, Result};
 use crate::inference::score_against_truth;
-use crate::kalman::{FitContext, KalmanFitter, MeasurementModel, fit_candidate};
+use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_candidate};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::submission::{singleton_track_ids, submission_file_name, write_submission};
+use crate::submission::{
+    parameters_file_name, singleton_track_ids, submission_file_name, write_parameters, write_submission,
+};
 use crate::tracks::NO_TRACK;
 
 /// Seconds one event spent in each stage of [`Ckf::event`].
@@ -208,7 +210,8 @@ impl Ckf {
 
     /// Reconstructs the events `files` (their hits), `threads` events at a time (1: in turn;
     /// each event's result does not depend on it), writes a TrackML submission for each into
-    /// `out` (created if needed), then scores the events that have truth and particles files
+    /// `out` (created if needed) and, with [`CkfConfig::fit`], the fitted tracks' parameters
+    /// beside it ([`write_parameters`]), then scores the events that have truth and particles files
     /// with `metrics` and plots the efficiencies into `out/plots`. Calls `done` after each
     /// event (from the worker that reconstructed it).
     ///
@@ -245,6 +248,13 @@ impl Ckf {
                 &event.hits.hit_id,
                 &ids,
             )?;
+            let fitted = if self.config.fit {
+                let fitted = fitted_tracks(&reco);
+                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
+                fitted.len()
+            } else {
+                0
+            };
             let summary = CkfEventSummary {
                 event_id: event.event_id,
                 hits: event.hits.len(),
@@ -252,6 +262,7 @@ impl Ckf {
                 seeds_followed: reco.seeds_followed,
                 candidates: reco.candidates,
                 tracks: reco.tracks.len(),
+                fitted_tracks: fitted,
                 read_seconds,
                 stages: reco.seconds,
                 write_seconds: t.elapsed().as_secs_f64(),
@@ -285,6 +296,21 @@ impl Ckf {
     }
 }
 
+/// The fitted tracks of an event whose fit succeeded and that keep a hit in the submission,
+/// with their track ids there (1-based in the order of `tracks`).
+fn fitted_tracks(reco: &CkfEvent) -> Vec<FittedTrack> {
+    let mut present = vec![false; reco.tracks.len() + 1];
+    for &t in &reco.hit_tracks {
+        present[t as usize] = true;
+    }
+    reco.tracks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| present[i + 1])
+        .filter_map(|(i, t)| t.fit.as_ref().and_then(|f| FittedTrack::of(i as u32 + 1, f)))
+        .collect()
+}
+
 /// One event of a directory's reconstruction by [`Ckf::reconstruct_events`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CkfEventSummary {
@@ -300,12 +326,15 @@ pub struct CkfEventSummary {
     pub candidates: usize,
     /// Tracks kept.
     pub tracks: usize,
+    /// Tracks fitted, with their parameters in the event's parameters file (0 without
+    /// [`CkfConfig::fit`]).
+    pub fitted_tracks: usize,
     /// Seconds reading the hits.
     pub read_seconds: f64,
     /// Seconds per stage.
     #[serde(flatten)]
     pub stages: CkfSeconds,
-    /// Seconds writing the submission.
+    /// Seconds writing the submission (and the parameters file).
     pub write_seconds: f64,
 }
 
