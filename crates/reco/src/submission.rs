@@ -336,6 +336,35 @@ mod tests {
     }
 
     #[test]
+    fn parameters_are_written_one_row_per_track_and_a_bad_path_is_named() {
+        use crate::kalman::params::{BoundMatrix, BoundVector};
+        use crate::kalman::perigee::Perigee;
+        let dir = tempfile::tempdir().unwrap();
+        let params = BoundVector::from_column_slice(&[0.05, -12.0, 1.0, 1.2, -0.4]);
+        let cov = BoundMatrix::from_diagonal(&BoundVector::from_column_slice(&[1e-4, 4e-2, 1e-6, 1e-6, 1e-6]));
+        let t = FittedTrack { track_id: 7, perigee: Perigee::from_bound(&params, &cov), chi2: 9.5, ndf: 11 };
+        let path = dir.path().join(parameters_file_name(1000));
+        assert!(path.ends_with("event000001000-parameters.csv"));
+        write_parameters(&path, &[t, FittedTrack { track_id: 9, ..t }]).unwrap();
+        no_temporaries(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], PARAMETERS_COLUMNS.join(","));
+        let row: Vec<f64> = lines[1].split(',').map(|v| v.parse().unwrap()).collect();
+        let pt = 1.0 / row[1].abs();
+        assert_eq!((row[0], row[11], row[12]), (7.0, 9.5, 11.0));
+        assert!((pt - 2.5 * 1.2f64.sin()).abs() < 1e-12, "pT {pt}");
+        assert_eq!((row[2], row[4], row[5]), (1.0, 0.05, -12.0));
+        assert!((row[9] - 0.01).abs() < 1e-15 && (row[10] - 0.2).abs() < 1e-15, "{row:?}");
+        assert!(lines[2].starts_with("9,"));
+        // A directory that does not exist: the error names the file.
+        let bad = dir.path().join("nowhere").join(parameters_file_name(1));
+        let err = write_parameters(&bad, &[t]).unwrap_err().to_string();
+        assert!(err.contains("event000000001-parameters.csv"), "{err}");
+    }
+
+    #[test]
     fn a_missing_or_duplicated_hit_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.csv");
