@@ -1,8 +1,9 @@
 //! The fit of one track candidate, shared by the CKF ([`crate::ckf`]) and the GNN chain
 //! ([`crate::inference`]): the candidate's hits, in the order the particle crossed them
 //! ([`order_along_path`]), fitted by the filter and smoother of [`super::fitter`] from a seed
-//! estimated from three of its hits (the circle and the r–z line through the first, middle
-//! and last, [`candidate_seed`], with the loose prior [`SEED_SIGMA`]).
+//! estimated from three of its hits (the circle and the r–z line through the first, the last
+//! and the one between farthest from both, [`candidate_seed`], with the loose prior
+//! [`SEED_SIGMA`]), and once more from the first fit's perigee.
 //!
 //! ```
 //! use trackgnn_reco::kalman::candidate::{CandidateHit, fit_candidate};
@@ -115,23 +116,31 @@ pub fn order_along_path(hits: &mut [CandidateHit]) {
 }
 
 /// The seed parameters of a candidate's hits (in path order) in `fitter`'s field: the circle
-/// and r–z line ([`seed_parameters`]) through its first, middle and last hits (the widest
-/// lever arm: the first two are often a pair on overlapping modules a few µm apart), or
-/// through its first three when those give none (a track curling back). `None` for fewer
-/// than 3 hits or when neither gives a seed.
+/// and r–z line ([`seed_parameters`]) through its first and last hits and the hit between
+/// farthest from both (the widest lever arm: neighbours are often a pair on overlapping modules
+/// a few µm apart), or through its first three when those give none (a track curling back).
+/// `None` for fewer than 3 hits or when neither gives a seed.
 pub fn candidate_seed(fitter: &KalmanFitter<'_>, hits: &[CandidateHit]) -> Option<BoundVector> {
     let n = hits.len();
     if n < 3 {
         return None;
     }
-    [[0, n / 2, n - 1], [0, 1, 2]].into_iter().find_map(|idx| {
+    let dist = |a: usize, b: usize| {
+        let (p, q) = (hits[a].global, hits[b].global);
+        (0..3).map(|k| (p[k] - q[k]).powi(2)).sum::<f64>()
+    };
+    let middle =
+        (1..n - 1).max_by(|&a, &b| dist(a, 0).min(dist(a, n - 1)).total_cmp(&dist(b, 0).min(dist(b, n - 1))))?;
+    [[0, middle, n - 1], [0, 1, 2]].into_iter().find_map(|idx| {
         let points = idx.map(|i| hits[i].global);
         seed_parameters(points, fitter.context.field.bz(points[1][2]))
     })
 }
 
 /// Fits a candidate's `hits`, given in the order the particle crossed them, with `fitter`
-/// from a seed estimated from its hits ([`candidate_seed`], with the prior [`SEED_SIGMA`]).
+/// from a seed estimated from its hits ([`candidate_seed`], with the prior [`SEED_SIGMA`]),
+/// then once more from the first fit's perigee with the same prior (the transport is linearised
+/// around the seed: a second pass from a better one fits hits that a rough seed misses).
 ///
 /// # Errors
 /// [`Error::Fit`] for fewer than 3 hits, hits that give no seed (collinear, or not going
@@ -144,7 +153,11 @@ pub fn fit_candidate(fitter: &KalmanFitter<'_>, hits: &[CandidateHit]) -> Result
         .ok_or_else(|| Error::Fit(format!("no seed from the {} hits of the candidate", hits.len())))?;
     let measurements: Vec<Measurement> =
         hits.iter().map(|h| Measurement { module: h.module, local: h.local }).collect();
-    fitter.fit(&seed_state(&params), &measurements)
+    let first = fitter.fit(&seed_state(&params), &measurements)?;
+    match fitter.fit(&seed_state(&first.perigee.params), &measurements) {
+        Ok(second) if second.chi2 <= first.chi2 => Ok(second),
+        _ => Ok(first),
+    }
 }
 
 /// One fitted track: its id in the submission, perigee parameters with errors, and χ².
