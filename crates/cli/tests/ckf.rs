@@ -1,6 +1,6 @@
 //! `reconstruct --method ckf`: tracks from the hits alone (no run), and its refusals.
 
-use crate::util::{fails, json, ok, trackgnn};
+use crate::util::{check_parameters, fails, json, ok, trackgnn};
 
 #[test]
 fn reconstruct_ckf_needs_no_run_and_reports_metrics_and_seconds_per_stage() {
@@ -60,4 +60,26 @@ fn reconstruct_ckf_refusals_name_the_file() {
     std::fs::write(d.join("empty/event000000005-hits.csv"), "hit_id,x,y,z,volume_id,layer_id,module_id\n").unwrap();
     let err = fails(trackgnn(d, &["reconstruct", "--method", "ckf", "--input", "empty", "--out", "o2"]));
     assert!(err.contains("event000000005-hits.csv") && err.contains("no hits"), "{err}");
+}
+
+#[test]
+fn reconstruct_ckf_fit_writes_each_tracks_parameters_beside_the_submission() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(trackgnn(d, &["simulate", "--events", "2", "--pileup", "2", "--seed", "42", "--out", "ev"]));
+    let args = ["reconstruct", "--method", "ckf", "--input", "ev", "--out", "tr", "--fit", "--json"];
+    let out = json(&ok(trackgnn(d, &args)));
+    let rows = check_parameters(d, "tr", &out);
+    let tracks: u64 = out["events"].as_array().unwrap().iter().map(|e| e["tracks"].as_u64().unwrap()).sum();
+    // Nearly every track is fitted, and their χ²/ndf is about 1.
+    assert!(rows.len() as u64 * 100 >= tracks * 95, "{} of {tracks} tracks fitted", rows.len());
+    let mut chi2_ndf: Vec<f64> = rows.iter().map(|r| r[11] / r[12]).collect();
+    chi2_ndf.sort_by(f64::total_cmp);
+    let median = chi2_ndf[chi2_ndf.len() / 2];
+    assert!((0.5..2.0).contains(&median), "median χ²/ndf {median}");
+    assert!(out["mean_stage_seconds"]["fit_seconds"].as_f64().unwrap() > 0.0);
+    // Without --fit, no parameters file.
+    ok(trackgnn(d, &["reconstruct", "--method", "ckf", "--input", "ev", "--out", "nofit", "--events", "1"]));
+    assert!(d.join("nofit/event000000001-submission.csv").is_file());
+    assert!(!d.join("nofit/event000000001-parameters.csv").exists());
 }

@@ -1,4 +1,4 @@
-use crate::util::{fails, json, ok, trackgnn};
+use crate::util::{check_parameters, fails, json, ok, trackgnn};
 
 #[test]
 fn train_and_eval_from_the_command_line() {
@@ -62,6 +62,14 @@ fn train_and_eval_from_the_command_line() {
         (out, tracks)
     };
     let (r3, t3) = reco(&["--out", "t3", "--method", "walkthrough", "--min-hits", "3"]);
+    // --fit: every method's tracks fitted, their parameters beside the submission.
+    for method in ["cc", "follow"] {
+        let out = format!("tf-{method}");
+        let (rf, tracks) = reco(&["--out", &out, "--method", method, "--fit"]);
+        assert_eq!((rf["fit"].as_bool(), r3["fit"].as_bool()), (Some(true), Some(false)));
+        let rows = check_parameters(d, &out, &rf);
+        assert!(!rows.is_empty() && rows.len() as u64 <= tracks, "{method}: {} rows, {tracks} tracks", rows.len());
+    }
     let (r6, t6) = reco(&["--out", "t6", "--method", "walkthrough", "--min-hits", "6"]);
     assert_eq!((r3["min_hits"].as_u64(), r6["min_hits"].as_u64()), (Some(3), Some(6)));
     // The metrics count particles of at least --min-hits hits unless told otherwise.

@@ -34,14 +34,21 @@ use trackgnn_graph::{BuildStats, Graph, GraphRecipe, ModuleMap, build_graph_with
 use trackgnn_model::LearnedStages;
 use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
-use trackgnn_trackml::{Detector, Event};
+use trackgnn_trackml::physics::material::MaterialModel;
+use trackgnn_trackml::{Detector, Event, SolenoidField};
 
+use crate::ckf::HitStore;
 use crate::error::{Error, Result};
+use crate::kalman::candidate::PION_MASS;
+use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_event_tracks};
 
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
-use crate::submission::{event_track_ids, singleton_track_ids, submission_file_name, write_submission};
+use crate::submission::{
+    event_track_ids, parameters_file_name, singleton_track_ids, submission_file_name, write_parameters,
+    write_submission,
+};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
@@ -102,6 +109,8 @@ pub struct Reconstructor {
     quality: Option<(QualityModel, f64)>,
     /// Whether track following runs again around the candidates the quality model keeps.
     rebuild: bool,
+    /// Whether every track is fitted, its parameters written beside the submission.
+    fit: bool,
 }
 
 impl Reconstructor {
@@ -141,6 +150,7 @@ impl Reconstructor {
             min_particle_hits: None,
             quality: None,
             rebuild: false,
+            fit: false,
         })
     }
 
@@ -180,6 +190,33 @@ impl Reconstructor {
     /// nothing changes.
     pub fn with_rebuild(self, rebuild: bool) -> Reconstructor {
         Reconstructor { rebuild, ..self }
+    }
+
+    /// The same, fitting every track when `fit` (the Kalman filter and smoother,
+    /// [`fit_event_tracks`]): [`write_submissions`](Self::write_submissions) then writes the
+    /// fitted parameters beside each submission ([`write_parameters`]).
+    pub fn with_fit(self, fit: bool) -> Reconstructor {
+        Reconstructor { fit, ..self }
+    }
+
+    /// Whether every track is fitted.
+    pub fn fit(&self) -> bool {
+        self.fit
+    }
+
+    /// The fits of an event's tracks: `hit_tracks` is a track id per hit of `event` (in its hit
+    /// order, [`NO_TRACK`](crate::NO_TRACK) for none), as [`event`](Self::event) gives it. Each
+    /// track's hits are ordered along the path and fitted in the generator's default field and
+    /// material with the pion's mass; the tracks whose fit fails are left out.
+    ///
+    /// # Errors
+    /// [`Error::HitOffDetector`] for a hit on a module the detector does not have.
+    pub fn fit_tracks(&self, event: &Event, hit_tracks: &[u32]) -> Result<Vec<FittedTrack>> {
+        let store = HitStore::new(&self.det, event)?;
+        let (field, material) = (SolenoidField::default(), MaterialModel::default());
+        let fitter =
+            KalmanFitter::new(FitContext::new(&self.det, &field, material, PION_MASS), MeasurementModel::default());
+        Ok(fit_event_tracks(&fitter, &store.candidate_hits(), hit_tracks))
     }
 
     /// Whether tracks are rebuilt around the candidates the quality model keeps.
@@ -340,7 +377,8 @@ impl Reconstructor {
     }
 
     /// Reconstructs the events `files` and writes a TrackML submission for each into `out`
-    /// (which must exist), calling `done` after each event. Returns each event's summary and
+    /// (which must exist), and with [`with_fit`](Self::with_fit) the fitted tracks' parameters
+    /// beside it, calling `done` after each event. Returns each event's summary and
     /// its track id per hit.
     pub fn write_submissions(
         &self,
@@ -363,17 +401,34 @@ impl Reconstructor {
                 &ids,
             )?;
             let write_seconds = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let fitted_tracks = if self.fit {
+                let fitted = self.fit_tracks(&event, &reco.hit_tracks).map_err(|e| match e {
+                    Error::HitOffDetector { .. } => Error::InFile {
+                        path: f.path(FileKind::Hits).unwrap_or_else(|_| f.dir.join(&f.prefix)),
+                        source: Box::new(e),
+                    },
+                    e => e,
+                })?;
+                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
+                fitted.len()
+            } else {
+                0
+            };
+            let fit_seconds = t.elapsed().as_secs_f64();
             let summary = EventSummary {
                 event_id: event.event_id,
                 hits: event.hits.len(),
                 nodes: reco.graph.num_nodes(),
                 edges: reco.graph.num_edges(),
                 tracks: reco.num_tracks(),
+                fitted_tracks,
                 read_seconds,
                 graph_seconds: reco.seconds.graph,
                 gnn_seconds: reco.seconds.gnn,
                 track_seconds: reco.seconds.tracks,
                 write_seconds,
+                fit_seconds,
             };
             done(&summary);
             per_event.push((summary, reco.hit_tracks));
@@ -431,6 +486,8 @@ pub struct EventSummary {
     pub edges: usize,
     /// Track candidates.
     pub tracks: u32,
+    /// Tracks fitted, with their parameters in the event's parameters file (0 without a fit).
+    pub fitted_tracks: usize,
     /// Seconds reading the event's files.
     pub read_seconds: f64,
     /// Seconds building the graph.
@@ -441,6 +498,8 @@ pub struct EventSummary {
     pub track_seconds: f64,
     /// Seconds writing the submission.
     pub write_seconds: f64,
+    /// Seconds fitting the tracks and writing their parameters (0 without a fit).
+    pub fit_seconds: f64,
 }
 
 /// What [`Reconstructor::reconstruct_dir`] did.

@@ -8,11 +8,13 @@
 //! hit's 2D measurement and its error per kind of module ([`measurement`], calibrated on
 //! generated events) by the gain-matrix update; an RTS smoother then gives every hit, and the
 //! perigee, the estimate from all hits ([`fitter`]). The fitted perigee comes out as q/pT, φ,
-//! cot θ (η), d0 and z0 with errors ([`perigee`]). [`validation`]: truth-seeded fits of
+//! cot θ (η), d0 and z0 with errors ([`perigee`]). [`candidate`]: the fit of a track candidate's
+//! hits from a seed estimated from three of them (the CKF's and the GNN chain's tracks). [`validation`]: truth-seeded fits of
 //! simulated particles and their pulls.
 //!
 //! Units: mm, GeV, e, rad; the field in GeV/(e·mm) (`trackgnn_trackml::units`).
 
+pub mod candidate;
 pub mod fitter;
 pub mod measurement;
 pub mod params;
@@ -21,6 +23,7 @@ pub mod scattering;
 pub mod transport;
 pub mod validation;
 
+pub use candidate::{CandidateHit, FittedTrack, fit_candidate, fit_event_tracks};
 pub use fitter::{BoundState, FitResult, KalmanFitter, Measurement, TrackState, gain_update};
 pub use measurement::{Calibration, MeasurementModel};
 pub use params::{BoundMatrix, BoundVector, ReferenceSurface};

@@ -18,6 +18,10 @@
 //! to those of the in-memory ids (singletons are never candidates unless `min_track_hits`
 //! is 1).
 //!
+//! With a track fit, each event's fitted parameters go beside its submission
+//! ([`parameters_file_name`], [`write_parameters`]): `track_id,q_over_pt,phi,eta,d0,z0,`
+//! their σ, `chi2,ndf`, one row per fitted track.
+//!
 //! Files are plain CSV (no gzip), written atomically: to a temporary sibling
 //! `.{name}.tmp-{pid}-{n}` ([`trackgnn_trackml::atomic::temp_path`]), renamed into place once complete. The reader finds columns by
 //! header name, accepts CRLF, blank lines, a UTF-8 BOM and several events in one file (the
@@ -29,6 +33,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::kalman::candidate::FittedTrack;
 use crate::tracks::NO_TRACK;
 
 /// The header of a submission file.
@@ -110,16 +115,25 @@ fn hit_index(hit_ids: &[u64], context: &str) -> Result<HashMap<u64, usize>> {
 pub fn write_submission(path: &Path, event_id: u64, hit_ids: &[u64], track_ids: &[u32]) -> Result<()> {
     assert_eq!(hit_ids.len(), track_ids.len(), "one track id per hit");
     hit_index(hit_ids, &format!("write_submission {}", path.display()))?;
+    write_atomically(path, |w| {
+        writeln!(w, "{}", SUBMISSION_COLUMNS.join(","))?;
+        for (&h, &t) in hit_ids.iter().zip(track_ids) {
+            writeln!(w, "{event_id},{h},{t}")?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes `path` through `body` atomically: to a temporary sibling, renamed into place once
+/// complete (removed on failure).
+fn write_atomically(path: &Path, body: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>) -> Result<()> {
     if path.file_name().is_none() {
         return Err(Error::io(path, std::io::Error::other("not a file name")));
     }
     let tmp = trackgnn_trackml::atomic::temp_path(path);
     let written = (|| -> std::io::Result<()> {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        writeln!(w, "{}", SUBMISSION_COLUMNS.join(","))?;
-        for (&h, &t) in hit_ids.iter().zip(track_ids) {
-            writeln!(w, "{event_id},{h},{t}")?;
-        }
+        body(&mut w)?;
         // No fsync, as in the TrackML CSV writer: the rename guards against a killed process.
         w.into_inner().map_err(|e| e.into_error())?;
         Ok(())
@@ -131,6 +145,61 @@ pub fn write_submission(path: &Path, event_id: u64, hit_ids: &[u64], track_ids: 
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         Error::io(path, e)
+    })
+}
+
+/// The header of a track parameters file ([`write_parameters`]).
+pub const PARAMETERS_COLUMNS: [&str; 13] = [
+    "track_id",
+    "q_over_pt",
+    "phi",
+    "eta",
+    "d0",
+    "z0",
+    "sigma_q_over_pt",
+    "sigma_phi",
+    "sigma_eta",
+    "sigma_d0",
+    "sigma_z0",
+    "chi2",
+    "ndf",
+];
+
+/// The file name of an event's fitted track parameters, beside its submission:
+/// `event000001000-parameters.csv`.
+pub fn parameters_file_name(event_id: u64) -> String {
+    format!("event{event_id:09}-parameters.csv")
+}
+
+/// Writes an event's fitted track parameters ([`PARAMETERS_COLUMNS`]), one row per track in
+/// the order given: the track's id in the submission, the perigee's q/pT \[e/GeV\], φ
+/// \[rad\], η, d0 and z0 \[mm\], their errors σ, the fit's χ² and its degrees of freedom.
+/// Atomically, as submissions are.
+pub fn write_parameters(path: &Path, tracks: &[FittedTrack]) -> Result<()> {
+    use crate::kalman::perigee::{D0, PERIGEE_PHI, Q_OVER_PT, Z0};
+    write_atomically(path, |w| {
+        writeln!(w, "{}", PARAMETERS_COLUMNS.join(","))?;
+        for t in tracks {
+            let (p, s) = (&t.perigee, t.perigee.sigmas());
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                t.track_id,
+                p.q_over_pt,
+                p.phi,
+                p.eta,
+                p.d0,
+                p.z0,
+                s[Q_OVER_PT],
+                s[PERIGEE_PHI],
+                p.sigma_eta,
+                s[D0],
+                s[Z0],
+                t.chi2,
+                t.ndf
+            )?;
+        }
+        Ok(())
     })
 }
 
@@ -264,6 +333,35 @@ mod tests {
         write_submission(&path, 1000, &hits[..2], &tracks[..2]).unwrap();
         assert_eq!(read_submission(&path).unwrap()[0].hit_id, [5, 1]);
         no_temporaries(dir.path());
+    }
+
+    #[test]
+    fn parameters_are_written_one_row_per_track_and_a_bad_path_is_named() {
+        use crate::kalman::params::{BoundMatrix, BoundVector};
+        use crate::kalman::perigee::Perigee;
+        let dir = tempfile::tempdir().unwrap();
+        let params = BoundVector::from_column_slice(&[0.05, -12.0, 1.0, 1.2, -0.4]);
+        let cov = BoundMatrix::from_diagonal(&BoundVector::from_column_slice(&[1e-4, 4e-2, 1e-6, 1e-6, 1e-6]));
+        let t = FittedTrack { track_id: 7, perigee: Perigee::from_bound(&params, &cov), chi2: 9.5, ndf: 11 };
+        let path = dir.path().join(parameters_file_name(1000));
+        assert!(path.ends_with("event000001000-parameters.csv"));
+        write_parameters(&path, &[t, FittedTrack { track_id: 9, ..t }]).unwrap();
+        no_temporaries(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], PARAMETERS_COLUMNS.join(","));
+        let row: Vec<f64> = lines[1].split(',').map(|v| v.parse().unwrap()).collect();
+        let pt = 1.0 / row[1].abs();
+        assert_eq!((row[0], row[11], row[12]), (7.0, 9.5, 11.0));
+        assert!((pt - 2.5 * 1.2f64.sin()).abs() < 1e-12, "pT {pt}");
+        assert_eq!((row[2], row[4], row[5]), (1.0, 0.05, -12.0));
+        assert!((row[9] - 0.01).abs() < 1e-15 && (row[10] - 0.2).abs() < 1e-15, "{row:?}");
+        assert!(lines[2].starts_with("9,"));
+        // A directory that does not exist: the error names the file.
+        let bad = dir.path().join("nowhere").join(parameters_file_name(1));
+        let err = write_parameters(&bad, &[t]).unwrap_err().to_string();
+        assert!(err.contains("event000000001-parameters.csv"), "{err}");
     }
 
     #[test]

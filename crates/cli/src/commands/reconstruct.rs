@@ -44,8 +44,9 @@ pub struct ReconstructArgs {
     /// CKF only: the seeds' smallest pT, in GeV.
     #[arg(long, value_name = "GEV", default_value_t = trackgnn_reco::ckf::SeedConfig::default().pt_min)]
     pub seed_pt_min: f64,
-    /// CKF only: refit every track with the Kalman filter and smoother (perigee parameters
-    /// with errors; costs time).
+    /// Fit every track with the Kalman filter and smoother (any method) and write its perigee
+    /// parameters (q/pT, φ, η, d0, z0 with errors, χ² and ndf) beside the submission, in
+    /// `eventNNNNNNNNN-parameters.csv` (costs time).
     #[arg(long)]
     pub fit: bool,
     /// Smallest track candidate, in hits: shorter groups are left out (their hits become
@@ -200,7 +201,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_tracks(track_config(&a, method))?
         .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
-        .with_precision(a.precision);
+        .with_precision(a.precision)
+        .with_fit(a.fit);
     let rec = match &a.quality {
         Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?.with_rebuild(a.rebuild),
         None => rec,

@@ -26,8 +26,9 @@ use super::config::CkfConfig;
 use super::hits::HitStore;
 use super::navigation::{LocalHelix, ModuleCrossing, Navigator};
 use super::seeding::Seed;
+use crate::kalman::candidate::seed_state;
 use crate::kalman::fitter::{BoundState, FitResult, gain_update};
-use crate::kalman::params::{BoundMatrix, BoundVector, PHI, QOVERP, ReferenceSurface, THETA, direction};
+use crate::kalman::params::{BoundVector, PHI, ReferenceSurface, THETA, direction};
 use crate::kalman::perigee::Perigee;
 use crate::kalman::scattering::module_noise;
 use crate::kalman::{FitContext, MeasurementModel};
@@ -39,9 +40,6 @@ const MAX_LAYERS: usize = 40;
 /// The seed's covariance, carried back to the beam line, is multiplied by this (the material
 /// between is not taken out again).
 const BACK_INFLATION: f64 = 2.0;
-
-/// The seed's prior σ at the perigee: d0, z0 \[mm\], φ, θ \[rad\], and q/p relative to itself.
-const SEED_SIGMA: [f64; 5] = [1.0, 5.0, 0.02, 0.02, 0.25];
 
 /// A track found by the filter.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,15 +146,7 @@ impl<'a> TrackFinder<'a> {
     /// The seed's hits fitted from its perigee estimate: the trajectory to follow, or `None`
     /// if the fit fails or its χ² exceeds [`CkfConfig::chi2_max`].
     fn fit_seed(&self, hits: &HitStore, seed: &Seed) -> Option<Branch> {
-        let mut var = BoundVector::zeros();
-        for (i, s) in SEED_SIGMA.iter().enumerate() {
-            var[i] = if i == QOVERP { (s * seed.params[i]).powi(2) } else { s * s };
-        }
-        let mut state = BoundState {
-            surface: ReferenceSurface::BeamLine,
-            params: seed.params,
-            cov: BoundMatrix::from_diagonal(&var),
-        };
+        let mut state = seed_state(&seed.params);
         let mut chi2 = 0.0;
         for &h in &seed.hits {
             let module = hits.module[h as usize] as usize;

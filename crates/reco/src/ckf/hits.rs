@@ -5,6 +5,7 @@ use trackgnn_trackml::Event;
 use trackgnn_trackml::geometry::Detector;
 
 use crate::error::{Error, Result};
+use crate::kalman::candidate::CandidateHit;
 
 /// The hits of one event, by module (compressed rows over the detector's modules).
 #[derive(Clone, Debug)]
@@ -66,6 +67,20 @@ impl HitStore {
     /// Whether there are no hits.
     pub fn is_empty(&self) -> bool {
         self.module.is_empty()
+    }
+
+    /// Hit `i` (an index in the event) as the fit reads it.
+    ///
+    /// # Panics
+    /// If `i` is not an index of the event's hits.
+    pub fn candidate_hit(&self, i: u32) -> CandidateHit {
+        let i = i as usize;
+        CandidateHit { module: self.module[i] as usize, global: self.global[i], local: self.local[i] }
+    }
+
+    /// Every hit of the event, in its order, as the fit reads them.
+    pub fn candidate_hits(&self) -> Vec<CandidateHit> {
+        (0..self.len() as u32).map(|i| self.candidate_hit(i)).collect()
     }
 
     /// The hits (indices in the event) on module `module` (an index of `Detector::modules`).

@@ -19,11 +19,11 @@ use super::navigation::{NavigationConfig, Navigator};
 use super::seeding::find_seeds;
 use crate::error::{Error, Result};
 use crate::inference::score_against_truth;
-use crate::kalman::fitter::{BoundState, Measurement};
-use crate::kalman::params::{BoundMatrix, BoundVector, QOVERP, ReferenceSurface};
-use crate::kalman::{FitContext, KalmanFitter, MeasurementModel};
+use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_candidate};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::submission::{singleton_track_ids, submission_file_name, write_submission};
+use crate::submission::{
+    parameters_file_name, singleton_track_ids, submission_file_name, write_parameters, write_submission,
+};
 use crate::tracks::NO_TRACK;
 
 /// Seconds one event spent in each stage of [`Ckf::event`].
@@ -193,7 +193,8 @@ impl Ckf {
             let t = Instant::now();
             let fitter = KalmanFitter::new(self.context(), self.measurement);
             for track in &mut tracks {
-                track.fit = self.fit(&fitter, &hits, track);
+                let candidate: Vec<_> = track.hits.iter().map(|&h| hits.candidate_hit(h)).collect();
+                track.fit = fit_candidate(&fitter, &candidate).ok();
             }
             seconds.fit_seconds = t.elapsed().as_secs_f64();
         }
@@ -207,23 +208,10 @@ impl Ckf {
         })
     }
 
-    /// The Kalman fit (filter and smoother) of a track's hits from its seed's perigee.
-    fn fit(&self, fitter: &KalmanFitter<'_>, hits: &HitStore, track: &Track) -> Option<crate::kalman::FitResult> {
-        let measurements: Vec<Measurement> = track
-            .hits
-            .iter()
-            .map(|&h| Measurement { module: hits.module[h as usize] as usize, local: hits.local[h as usize] })
-            .collect();
-        let p = &track.seed_params;
-        let sigma = [1.0, 5.0, 0.02, 0.02, 0.25 * p[QOVERP].abs()];
-        let cov = BoundMatrix::from_diagonal(&BoundVector::from_iterator(sigma.iter().map(|s| s * s)));
-        let seed = BoundState { surface: ReferenceSurface::BeamLine, params: *p, cov };
-        fitter.fit(&seed, &measurements).ok()
-    }
-
     /// Reconstructs the events `files` (their hits), `threads` events at a time (1: in turn;
     /// each event's result does not depend on it), writes a TrackML submission for each into
-    /// `out` (created if needed), then scores the events that have truth and particles files
+    /// `out` (created if needed) and, with [`CkfConfig::fit`], the fitted tracks' parameters
+    /// beside it ([`write_parameters`]), then scores the events that have truth and particles files
     /// with `metrics` and plots the efficiencies into `out/plots`. Calls `done` after each
     /// event (from the worker that reconstructed it).
     ///
@@ -260,6 +248,13 @@ impl Ckf {
                 &event.hits.hit_id,
                 &ids,
             )?;
+            let fitted = if self.config.fit {
+                let fitted = fitted_tracks(&reco);
+                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
+                fitted.len()
+            } else {
+                0
+            };
             let summary = CkfEventSummary {
                 event_id: event.event_id,
                 hits: event.hits.len(),
@@ -267,6 +262,7 @@ impl Ckf {
                 seeds_followed: reco.seeds_followed,
                 candidates: reco.candidates,
                 tracks: reco.tracks.len(),
+                fitted_tracks: fitted,
                 read_seconds,
                 stages: reco.seconds,
                 write_seconds: t.elapsed().as_secs_f64(),
@@ -300,6 +296,21 @@ impl Ckf {
     }
 }
 
+/// The fitted tracks of an event whose fit succeeded and that keep a hit in the submission,
+/// with their track ids there (1-based in the order of `tracks`).
+fn fitted_tracks(reco: &CkfEvent) -> Vec<FittedTrack> {
+    let mut present = vec![false; reco.tracks.len() + 1];
+    for &t in &reco.hit_tracks {
+        present[t as usize] = true;
+    }
+    reco.tracks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| present[i + 1])
+        .filter_map(|(i, t)| t.fit.as_ref().and_then(|f| FittedTrack::of(i as u32 + 1, f)))
+        .collect()
+}
+
 /// One event of a directory's reconstruction by [`Ckf::reconstruct_events`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CkfEventSummary {
@@ -315,12 +326,15 @@ pub struct CkfEventSummary {
     pub candidates: usize,
     /// Tracks kept.
     pub tracks: usize,
+    /// Tracks fitted, with their parameters in the event's parameters file (0 without
+    /// [`CkfConfig::fit`]).
+    pub fitted_tracks: usize,
     /// Seconds reading the hits.
     pub read_seconds: f64,
     /// Seconds per stage.
     #[serde(flatten)]
     pub stages: CkfSeconds,
-    /// Seconds writing the submission.
+    /// Seconds writing the submission (and the parameters file).
     pub write_seconds: f64,
 }
 

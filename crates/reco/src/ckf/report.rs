@@ -146,6 +146,13 @@ impl fmt::Display for CkfReport<'_> {
             "wall time {:.2} s: {:.3} s per event with {} worker(s)",
             self.wall_seconds, self.seconds_per_event, self.threads
         )?;
+        if self.config.fit {
+            writeln!(
+                f,
+                "track fit: {:.0} tracks fitted per event, parameters in eventNNNNNNNNN-parameters.csv",
+                mean(|e| e.fitted_tracks)
+            )?;
+        }
         if let Some(m) = self.metrics {
             let cfg = &self.metrics_config;
             writeln!(

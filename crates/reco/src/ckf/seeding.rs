@@ -20,7 +20,8 @@ use trackgnn_trackml::physics::{beta, highland_theta0};
 
 use super::config::SeedConfig;
 use super::hits::HitStore;
-use crate::kalman::params::{BoundVector, LOC0, LOC1, PHI, QOVERP, THETA};
+pub use crate::kalman::candidate::seed_parameters;
+use crate::kalman::params::{BoundVector, LOC0, LOC1};
 use crate::propagation::circle::{circle_center, curvature};
 
 /// Radiation lengths of one pixel layer at normal incidence (0.15 mm of silicon and its
@@ -38,59 +39,6 @@ pub struct Seed {
     pub params: BoundVector,
     /// The seed filter's weight (higher: better).
     pub weight: f64,
-}
-
-/// The circle and r–z line through three transverse points and their z: the perigee
-/// parameters (d0, z0, φ, θ, q/p) of a particle of unit charge in a field `bz`
-/// \[GeV/(e·mm)\] (positive: a positive charge turns clockwise seen from +z). `None` for
-/// collinear points or ones that do not go outwards.
-pub fn seed_parameters(p: [[f64; 3]; 3], bz: f64) -> Option<BoundVector> {
-    let xy = |i: usize| [p[i][0], p[i][1]];
-    let kappa = curvature(xy(0), xy(1), xy(2));
-    let c = circle_center(xy(0), xy(1), xy(2))?;
-    if kappa == 0.0 {
-        return None;
-    }
-    let radius = 1.0 / kappa.abs();
-    let dc = c[0].hypot(c[1]);
-    if dc == 0.0 {
-        return None;
-    }
-    // The perigee: the circle's point nearest the beam line.
-    let per = [c[0] * (1.0 - radius / dc), c[1] * (1.0 - radius / dc)];
-    // Counter-clockwise motion (κ > 0): the tangent is (P − c) turned by +90°.
-    let (rx, ry) = (per[0] - c[0], per[1] - c[1]);
-    let (tx, ty) = if kappa > 0.0 { (-ry, rx) } else { (ry, -rx) };
-    let phi = ty.atan2(tx);
-    let d0 = -per[0] * phi.sin() + per[1] * phi.cos();
-    // Transverse arc lengths from the perigee, then the r–z line by least squares.
-    let s: [f64; 3] = std::array::from_fn(|i| {
-        let chord = (p[i][0] - per[0]).hypot(p[i][1] - per[1]);
-        2.0 * radius * (chord / (2.0 * radius)).min(1.0).asin()
-    });
-    if !(s[0] < s[1] && s[1] < s[2]) {
-        return None;
-    }
-    let ms = (s[0] + s[1] + s[2]) / 3.0;
-    let mz = (p[0][2] + p[1][2] + p[2][2]) / 3.0;
-    let (mut sxz, mut sxx) = (0.0, 0.0);
-    for i in 0..3 {
-        sxz += (s[i] - ms) * (p[i][2] - mz);
-        sxx += (s[i] - ms) * (s[i] - ms);
-    }
-    let cot = sxz / sxx;
-    let z0 = mz - ms * cot;
-    let theta = PI / 2.0 - cot.atan();
-    // A positive charge turns clockwise when bz > 0: q = −sign(κ)·sign(B).
-    let q = -kappa.signum() * bz.signum();
-    let pt = bz.abs() * radius;
-    let mut v = BoundVector::zeros();
-    v[LOC0] = d0;
-    v[LOC1] = z0;
-    v[PHI] = phi;
-    v[THETA] = theta;
-    v[QOVERP] = q * theta.sin() / pt;
-    Some(v)
 }
 
 /// A pixel hit with its cylindrical coordinates.

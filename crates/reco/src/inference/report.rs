@@ -23,6 +23,8 @@ pub struct MeanSeconds {
     pub track_seconds: f64,
     /// Writing the submission.
     pub write_seconds: f64,
+    /// Fitting the tracks and writing their parameters (0 without a fit).
+    pub fit_seconds: f64,
 }
 
 /// A reconstruction of a directory of events into `out`, as reported.
@@ -60,6 +62,8 @@ pub struct RecoReport<'a> {
     pub rebuild: bool,
     /// Whether the edge scores came from the truth (a diagnostic).
     pub truth_scores: bool,
+    /// Whether every track was fitted, its parameters written beside the submission.
+    pub fit: bool,
     /// Each event's sizes and seconds.
     pub events: &'a [EventSummary],
     /// Mean seconds per event of each stage.
@@ -98,6 +102,7 @@ impl<'a> RecoReport<'a> {
             max_fake_probability: rec.quality().map(|(_, p)| p),
             rebuild: rec.rebuild(),
             truth_scores: rec.truth_scores(),
+            fit: rec.fit(),
             events: &done.events,
             mean_seconds_per_event: MeanSeconds {
                 read_seconds: mean(|e| e.read_seconds),
@@ -105,6 +110,7 @@ impl<'a> RecoReport<'a> {
                 gnn_seconds: mean(|e| e.gnn_seconds),
                 track_seconds: mean(|e| e.track_seconds),
                 write_seconds: mean(|e| e.write_seconds),
+                fit_seconds: mean(|e| e.fit_seconds),
             },
             metrics: &done.metrics,
             plots: &done.plots,
@@ -164,6 +170,14 @@ impl fmt::Display for RecoReport<'_> {
             t.track_seconds,
             t.write_seconds
         )?;
+        if self.fit {
+            writeln!(
+                f,
+                "track fit: {:.0} tracks fitted per event in {:.3} s, parameters in eventNNNNNNNNN-parameters.csv",
+                self.mean(|e| e.fitted_tracks as f64),
+                t.fit_seconds
+            )?;
+        }
         if let Some(m) = self.metrics {
             let cfg = &self.metrics_config;
             writeln!(
