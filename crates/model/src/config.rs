@@ -95,6 +95,25 @@ pub enum NonFinite {
     Skip,
 }
 
+/// What a loss spike does: a step whose loss exceeds `loss_spike_factor` × the median loss of
+/// the steps before it (see [`TrainConfig::loss_spike_factor`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum SpikeAction {
+    /// Log it (with the step's graphs) and update as usual.
+    #[cfg_attr(feature = "clap", value(help = "Log it with the step's graphs and update as usual"))]
+    Warn,
+    /// Log it and skip the step's update.
+    #[cfg_attr(feature = "clap", value(help = "Log it and skip the step's update"))]
+    Skip,
+    /// Log it, skip the update and go back to the weights and optimiser state of the last
+    /// checkpoint; training goes on with the next step (the steps since the checkpoint are
+    /// not replayed: their graphs are left out, as large-model practice does after a spike).
+    #[cfg_attr(feature = "clap", value(help = "Log it, skip the update and go back to the last checkpoint's weights"))]
+    Rollback,
+}
+
 /// The settings of a training run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -165,6 +184,15 @@ pub struct TrainConfig {
     /// Compare the replicas' weight checksums every this many steps (and at every epoch's
     /// end; 0: at epoch ends only). One all-gather of two numbers and a pass over the weights.
     pub replica_check_every_steps: usize,
+    /// A step's loss beyond this many times the median loss of the previous
+    /// `loss_spike_window` steps is a loss spike (0: no alarm). Spikes are counted in
+    /// `steps.jsonl` and `metrics.csv` and handled as `loss_spike` says.
+    pub loss_spike_factor: f64,
+    /// Steps whose losses make the median a spike is judged against (spikes themselves left
+    /// out); the alarm waits until this many steps are taken.
+    pub loss_spike_window: usize,
+    /// What a loss spike does.
+    pub loss_spike: SpikeAction,
 }
 
 impl Default for TrainConfig {
@@ -198,6 +226,9 @@ impl Default for TrainConfig {
             init_weights: None,
             non_finite: NonFinite::Stop,
             replica_check_every_steps: 50,
+            loss_spike_factor: 5.0,
+            loss_spike_window: 20,
+            loss_spike: SpikeAction::Warn,
         }
     }
 }
@@ -251,6 +282,12 @@ impl TrainConfig {
         }
         if !(0.0..std::f64::consts::PI).contains(&self.sector_overlap_phi) {
             return bad("sector_overlap_phi", format!("= {} must lie in [0, π)", self.sector_overlap_phi));
+        }
+        if !(self.loss_spike_factor == 0.0 || self.loss_spike_factor > 1.0) || self.loss_spike_factor.is_nan() {
+            return bad("loss_spike_factor", format!("= {} must be 0 (off) or above 1", self.loss_spike_factor));
+        }
+        if self.loss_spike_window == 0 {
+            return bad("loss_spike_window", "must be at least 1".into());
         }
         if self.sampler_bins == 0 {
             return bad("sampler_bins", "must be at least 1".into());

@@ -193,6 +193,9 @@ pub struct StepRecord {
     /// Slowest rank's compute / mean rank's compute (1 with one rank).
     #[serde(default = "one", deserialize_with = "nan_if_null")]
     pub load_imbalance: f64,
+    /// True if the step's loss was a spike (`loss_spike_factor`).
+    #[serde(default)]
+    pub loss_spike: bool,
     /// Mean loss over the ranks.
     #[serde(default = "nan", deserialize_with = "nan_if_null")]
     pub loss: f64,
@@ -742,6 +745,7 @@ mod tests {
             global_step,
             grad_norm: 0.7,
             load_imbalance: 1.1,
+            loss_spike: false,
             loss: f64::NAN,
             lr: 1e-3,
             seconds: 0.6,

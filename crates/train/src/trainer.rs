@@ -19,7 +19,7 @@ use trackgnn_trackml::rng::Rng;
 
 use crate::budget::{self, Oversize};
 use crate::checkpoint::{load_checkpoint, load_weights, save_checkpoint, save_weights};
-use crate::config::{BestMetric, NonFinite, TrainConfig};
+use crate::config::{BestMetric, NonFinite, SpikeAction, TrainConfig};
 use crate::data::{GraphSet, LossWeights, Prefetcher, Split, epoch_groups};
 use crate::dist::Comm;
 use crate::epochs::{EpochTraining, Progress, run_epochs};
@@ -49,6 +49,8 @@ pub struct TrainOutcome {
     pub best_value: f64,
     /// Steps skipped because the loss or a gradient was not finite (`non_finite = "skip"`).
     pub skipped_steps: u64,
+    /// Loss spikes the alarm saw (`loss_spike_factor`), whatever `loss_spike` did with them.
+    pub loss_spikes: u64,
 }
 
 /// Sums of the running epoch, kept in checkpoints so a resumed epoch reports what an
@@ -78,6 +80,12 @@ struct RunState {
     bad_epochs: u64,
     skipped_steps: u64,
     accum: EpochAccum,
+    /// Loss spikes so far, and the losses of the last steps that were not spikes (the alarm's
+    /// window, oldest first).
+    #[serde(default)]
+    loss_spikes: u64,
+    #[serde(default)]
+    recent_losses: Vec<f64>,
     config: TrainConfig,
     /// The current epoch's step groups when they are not the sampler's: after a resume with
     /// another number of ranks in mid-epoch, the graphs not yet trained, regrouped.
@@ -235,6 +243,9 @@ pub struct Trainer<'a> {
     /// Fault injection for tests of the replica check: at global step `.0`, rank `.1` changes
     /// one weight of its replica.
     pub inject_divergence: Option<(u64, usize)>,
+    /// Fault injection for tests of the loss-spike alarm: before global step `.0` (counted
+    /// from 1), every weight is multiplied by `.1`.
+    pub inject_weight_scale: Option<(u64, f32)>,
 }
 
 impl<'a> Trainer<'a> {
@@ -326,6 +337,8 @@ impl<'a> Trainer<'a> {
             bad_epochs: 0,
             skipped_steps: 0,
             accum: EpochAccum::default(),
+            loss_spikes: 0,
+            recent_losses: Vec::new(),
             config: cfg.clone(),
             regrouped: None,
         };
@@ -342,6 +355,7 @@ impl<'a> Trainer<'a> {
             parts,
             last_saved_step: None,
             inject_divergence: None,
+            inject_weight_scale: None,
         };
         if resume {
             t.resume()?;
@@ -394,6 +408,8 @@ impl<'a> Trainer<'a> {
         a.checkpointing = self.cfg.checkpointing;
         a.device = self.cfg.device;
         a.non_finite = self.cfg.non_finite;
+        (a.loss_spike_factor, a.loss_spike_window, a.loss_spike) =
+            (self.cfg.loss_spike_factor, self.cfg.loss_spike_window, self.cfg.loss_spike);
         a.replica_check_every_steps = self.cfg.replica_check_every_steps;
         // A new schedule that gave every step already taken its learning rate (a decay that
         // starts from now on) keeps the run one that a fresh start with it reproduces.
@@ -404,7 +420,7 @@ impl<'a> Trainer<'a> {
             return Err(Error::Model(trackgnn_model::Error::Inconsistent {
                 path: dir.clone(),
                 message: format!(
-                    "the checkpoint was written with another configuration (only `epochs`, `checkpointing`, `non_finite`, \
+                    "the checkpoint was written with another configuration (only `epochs`, `checkpointing`, `non_finite`, the loss-spike alarm, \
                      `replica_check_every_steps` and a schedule that keeps the learning rates of the {} steps already taken may change on resume)",
                     saved.global_step
                 ),
@@ -511,6 +527,40 @@ impl<'a> Trainer<'a> {
         Ok(())
     }
 
+    /// Whether `loss` is a spike: beyond `loss_spike_factor` × the median of the window of
+    /// earlier losses (once it is full). A loss that is not a spike joins the window.
+    fn loss_spike(&mut self, loss: f64) -> bool {
+        let (k, window) = (self.cfg.loss_spike_factor, self.cfg.loss_spike_window);
+        let recent = &mut self.state.recent_losses;
+        let spike = k > 0.0 && recent.len() >= window && {
+            let mut sorted = recent.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            let median = if n % 2 == 1 { sorted[n / 2] } else { 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]) };
+            loss > k * median
+        };
+        if !spike {
+            recent.push(loss);
+            if recent.len() > window {
+                recent.remove(0);
+            }
+        }
+        spike
+    }
+
+    /// Back to the weights and optimiser state of the last checkpoint (every rank reads it,
+    /// then takes rank 0's weights), the run's counters untouched; without a checkpoint yet, the
+    /// weights stay as they are.
+    fn rollback(&mut self) -> Result<()> {
+        let dir = self.run.checkpoint_dir();
+        if self.last_saved_step.is_none() {
+            return Ok(());
+        }
+        let (opt_state, _) = load_checkpoint(&dir, self.exec.params_mut())?;
+        self.exec.restore_optimizer(opt_state);
+        self.comm.broadcast(&mut self.exec.params_mut().data, 0)
+    }
+
     /// Data-parallel ranks: the ranks over domain ranks (each domain group trains one graph
     /// split across its ranks).
     fn data_ranks(&self) -> usize {
@@ -548,6 +598,7 @@ impl<'a> Trainer<'a> {
             best_epoch: self.state.best_epoch,
             best_value: self.state.best_value.unwrap_or(f64::NAN),
             skipped_steps: self.state.skipped_steps,
+            loss_spikes: self.state.loss_spikes,
         })
     }
 
@@ -612,6 +663,11 @@ impl<'a> Trainer<'a> {
             Prefetcher::with_parts(paths, LossWeights::of(&self.cfg), self.cfg.sector_overlap_phi)
         };
         for step in first_step..steps {
+            if let Some((at, k)) = self.inject_weight_scale
+                && at == self.state.global_step + 1
+            {
+                self.exec.params_mut().data.iter_mut().for_each(|w| *w *= k);
+            }
             let record = self.step(&mut loader, &groups[step as usize], steps, progress)?;
             if self.comm.is_root() {
                 // Every rank derives the same groups, so rank 0 knows what each trained on.
@@ -694,12 +750,34 @@ impl<'a> Trainer<'a> {
             // Every rank saw the same gathered flags: all stop with the same message.
             return Err(self.non_finite_error(step, group, &bad_ranks, loss, grad_norm));
         }
-        if finite {
+        let spike = finite && self.loss_spike(loss);
+        if spike {
+            self.state.loss_spikes += 1;
+            let action = self.cfg.loss_spike;
+            let what = match action {
+                SpikeAction::Warn => "updating as usual",
+                SpikeAction::Skip => "step skipped",
+                SpikeAction::Rollback => "step skipped, back to the last checkpoint's weights",
+            };
+            let graphs = self.graph_names(group, &[]);
+            let message = format!(
+                "epoch {epoch} step {step}: loss spike, {loss:.5} > {} × the median of the last {} steps ({graphs}); {what}",
+                self.cfg.loss_spike_factor,
+                self.state.recent_losses.len()
+            );
+            progress.message(&message);
+            tracing::warn!("{message}");
+            if action == SpikeAction::Rollback {
+                self.rollback()?;
+            }
+        }
+        let update = finite && !(spike && self.cfg.loss_spike != SpikeAction::Warn);
+        if update {
             self.exec.optimizer_step(lr);
             self.state.accum.loss_sum += loss;
             self.state.accum.grad_norm_sum += grad_norm;
             self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
-        } else {
+        } else if !finite {
             // Every rank sees the same gathered values, so all skip together.
             self.state.skipped_steps += 1;
             let graphs = self.graph_names(group, &bad_ranks);
@@ -728,6 +806,7 @@ impl<'a> Trainer<'a> {
             global_step: self.state.global_step,
             grad_norm,
             load_imbalance: imbalance,
+            loss_spike: spike,
             loss,
             lr,
             seconds: dt,

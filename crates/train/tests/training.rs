@@ -14,7 +14,7 @@ use trackgnn_trackml::Detector;
 use trackgnn_trackml::rng::Rng;
 use trackgnn_train::budget::step_bytes;
 use trackgnn_train::checkpoint::load_weights;
-use trackgnn_train::config::Oversize;
+use trackgnn_train::config::{Oversize, SpikeAction};
 use trackgnn_train::data::{GraphSet, LossWeights, load_parts};
 use trackgnn_train::dist::SingleProcess;
 use trackgnn_train::{Progress, RunDir, Silent, TrainConfig, Trainer};
@@ -395,4 +395,39 @@ fn a_memory_budget_splits_or_skips_the_big_graphs_alike_on_every_run() {
         TrainConfig { sampler: trackgnn_train::config::Sampler::Balanced, sampler_bins: 8, graphs_per_step: 3, ..base };
     let e = Trainer::new(starved, &graphs, &dir.path().join("starved"), false, &mut comm).err().unwrap();
     assert!(e.to_string().contains("no full step"), "{e}");
+}
+
+#[test]
+fn a_loss_spike_is_logged_and_handled_as_configured() {
+    let (dir, graphs) = tiny_set(12);
+    // Before step 12 every weight is scaled ×20: that step's loss jumps far beyond the median.
+    let run_with = |action: SpikeAction, factor: f64| {
+        let cfg = TrainConfig {
+            epochs: 2,
+            checkpoint_every_steps: 1,
+            loss_spike_factor: factor,
+            loss_spike_window: 4,
+            loss_spike: action,
+            ..small_config()
+        };
+        let run = dir.path().join(format!("{action:?}-{factor}"));
+        let mut comm = SingleProcess;
+        let mut t = Trainer::new(cfg, &graphs, &run, false, &mut comm).unwrap();
+        t.inject_weight_scale = Some((12, 20.0));
+        let out = t.run(&Silent, &AtomicBool::new(false)).unwrap();
+        (out, RunDir::new(&run).read_steps().unwrap())
+    };
+    let (out, steps) = run_with(SpikeAction::Rollback, 3.0);
+    let spiked: Vec<u64> = steps.iter().filter(|s| s.loss_spike).map(|s| s.global_step).collect();
+    assert_eq!(spiked, vec![12], "the scaled step alone is a spike once the weights are back: {steps:?}");
+    assert_eq!(out.loss_spikes, 1);
+    // Back on the checkpoint's weights, the next step's loss is the run's usual.
+    let (before, after) = (steps[10].loss, steps[12].loss);
+    assert!(after < 2.0 * before, "loss {before} before the spike, {after} after the rollback");
+    // Warn: logged, and the scaled weights train on (their losses stay spikes or near).
+    let (out, steps) = run_with(SpikeAction::Warn, 3.0);
+    assert!(steps[11].loss_spike && out.loss_spikes >= 1, "{steps:?}");
+    // Off: nothing is flagged.
+    let (out, steps) = run_with(SpikeAction::Rollback, 0.0);
+    assert!(out.loss_spikes == 0 && steps.iter().all(|s| !s.loss_spike));
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use trackgnn_engine::{Checkpointing, Device, Precision};
 
-use super::{LrScaling, NonFinite, Oversize, Sampler, TrainConfig};
+use super::{LrScaling, NonFinite, Oversize, Sampler, SpikeAction, TrainConfig};
 use crate::error::{Error, Result};
 use crate::run_dir::RunDir;
 
@@ -40,6 +40,13 @@ overrides! {
     /// graphs, keeping the last checkpoint) or skip the step.
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     non_finite: NonFinite => non_finite,
+    /// A loss spike is a step's loss beyond this many times the median of the previous
+    /// steps' (0: no alarm).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "K"))]
+    loss_spike_factor: f64 => loss_spike_factor,
+    /// What a loss spike does.
+    #[cfg_attr(feature = "clap", arg(long, value_enum))]
+    loss_spike: SpikeAction => loss_spike,
     /// Compare the replicas' weight checksums every K steps (0: at epoch ends only).
     #[cfg_attr(feature = "clap", arg(long = "replica-check-every", value_name = "K"))]
     replica_check_every_steps: usize => replica_check_every_steps,

@@ -255,6 +255,7 @@ mod tests {
             global_step: 0,
             grad_norm: 0.0,
             load_imbalance: c[0].max(c[1]) / ((c[0] + c[1]) / 2.0),
+            loss_spike: false,
             loss: 0.0,
             lr: 0.0,
             seconds,
