@@ -30,6 +30,7 @@
 //! ```
 
 pub mod allreduce;
+pub mod domain;
 pub mod launch;
 pub mod measured;
 pub mod options;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::Regime;
 use super::allreduce::AllreduceCost;
+use super::domain::{DomainPrediction, DomainSetup, predict_domain};
 use super::measured::MeasuredRun;
 use super::predict::{DEFAULT_BANDWIDTH_BYTES_PER_SECOND, DEFAULT_LATENCY_SECONDS};
 use super::simulation::{MeasuredStudy, Simulation, SimulationPlan};
@@ -115,6 +116,13 @@ pub struct StudyOptions {
     /// unlimited, or the --check study's.
     #[cfg_attr(feature = "clap", arg(long))]
     pub cores: Option<usize>,
+    /// Also predict one step of this graph split across each rank count (domain parallelism,
+    /// `train --domain-ranks`), from its step's compute in the --from run.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub domain_graph: Option<PathBuf>,
+    /// With --domain-graph: compare with the graph's steps in this domain-parallel run.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RUN", requires = "domain_graph"))]
+    pub domain_check: Option<PathBuf>,
     /// Epochs whose step draws the simulation averages.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_SIM_EPOCHS))]
     pub sim_epochs: u64,
@@ -138,6 +146,8 @@ impl Default for StudyOptions {
             mpirun: DEFAULT_MPIRUN.into(),
             oversubscribe: false,
             mpirun_args: Vec::new(),
+            domain_graph: None,
+            domain_check: None,
             config: None,
             simulate: false,
             from: None,
@@ -328,13 +338,38 @@ impl StudyOptions {
             threads_per_rank: self.threads_per_rank,
             epochs: self.sim_epochs,
         };
-        let sim = Simulation::run(&from, &run, &plan, study.as_ref())?;
+        let mut sim = Simulation::run(&from, &run, &plan, study.as_ref())?;
+        if let Some(path) = &self.domain_graph {
+            sim.domain = Some(self.predict_domain(path, &run, &plan)?);
+        }
         if let Some(dir) = &self.out {
             std::fs::create_dir_all(dir).map_err(|e| Error::context(format!("creating {}", dir.display()), e))?;
             plot_speedup(&dir.join("predicted_speedup"), "Predicted speed-up", &sim.curves(), &plan.ranks)?;
             write_json(&dir.join("simulation.json"), &sim)?;
         }
         Ok(sim)
+    }
+}
+
+impl StudyOptions {
+    /// The domain-parallel prediction of `--domain-graph` from the measured run's step on it.
+    fn predict_domain(&self, path: &Path, run: &MeasuredRun, plan: &SimulationPlan) -> Result<DomainPrediction> {
+        let graph = trackgnn_graph::read_graph(path)?;
+        let Some(k) = run.times.ids.iter().position(|&id| id == graph.event_id) else {
+            return Err(Error::flag(
+                "--domain-graph",
+                format!("event {} of {} is not among the --from run's training graphs", graph.event_id, path.display()),
+            ));
+        };
+        let setup = DomainSetup {
+            cfg: &run.cfg,
+            one_rank: (run.times.seconds[k], run.threads),
+            threads_per_rank: plan.threads_per_rank.unwrap_or(1),
+            cost: plan.cost,
+            gradient_bytes: run.gradient_bytes,
+            step_overhead_seconds: run.step_overhead_seconds,
+        };
+        predict_domain(path, &graph, &plan.ranks, &setup, self.domain_check.as_deref())
     }
 }
 

@@ -269,6 +269,9 @@ pub struct Simulation {
     pub sensitivity: Vec<Sensitivity>,
     /// Against a measured study, if given.
     pub check: Option<Check>,
+    /// One graph split across the rank counts (`--domain-graph`), if asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<super::domain::DomainPrediction>,
 }
 
 const NO_STEP: &str = "no full step: fewer graphs (per size bin, balanced) than ranks × graphs per step";
@@ -405,6 +408,7 @@ impl Simulation {
             predictions,
             sensitivity,
             check,
+            domain: None,
         })
     }
 
@@ -539,6 +543,9 @@ impl fmt::Display for Simulation {
                     ],
                 )?;
             }
+        }
+        if let Some(d) = &self.domain {
+            write!(out, "{d}")?;
         }
         Ok(())
     }
