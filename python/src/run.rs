@@ -7,9 +7,11 @@ use std::str::FromStr;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use trackgnn_model::run_dir::{RunDir, Weights};
 use trackgnn_reco::inference::Reconstructor;
 use trackgnn_reco::quality::QualityModel;
+use trackgnn_reco::submission::PARAMETERS_COLUMNS;
 use trackgnn_reco::{CandidateScore, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod};
 
 use crate::errors::{config_error, to_py, to_py_at};
@@ -181,6 +183,37 @@ impl PyRun {
         let s = edge_values(graph, &scores, "scores")?;
         let ids = py.detach(|| self.rec.tracks(&event.event, &graph.graph, s)).map_err(to_py)?;
         Ok(PyArray1::from_vec(py, ids))
+    }
+
+    /// The Kalman fits of `event`'s tracks, given a track id per hit (`hit_tracks`, in its hit
+    /// order, as `reconstruct` returns them): a dict of arrays, one entry per fitted track, with
+    /// the columns of `trackgnn reconstruct --fit`'s parameters file (`track_id`, `q_over_pt`
+    /// \[e/GeV\], `phi`, `eta`, `d0`, `z0` \[mm\], their `sigma_…`, `chi2`, `ndf`). Tracks whose
+    /// fit fails are left out.
+    fn fit_tracks<'py>(
+        &self,
+        py: Python<'py>,
+        event: &PyEvent,
+        hit_tracks: PyReadonlyArray1<'py, u32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let ids = hit_tracks.as_slice().map_err(|e| config_error(format!("hit_tracks: {e}")))?;
+        if ids.len() != event.event.hits.len() {
+            return Err(config_error(format!(
+                "{} track ids for an event of {} hits",
+                ids.len(),
+                event.event.hits.len()
+            )));
+        }
+        let fits = py.detach(|| self.rec.fit_tracks(&event.event, ids)).map_err(to_py)?;
+        let rows: Vec<[f64; 13]> = fits.iter().map(|f| f.row()).collect();
+        let d = PyDict::new(py);
+        for (k, name) in PARAMETERS_COLUMNS.iter().enumerate() {
+            match *name {
+                "track_id" | "ndf" => d.set_item(name, PyArray1::from_iter(py, rows.iter().map(|r| r[k] as u32)))?,
+                _ => d.set_item(name, PyArray1::from_iter(py, rows.iter().map(|r| r[k])))?,
+            }
+        }
+        Ok(d)
     }
 
     /// Reconstructs `event`: its graph, the edge scores and a track id per hit (as

@@ -203,3 +203,26 @@ def test_a_quality_model_drops_what_reconstruct_drops(tiny, cli):
         trackgnn.Run(tiny / "run", method="cc", min_hits=3, quality=tiny / "q.json")
     with pytest.raises(trackgnn.ConfigError, match="max_fake_probability"):
         trackgnn.Run(tiny / "run", quality=tiny / "q.json", max_fake_probability=2.0)
+
+
+def test_fit_tracks_gives_the_parameters_file_of_reconstruct_fit(tiny, cli):
+    import pandas as pd
+
+    ev = trackgnn.read_event(tiny / "ev" / "event000000001")
+    # Truth scores: the tiny run's GNN finds few tracks; the fit is what is tested here.
+    run = trackgnn.Run(tiny / "run", method="cc", min_hits=3, truth_scores=True)
+    _, _, hit_tracks = run.reconstruct(ev)
+    fits = run.fit_tracks(ev, hit_tracks)
+    assert list(fits) == ["track_id", "q_over_pt", "phi", "eta", "d0", "z0", "sigma_q_over_pt", "sigma_phi",
+                          "sigma_eta", "sigma_d0", "sigma_z0", "chi2", "ndf"]
+    assert len(fits["track_id"]) > 20 and set(fits["track_id"]) <= set(hit_tracks.tolist())
+    assert 0.5 < np.median(fits["chi2"] / fits["ndf"]) < 2, "true tracks fit with χ²/ndf near 1"
+    # The CLI's parameters file of the same reconstruction holds the same rows.
+    cli(tiny, "reconstruct", "--run", "run", "--input", "ev", "--out", "rfit", "--method", "cc", "--min-hits", 3,
+        "--truth-scores", "--fit", "--events", 1, "--threads", 1)
+    csv = pd.read_csv(tiny / "rfit" / "event000000001-parameters.csv")
+    np.testing.assert_array_equal(csv["track_id"].to_numpy(), fits["track_id"])
+    np.testing.assert_allclose(csv["q_over_pt"].to_numpy(), fits["q_over_pt"], rtol=1e-12)
+    np.testing.assert_allclose(csv["chi2"].to_numpy(), fits["chi2"], rtol=1e-12)
+    with pytest.raises(trackgnn.ConfigError, match="3 track ids for an event of"):
+        run.fit_tracks(ev, np.zeros(3, dtype=np.uint32))

@@ -174,6 +174,10 @@ class Run:
         self, event: Event
     ) -> tuple[Graph, npt.NDArray[np.float32], npt.NDArray[np.uint32]]:
         """Graph, edge scores and a track id per hit."""
+    def fit_tracks(
+        self, event: Event, hit_tracks: npt.NDArray[np.uint32]
+    ) -> dict[str, npt.NDArray[Any]]:
+        """Kalman fits of the tracks: the columns of `reconstruct --fit`'s parameters file."""
 
 def build_tracks(
     graph: Graph,

@@ -176,28 +176,11 @@ pub fn parameters_file_name(event_id: u64) -> String {
 /// \[rad\], η, d0 and z0 \[mm\], their errors σ, the fit's χ² and its degrees of freedom.
 /// Atomically, as submissions are.
 pub fn write_parameters(path: &Path, tracks: &[FittedTrack]) -> Result<()> {
-    use crate::kalman::perigee::{D0, PERIGEE_PHI, Q_OVER_PT, Z0};
     write_atomically(path, |w| {
         writeln!(w, "{}", PARAMETERS_COLUMNS.join(","))?;
         for t in tracks {
-            let (p, s) = (&t.perigee, t.perigee.sigmas());
-            writeln!(
-                w,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                t.track_id,
-                p.q_over_pt,
-                p.phi,
-                p.eta,
-                p.d0,
-                p.z0,
-                s[Q_OVER_PT],
-                s[PERIGEE_PHI],
-                p.sigma_eta,
-                s[D0],
-                s[Z0],
-                t.chi2,
-                t.ndf
-            )?;
+            let row: Vec<String> = t.row().iter().map(f64::to_string).collect();
+            writeln!(w, "{}", row.join(","))?;
         }
         Ok(())
     })

@@ -174,6 +174,28 @@ pub struct FittedTrack {
 }
 
 impl FittedTrack {
+    /// The track's values in the order of [`crate::submission::PARAMETERS_COLUMNS`]: its id,
+    /// q/pT, φ, η, d0, z0, their errors σ, χ² and ndf (the id and ndf as whole numbers).
+    pub fn row(&self) -> [f64; 13] {
+        use super::perigee::{D0, PERIGEE_PHI, Q_OVER_PT, Z0};
+        let (p, s) = (&self.perigee, self.perigee.sigmas());
+        [
+            self.track_id as f64,
+            p.q_over_pt,
+            p.phi,
+            p.eta,
+            p.d0,
+            p.z0,
+            s[Q_OVER_PT],
+            s[PERIGEE_PHI],
+            p.sigma_eta,
+            s[D0],
+            s[Z0],
+            self.chi2,
+            self.ndf as f64,
+        ]
+    }
+
     /// Track `track_id`'s fit; `None` if a value or an error of its perigee is not finite.
     pub fn of(track_id: u32, fit: &FitResult) -> Option<FittedTrack> {
         let perigee = fit.perigee_parameters();
