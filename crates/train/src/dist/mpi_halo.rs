@@ -67,53 +67,32 @@ impl MpiHalo {
             .collect();
         let mut requests: Vec<ffi::MPI_Request> = Vec::new();
         let mut peers: Vec<usize> = Vec::new();
-        for (peer, buf) in inbox.iter_mut().enumerate().filter(|(_, b)| !b.is_empty()) {
-            if buf.len() > MAX_CHUNK {
-                self.abort(&format!("{what}: {} values for rank {peer}, more than one MPI message carries", buf.len()));
+        let receives = inbox.iter_mut().map(|b| (b.as_mut_ptr(), b.len()));
+        let sends = outbox.iter().map(|b| (b.as_ptr() as *mut f32, b.len()));
+        for (ops, is_send) in [(receives.collect::<Vec<_>>(), false), (sends.collect(), true)] {
+            for (peer, (ptr, len)) in ops.into_iter().enumerate().filter(|(_, op)| op.1 > 0) {
+                if len > MAX_CHUNK {
+                    self.abort(&format!("{what}: {len} values for rank {peer}, more than one MPI message carries"));
+                }
+                let (buf, count) = (ptr as *mut c_void, len as c_int);
+                // SAFETY: `buf` holds `len` f32 (inbox or outbox), both outlive the wait below;
+                // a send only reads it.
+                let rc = unsafe {
+                    let (mut r, dt): (ffi::MPI_Request, _) = (std::mem::zeroed(), ffi::RSMPI_FLOAT);
+                    let rc = if is_send {
+                        ffi::MPI_Isend(buf, count, dt, peer as c_int, tag, self.comm, &mut r)
+                    } else {
+                        ffi::MPI_Irecv(buf, count, dt, peer as c_int, tag, self.comm, &mut r)
+                    };
+                    requests.push(r);
+                    rc
+                };
+                if rc != 0 {
+                    let dir = if is_send { "sending to" } else { "receiving from" };
+                    self.abort(&format!("{what}: {dir} rank {peer} failed with MPI code {rc}"));
+                }
+                peers.push(peer);
             }
-            // SAFETY: `buf` holds `len` f32 and outlives the wait below.
-            let rc = unsafe {
-                let mut r: ffi::MPI_Request = std::mem::zeroed();
-                let rc = ffi::MPI_Irecv(
-                    buf.as_mut_ptr() as *mut c_void,
-                    buf.len() as c_int,
-                    ffi::RSMPI_FLOAT,
-                    peer as c_int,
-                    tag,
-                    self.comm,
-                    &mut r,
-                );
-                requests.push(r);
-                rc
-            };
-            if rc != 0 {
-                self.abort(&format!("{what}: receiving from rank {peer} failed with MPI code {rc}"));
-            }
-            peers.push(peer);
-        }
-        for (peer, buf) in outbox.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
-            if buf.len() > MAX_CHUNK {
-                self.abort(&format!("{what}: {} values for rank {peer}, more than one MPI message carries", buf.len()));
-            }
-            // SAFETY: `buf` holds `len` f32 and outlives the wait below.
-            let rc = unsafe {
-                let mut r: ffi::MPI_Request = std::mem::zeroed();
-                let rc = ffi::MPI_Isend(
-                    buf.as_ptr() as *const c_void,
-                    buf.len() as c_int,
-                    ffi::RSMPI_FLOAT,
-                    peer as c_int,
-                    tag,
-                    self.comm,
-                    &mut r,
-                );
-                requests.push(r);
-                rc
-            };
-            if rc != 0 {
-                self.abort(&format!("{what}: sending to rank {peer} failed with MPI code {rc}"));
-            }
-            peers.push(peer);
         }
         self.wait_all(what, &mut requests, &peers);
         inbox
