@@ -224,6 +224,23 @@ fn mpi_a_stalled_rank_is_named_and_the_job_aborts_within_the_timeout() {
 }
 
 #[test]
+fn mpi_a_stalled_domain_rank_is_named_and_the_job_aborts_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fault_graphs(d);
+    let mut job = mpirun();
+    job.args(train_args(&["--epochs", "400", "--collective-timeout", "2", "--domain-ranks", "2"]));
+    let ended = signal_rank(d, job, 2, "STOP", To::Rank(1));
+    eprintln!("stalled domain rank detected, job ended {:.2} s after SIGSTOP", ended.seconds);
+    assert_ne!(ended.code, Some(0));
+    // Rank 0 waits in a halo exchange (most of a step) or in a collective: either names rank 1.
+    let named = ended.stderr.contains("with domain rank(s) 1 did not complete")
+        || ended.stderr.contains("rank(s) 1 did not reach");
+    assert!(named, "{}", ended.stderr);
+    assert!(ended.seconds < 15.0, "took {} s", ended.seconds);
+}
+
+#[test]
 fn mpi_an_error_on_one_rank_ends_every_rank_with_its_message() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -558,6 +575,21 @@ fn mpi_two_domain_ranks_train_as_one_rank_on_the_whole_graphs() {
         eprintln!("{name}: weights after 2 epochs differ by {diff:e}");
         assert!(diff < tol, "{name}: weights differ by {diff:e} (relative, worst tensor)");
     }
+}
+
+#[test]
+fn mpi_a_domain_parallel_run_resumes_on_one_rank_with_the_same_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    graphs(d);
+    let epochs = |n: &'static str| [TRAIN, &["--epochs", n]].concat();
+    // One epoch split across 2 ranks, the second on one rank (the checkpoint does not depend on P).
+    let out = mpirun().current_dir(d).args(epochs("1")).args(["--out", "r", "--domain-ranks", "2"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    ok(trackgnn(d, &[epochs("2"), vec!["--out", "r", "--resume"]].concat()));
+    ok(trackgnn(d, &[epochs("2"), vec!["--out", "straight"]].concat()));
+    let diff = weight_difference(&d.join("r"), &d.join("straight"));
+    assert!(diff < 1e-5, "resumed across P: weights differ by {diff:e}");
 }
 
 #[test]
