@@ -513,20 +513,8 @@ impl<T: Real> InteractionGnn<T> {
         }
         // Edge encoder: inputs h_0 (split) and the edge features; ws.de holds dL/de_0.
         let input = split((g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim)));
-        let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-        self.edge_encoder.backward(ps, input, Acts::Cached(&cache.edge_encoder), DOut::Given(&ws.de), &mut grad, din);
-        let h0 = &cache.h[0];
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
-        g.return_gradients(&mut ws.dh, h);
-        let input = Input::Dense { x: &g.x, dim: g.node_dim };
-        self.node_encoder.backward(
-            ps,
-            input,
-            Acts::Cached(&cache.node_encoder),
-            DOut::Given(&ws.dh),
-            &mut grad,
-            DInput::None,
-        );
+        let acts = (Acts::Cached(&cache.edge_encoder), &cache.node_encoder);
+        self.encoders_backward(g, input, acts, &cache.h[0], &mut grad, &mut ws);
         self.params.grad = grad;
         cache.workspace = ws;
     }

@@ -60,6 +60,29 @@ impl<T: Real> InteractionGnn<T> {
         aggregate::backward(e_agg, h, &g.out_edges, &g.src, aggs, dn, ld, out_col, agg.1, &mut ws.de);
     }
 
+    /// Backward of the encoders, both passes' last step: the edge encoder from dL/de_0 in
+    /// `ws.de` (its split `input` on h_0 and the edge features, its activations `acts.0`), whose
+    /// node side adds into dL/dh_0 in `ws.dh`; the halo's part of that goes to its owners;
+    /// then the node encoder (its cache `acts.1`).
+    pub(super) fn encoders_backward(
+        &self,
+        g: &GraphInput<T>,
+        input: Input<'_, T>,
+        acts: (Acts<'_, T>, &MlpCache<T>),
+        h0: &[T],
+        grad: &mut [T],
+        ws: &mut Workspace<T>,
+    ) {
+        let (ps, h) = (&self.params, self.cfg.hidden);
+        let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
+        self.edge_encoder.backward(ps, input, acts.0, DOut::Given(&ws.de), grad, din);
+        let (o, i) = (&g.out_edges, &g.in_edges);
+        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, grad, &mut ws.dh, &mut ws.split);
+        g.return_gradients(&mut ws.dh, h);
+        let input = Input::Dense { x: &g.x, dim: g.node_dim };
+        self.node_encoder.backward(ps, input, Acts::Cached(acts.1), DOut::Given(&ws.dh), grad, DInput::None);
+    }
+
     /// The states kept with checkpointing segment K: h_k, e_k for k = 0, K, 2K, … and the last.
     pub(super) fn stored(&self, k: usize, seg: usize) -> bool {
         k.is_multiple_of(seg) || k == self.cfg.iterations
@@ -352,19 +375,8 @@ impl<T: Real> InteractionGnn<T> {
         self.edge_encoder.split_precompute(ps, h0, h, &mut sc.a, &mut sc.b);
         let rest = (g.edge_dim > 0).then_some((&g.edge_attr[..], g.edge_dim));
         let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
-        let din = DInput::Split { dz1: &mut ws.dz1, drest: None };
-        self.edge_encoder.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(&ws.de), &mut grad, din);
-        self.edge_encoder.split_backward_nodes(ps, &ws.dz1, h0, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
-        g.return_gradients(&mut ws.dh, h);
-        let input = Input::Dense { x: &g.x, dim: g.node_dim };
-        self.node_encoder.backward(
-            ps,
-            input,
-            Acts::Cached(&cache.node_encoder),
-            DOut::Given(&ws.dh),
-            &mut grad,
-            DInput::None,
-        );
+        let acts = (Acts::Recompute { rows: e }, &cache.node_encoder);
+        self.encoders_backward(g, input, acts, h0, &mut grad, &mut ws);
         self.params.grad = grad;
         cache.workspace = ws;
         cache.iter_scratch = sc;
