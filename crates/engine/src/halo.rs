@@ -58,6 +58,35 @@ impl HaloPlan {
     pub fn sent_rows(&self) -> usize {
         self.send.iter().map(Vec::len).sum()
     }
+
+    /// The rows `rows` of `data` (rows × `width`), one after another: one peer's message.
+    pub fn pack<T: Copy>(rows: &[u32], data: &[T], width: usize) -> Vec<T> {
+        rows.iter().flat_map(|&r| &data[r as usize * width..(r as usize + 1) * width]).copied().collect()
+    }
+
+    /// Puts the node states received from peer `from` (packed as `recv[from]` lists them)
+    /// into their halo rows.
+    pub fn place_states<T: Copy>(&self, from: usize, got: &[T], states: &mut [T], width: usize) {
+        for (k, &r) in self.recv[from].iter().enumerate() {
+            states[r as usize * width..(r as usize + 1) * width].copy_from_slice(&got[k * width..(k + 1) * width]);
+        }
+    }
+
+    /// Adds the gradients returned by peer `from` (packed as `send[from]` lists them) into the
+    /// owned rows they belong to.
+    pub fn add_returned<T: Real>(&self, from: usize, got: &[T], grads: &mut [T], width: usize) {
+        for (k, &r) in self.send[from].iter().enumerate() {
+            let row = &mut grads[r as usize * width..(r as usize + 1) * width];
+            row.iter_mut().zip(&got[k * width..(k + 1) * width]).for_each(|(g, &v)| *g += v);
+        }
+    }
+
+    /// Sets the halo rows of `grads` (local nodes × `width`) to zero.
+    pub fn zero_halo<T: Real>(&self, grads: &mut [T], width: usize) {
+        for &r in self.recv.iter().flatten() {
+            grads[r as usize * width..(r as usize + 1) * width].iter_mut().for_each(|v| *v = T::ZERO);
+        }
+    }
 }
 
 /// One rank's part of a graph split by node owner.
@@ -260,11 +289,13 @@ impl<T: Real> ThreadHalo<T> {
     }
 
     fn post(&self, to: usize, rows: &[u32], data: &[T], width: usize) {
-        let mut mail = self.shared.boxes[self.rank * self.shared.parts + to].lock().expect("halo mailbox");
-        mail.clear();
-        for &r in rows {
-            mail.extend_from_slice(&data[r as usize * width..(r as usize + 1) * width]);
-        }
+        *self.shared.boxes[self.rank * self.shared.parts + to].lock().expect("halo mailbox") =
+            HaloPlan::pack(rows, data, width);
+    }
+
+    /// The message peer `from` posted to this rank.
+    fn mail(&self, from: usize) -> std::sync::MutexGuard<'_, Vec<T>> {
+        self.shared.boxes[from * self.shared.parts + self.rank].lock().expect("halo mailbox")
     }
 }
 
@@ -276,10 +307,7 @@ impl<T: Real + 'static> HaloExchange<T> for ThreadHalo<T> {
         }
         self.shared.barrier.wait();
         for from in 0..parts {
-            let mail = self.shared.boxes[from * parts + self.rank].lock().expect("halo mailbox");
-            for (k, &r) in self.plan.recv[from].iter().enumerate() {
-                states[r as usize * width..(r as usize + 1) * width].copy_from_slice(&mail[k * width..(k + 1) * width]);
-            }
+            self.plan.place_states(from, &self.mail(from), states, width);
         }
         self.shared.barrier.wait();
     }
@@ -288,17 +316,11 @@ impl<T: Real + 'static> HaloExchange<T> for ThreadHalo<T> {
         let parts = self.shared.parts;
         for to in 0..parts {
             self.post(to, &self.plan.recv[to], grads, width);
-            for &r in &self.plan.recv[to] {
-                grads[r as usize * width..(r as usize + 1) * width].iter_mut().for_each(|v| *v = T::ZERO);
-            }
         }
+        self.plan.zero_halo(grads, width);
         self.shared.barrier.wait();
         for from in 0..parts {
-            let mail = self.shared.boxes[from * parts + self.rank].lock().expect("halo mailbox");
-            for (k, &r) in self.plan.send[from].iter().enumerate() {
-                let row = &mut grads[r as usize * width..(r as usize + 1) * width];
-                row.iter_mut().zip(&mail[k * width..(k + 1) * width]).for_each(|(g, &v)| *g += v);
-            }
+            self.plan.add_returned(from, &self.mail(from), grads, width);
         }
         self.shared.barrier.wait();
     }

@@ -59,12 +59,7 @@ impl MpiHalo {
     ) -> Vec<Vec<f32>> {
         let what = if tag == TAG_STATES { "halo exchange of node states" } else { "halo return of node gradients" };
         let mut inbox: Vec<Vec<f32>> = incoming.iter().map(|rows| vec![0.0; rows.len() * width]).collect();
-        let outbox: Vec<Vec<f32>> = outgoing
-            .iter()
-            .map(|rows| {
-                rows.iter().flat_map(|&r| &data[r as usize * width..(r as usize + 1) * width]).copied().collect()
-            })
-            .collect();
+        let outbox: Vec<Vec<f32>> = outgoing.iter().map(|rows| HaloPlan::pack(rows, data, width)).collect();
         let mut requests: Vec<ffi::MPI_Request> = Vec::new();
         let mut peers: Vec<usize> = Vec::new();
         let receives = inbox.iter_mut().map(|b| (b.as_mut_ptr(), b.len()));
@@ -135,28 +130,21 @@ impl MpiHalo {
 
 impl HaloExchange<f32> for MpiHalo {
     fn exchange_states(&self, states: &mut [f32], width: usize) {
-        let (send, recv) = (&self.plan.send, &self.plan.recv);
-        let inbox = self.swap(states, width, send, recv, TAG_STATES);
-        for (buf, rows) in inbox.iter().zip(recv) {
-            for (k, &r) in rows.iter().enumerate() {
-                states[r as usize * width..(r as usize + 1) * width].copy_from_slice(&buf[k * width..(k + 1) * width]);
-            }
+        let plan = &self.plan;
+        let inbox = self.swap(states, width, &plan.send, &plan.recv, TAG_STATES);
+        for (from, got) in inbox.iter().enumerate() {
+            plan.place_states(from, got, states, width);
         }
     }
 
     fn return_gradients(&self, grads: &mut [f32], width: usize) {
         // The halo's rows go to their owners; what the peers send is added into the owned rows
         // they hold, peer after peer.
-        let (send, recv) = (&self.plan.send, &self.plan.recv);
-        let inbox = self.swap(grads, width, recv, send, TAG_GRADIENTS);
-        for &r in recv.iter().flatten() {
-            grads[r as usize * width..(r as usize + 1) * width].iter_mut().for_each(|v| *v = 0.0);
-        }
-        for (buf, rows) in inbox.iter().zip(send) {
-            for (k, &r) in rows.iter().enumerate() {
-                let row = &mut grads[r as usize * width..(r as usize + 1) * width];
-                row.iter_mut().zip(&buf[k * width..(k + 1) * width]).for_each(|(g, &v)| *g += v);
-            }
+        let plan = &self.plan;
+        let inbox = self.swap(grads, width, &plan.recv, &plan.send, TAG_GRADIENTS);
+        plan.zero_halo(grads, width);
+        for (from, got) in inbox.iter().enumerate() {
+            plan.add_returned(from, got, grads, width);
         }
     }
 }
