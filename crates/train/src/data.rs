@@ -292,29 +292,23 @@ impl Prefetcher {
 
     /// Starts loading `(path, parts)` in order, each cut into `parts` φ sectors.
     pub fn with_parts(paths: Vec<(PathBuf, usize)>, weights: LossWeights, overlap_phi: f64) -> Prefetcher {
-        let (tx, rx) = sync_channel(1);
-        let handle = std::thread::Builder::new()
-            .name("graph-loader".into())
-            .spawn(move || {
-                for (p, k) in paths {
-                    if tx.send(load_parts(&p, weights, k, overlap_phi)).is_err() {
-                        return;
-                    }
-                }
-            })
-            .expect("spawning the loader thread");
-        Prefetcher { rx, handle: Some(handle) }
+        Prefetcher::spawn(paths, move |(p, k)| load_parts(&p, weights, k, overlap_phi))
     }
 
     /// Starts loading `paths` in order, each as partition `rank` of `parts`
     /// ([`load_partition`]).
     pub fn domain(paths: Vec<PathBuf>, weights: LossWeights, rank: usize, parts: usize) -> Prefetcher {
+        Prefetcher::spawn(paths, move |p| load_partition(&p, weights, rank, parts).map(|s| vec![s]))
+    }
+
+    /// Loads each item with `load` on a background thread, one ahead of the consumer.
+    fn spawn<I: Send + 'static>(items: Vec<I>, load: impl Fn(I) -> Result<Vec<Sample>> + Send + 'static) -> Prefetcher {
         let (tx, rx) = sync_channel(1);
         let handle = std::thread::Builder::new()
             .name("graph-loader".into())
             .spawn(move || {
-                for p in paths {
-                    if tx.send(load_partition(&p, weights, rank, parts).map(|s| vec![s])).is_err() {
+                for item in items {
+                    if tx.send(load(item)).is_err() {
                         return;
                     }
                 }

@@ -180,8 +180,6 @@ fn plan_parts(
     Ok(parts)
 }
 
-/// The error of a split without validation events: validation picks the best weights and
-/// drives early stopping, so a run without it would have nothing to keep.
 /// Refuses, before anything is written, a domain split the run cannot make: with a memory
 /// budget (whose φ sectors would split the partitions again), or with a graph of fewer nodes
 /// than domain ranks.
@@ -205,6 +203,8 @@ fn check_domain_split(cfg: &TrainConfig, set: &GraphSet, graphs_dir: &Path, doma
     Ok(())
 }
 
+/// The error of a split without validation events: validation picks the best weights and
+/// drives early stopping, so a run without it would have nothing to keep.
 fn empty_validation(graphs_dir: &Path, set: &GraphSet, fractions: [f64; 3]) -> Error {
     let mut ids: Vec<u64> = set.files.iter().map(|f| f.0).collect();
     ids.dedup();
@@ -552,11 +552,10 @@ impl<'a> Trainer<'a> {
     /// then takes rank 0's weights), the run's counters untouched; without a checkpoint yet, the
     /// weights stay as they are.
     fn rollback(&mut self) -> Result<()> {
-        let dir = self.run.checkpoint_dir();
         if self.last_saved_step.is_none() {
             return Ok(());
         }
-        let (opt_state, _) = load_checkpoint(&dir, self.exec.params_mut())?;
+        let (opt_state, _) = load_checkpoint(&self.run.checkpoint_dir(), self.exec.params_mut())?;
         self.exec.restore_optimizer(opt_state);
         self.comm.broadcast(&mut self.exec.params_mut().data, 0)
     }
