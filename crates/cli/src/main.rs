@@ -4,8 +4,6 @@
 
 mod cli;
 mod commands;
-#[cfg(not(feature = "mpi"))]
-mod dist_launch;
 mod progress;
 mod util;
 

@@ -611,3 +611,48 @@ fn mpi_two_data_groups_of_two_domain_ranks_train_as_one_rank_with_two_graphs_per
     assert!(stderr(&out).contains("3 domain ranks do not divide the 2 ranks"), "{}", stderr(&out));
     assert!(!d.join("bad").exists(), "a refused run wrote its directory");
 }
+
+#[test]
+fn mpi_an_event_reconstructed_across_two_domain_ranks_gives_one_ranks_tracks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    graphs(d);
+    ok(trackgnn(d, &[TRAIN, &["--epochs", "3", "--out", "run"]].concat()));
+    let reco = |out: &'static str| ["reconstruct", "--run", "run", "--input", "ev", "--events", "3", "--out", out];
+    for (name, extra) in [("f32", &[][..]), ("bf16", &["--precision", "bf16"][..])] {
+        let (one, two) = (format!("one-{name}"), format!("two-{name}"));
+        let (one, two): (&'static str, &'static str) = (one.leak(), two.leak());
+        let single = json(&ok(trackgnn(d, &[&reco(one)[..], extra, &["--json"]].concat())));
+        let out = mpirun()
+            .current_dir(d)
+            .args(reco(two))
+            .args(extra)
+            .args(["--domain-ranks", "2", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        // Rank 0 alone prints the report and writes the files.
+        let split = json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(split["metrics"], single["metrics"], "{name}: the track metrics differ");
+        let tracks: u64 = single["events"].as_array().unwrap().iter().map(|e| e["tracks"].as_u64().unwrap()).sum();
+        assert!(tracks > 0, "{name}: no tracks to compare");
+        eprintln!("{name}: {tracks} tracks in 3 events, the same on 1 rank and 2 domain ranks");
+        let mut files: Vec<_> = std::fs::read_dir(d.join(one)).unwrap().map(|e| e.unwrap().file_name()).collect();
+        files.retain(|f| f.to_string_lossy().ends_with("-submission.csv"));
+        assert_eq!(files.len(), 3, "{name}: {files:?}");
+        for f in files {
+            let (a, b) = (std::fs::read(d.join(one).join(&f)).unwrap(), std::fs::read(d.join(two).join(&f)).unwrap());
+            assert!(a == b, "{name}: {} differs between 1 rank and 2 domain ranks", f.to_string_lossy());
+        }
+    }
+    // Two ranks without --domain-ranks would each write every file: refused.
+    let out = mpirun().current_dir(d).args(reco("bad")).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("splits each event across them with --domain-ranks 2"), "{}", stderr(&out));
+    assert!(!d.join("bad").exists(), "a refused reconstruction wrote its directory");
+    // A build without MPI says what it needs.
+    let out = Command::new(plain_trackgnn()).current_dir(d).args(reco("bad")).args(["--domain-ranks", "2"]).output();
+    let out = out.unwrap();
+    assert!(!out.status.success() && stderr(&out).contains("needs an MPI build"), "{}", stderr(&out));
+    assert!(!d.join("bad").exists(), "a refused reconstruction wrote its directory");
+}

@@ -93,3 +93,14 @@ impl TrainedModel {
         self.executor.infer(&graph_input(graph))
     }
 }
+
+/// Scores a graph's edges some other way than one process on the whole graph: in
+/// domain-parallel inference each process scores its partition of the graph, exchanging the
+/// halo's node states with the others, and the logits are gathered
+/// (`trackgnn_train::dist::DomainScoring`). The reconstruction takes it with
+/// `Reconstructor::with_logits_hook`.
+pub trait LogitsHook: Send + Sync {
+    /// The logits of every edge of `graph` by the model on `executor`, in the graph's edge
+    /// order.
+    fn logits(&self, executor: &dyn GnnExecutor, graph: &Graph) -> Result<Vec<f32>>;
+}

@@ -26,13 +26,15 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
+use trackgnn_engine::loss::sigmoid;
 use trackgnn_graph::module_map::file_hash;
 use trackgnn_graph::{BuildStats, Graph, GraphRecipe, ModuleMap, build_graph_with};
-use trackgnn_model::LearnedStages;
 use trackgnn_model::run_dir::{RunDir, Weights};
+use trackgnn_model::{LearnedStages, LogitsHook};
 use trackgnn_trackml::csv::{EventFiles, FileKind, ReadOptions, discover_events, read_event};
 use trackgnn_trackml::physics::material::MaterialModel;
 use trackgnn_trackml::{Detector, Event, SolenoidField};
@@ -111,6 +113,8 @@ pub struct Reconstructor {
     rebuild: bool,
     /// Whether every track is fitted, its parameters written beside the submission.
     fit: bool,
+    /// Who scores the graphs when not this process alone (domain-parallel inference).
+    logits_hook: Option<Arc<dyn LogitsHook>>,
 }
 
 impl Reconstructor {
@@ -151,6 +155,7 @@ impl Reconstructor {
             quality: None,
             rebuild: false,
             fit: false,
+            logits_hook: None,
         })
     }
 
@@ -197,6 +202,16 @@ impl Reconstructor {
     /// fitted parameters beside each submission ([`write_parameters`]).
     pub fn with_fit(self, fit: bool) -> Reconstructor {
         Reconstructor { fit, ..self }
+    }
+
+    /// The same, with `hook` computing the GNN's logits of each graph instead of this process
+    /// alone: domain-parallel inference, where the processes of a domain group each score
+    /// their partition of the graph (`trackgnn_train::dist::DomainScoring`). Every process of
+    /// the group must then score the same events in the same order: the root with
+    /// [`reconstruct_events`](Self::reconstruct_events), the others with
+    /// [`score_events`](Self::score_events).
+    pub fn with_logits_hook(self, hook: Arc<dyn LogitsHook>) -> Reconstructor {
+        Reconstructor { logits_hook: Some(hook), ..self }
     }
 
     /// Whether every track is fitted.
@@ -317,7 +332,10 @@ impl Reconstructor {
             let truth = graph.truth.as_ref().ok_or(Error::TruthScoresWithoutTruth { event_id })?;
             return Ok(truth.target.iter().map(|&y| y as f32).collect());
         }
-        Ok(self.model.scores(graph))
+        match &self.logits_hook {
+            Some(hook) => Ok(hook.logits(self.model.executor(), graph)?.into_iter().map(sigmoid).collect()),
+            None => Ok(self.model.scores(graph)),
+        }
     }
 
     /// The GNN's logits of `graph`'s edges (the scores before the sigmoid).
@@ -450,6 +468,20 @@ impl Reconstructor {
             files.truncate(n);
         }
         self.reconstruct_events(&files, out, done)
+    }
+
+    /// Reads each of the events `files`, builds its graph and scores its edges, writing
+    /// nothing: what the other processes of a domain group do while the root reconstructs
+    /// the same events ([`with_logits_hook`](Self::with_logits_hook)). Returns the number of
+    /// edges scored.
+    pub fn score_events(&self, files: &[EventFiles]) -> Result<usize> {
+        let mut edges = 0;
+        for f in files {
+            let event = read_event(f, self.read_options())?;
+            let (graph, _) = self.graph(&event)?;
+            edges += self.scores(&graph)?.len();
+        }
+        Ok(edges)
     }
 
     /// Reconstructs the events `files` into submission files in `out` (created if needed); then

@@ -94,6 +94,10 @@ pub struct ReconstructArgs {
     /// are then the ceiling that the graph and the track builder allow a perfect classifier.
     #[arg(long)]
     pub truth_scores: bool,
+    /// Split each event's graph across this many ranks to score it (an MPI build under
+    /// `mpirun -np N`, N ranks): rank 0 builds the tracks and writes the files.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub domain_ranks: u32,
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,
@@ -209,10 +213,26 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
     };
     let events = a.events.discover(&a.input)?;
     let pool = thread_pool(a.threads.threads)?;
+    let Some(domain) = trackgnn_train::dist::domain_scoring(a.domain_ranks)? else {
+        return pool.install(|| reconstruct(&rec, &events, &a));
+    };
+    let (rank, rec) = (domain.rank(), rec.with_logits_hook(domain.clone()));
+    let done = pool.install(|| match rank {
+        0 => reconstruct(&rec, &events, &a),
+        _ => rec.score_events(&events).map(|_| ExitCode::SUCCESS).map_err(Into::into),
+    });
+    done.inspect_err(|e| domain.abort(&format!("error: {}", trackgnn_trackml::error::report(e.as_ref()))))
+}
+
+/// Reconstructs `events` with `rec` and prints the report.
+fn reconstruct(
+    rec: &Reconstructor,
+    events: &[trackgnn_trackml::csv::EventFiles],
+    a: &ReconstructArgs,
+) -> Result<ExitCode> {
     let pb = progress::bar(events.len() as u64, "reconstruct");
-    let done = pool.install(|| rec.reconstruct_events(&events, &a.out, |_| pb.inc(1)))?;
+    let done = rec.reconstruct_events(events, &a.out, |_| pb.inc(1))?;
     pb.finish_and_clear();
-    let report = RecoReport::new(&a.out, &rec, &done);
-    print_report(&report, a.json.json)?;
+    print_report(&RecoReport::new(&a.out, rec, &done), a.json.json)?;
     Ok(ExitCode::SUCCESS)
 }

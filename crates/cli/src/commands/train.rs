@@ -215,7 +215,7 @@ pub fn run(a: TrainArgs) -> Result<ExitCode> {
     }
     #[cfg(not(feature = "mpi"))]
     {
-        crate::dist_launch::refuse_if_launched_as_many_ranks()?;
+        trackgnn_train::dist::refuse_if_launched_as_many_ranks()?;
         run_with(a, &mut trackgnn_train::dist::SingleProcess)
     }
 }

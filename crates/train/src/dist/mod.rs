@@ -12,6 +12,8 @@ use trackgnn_engine::halo::{HaloExchange, HaloPlan};
 
 #[cfg(not(feature = "mpi"))]
 mod disabled;
+mod domain_scoring;
+mod launch;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(feature = "mpi")]
@@ -20,9 +22,11 @@ mod requeue;
 mod single;
 
 #[cfg(feature = "mpi")]
-pub use self::mpi::{MAX_CHUNK, MpiComm};
+pub use self::mpi::{MAX_CHUNK, MpiComm, abort_job};
 #[cfg(not(feature = "mpi"))]
 pub use disabled::{MAX_CHUNK, MpiComm};
+pub use domain_scoring::{DomainScoring, partition_logits, split_graph};
+pub use launch::{domain_scoring, launcher_ranks, refuse_if_launched_as_many_ranks};
 pub use requeue::{Requeue, requeue_slurm_job};
 pub use single::SingleProcess;
 

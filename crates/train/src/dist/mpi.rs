@@ -84,12 +84,7 @@ impl MpiComm {
 
     /// Prints `message` as this rank's and aborts every rank of the job (exit code `code`).
     pub fn abort(&self, message: &str, code: i32) -> ! {
-        eprintln!("rank {} of {}: {message}; aborting the MPI job", self.rank, self.size);
-        // SAFETY: MPI is initialised; MPI_Abort may be called from any thread.
-        unsafe {
-            ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code);
-        }
-        std::process::exit(code)
+        abort_job(&format!("rank {} of {}: {message}", self.rank, self.size), code)
     }
 
     fn raw(&self) -> ffi::MPI_Comm {
@@ -350,6 +345,17 @@ impl Comm for MpiComm {
         self.wait("all-gather", rc, req)?;
         Ok(out)
     }
+}
+
+/// Prints `message` and aborts every rank of the job (exit code `code`); MPI must be
+/// initialised ([`MpiComm::init`]).
+pub fn abort_job(message: &str, code: i32) -> ! {
+    eprintln!("{message}; aborting the MPI job");
+    // SAFETY: MPI is initialised; MPI_Abort may be called from any thread.
+    unsafe {
+        ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code);
+    }
+    std::process::exit(code)
 }
 
 /// Fails if the launcher says the job has a different number of ranks than MPI sees: `srun`
