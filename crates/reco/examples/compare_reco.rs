@@ -73,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let shown: Vec<String> = b
                 .iter()
                 .filter(|b| b.2 > 0)
-                .map(|&(lo, hi, n, k)| format!("{lo}-{hi}: {:.3} ({k}/{n})", k as f64 / n as f64))
+                .map(|&(lo, hi, n, k)| format!("{lo:.2}-{hi:.2}: {:.3} ({k}/{n})", k as f64 / n as f64))
                 .collect();
             shown.join(", ")
         };
