@@ -83,3 +83,50 @@ fn reconstruct_ckf_fit_writes_each_tracks_parameters_beside_the_submission() {
     assert!(d.join("nofit/event000000001-submission.csv").is_file());
     assert!(!d.join("nofit/event000000001-parameters.csv").exists());
 }
+
+#[test]
+fn reconstruct_display_draws_one_event_and_exports_it_for_phoenix() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(trackgnn(d, &["simulate", "--events", "2", "--pileup", "2", "--seed", "43", "--out", "ev"]));
+    let base = ["reconstruct", "--method", "ckf", "--input", "ev", "--json", "--display", "2"];
+    let run = |out: &str, extra: &[&str]| json(&ok(trackgnn(d, &[&base[..], &["--out", out], extra].concat())));
+    let all = run("all", &[]);
+    let shown: Vec<&str> = all["display"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert_eq!(shown.len(), 3, "{shown:?}");
+    for name in ["event000000002-tracks.png", "event000000002-tracks.svg", "event000000002-phoenix.json"] {
+        let path = d.join("all/display").join(name);
+        assert!(std::fs::metadata(&path).unwrap().len() > 1000, "{name}");
+        assert!(shown.iter().any(|p| p.ends_with(name)), "{name} reported");
+    }
+    // The Phoenix file: the event under its key, its hits in two collections, its tracks with
+    // their fitted perigees (Phoenix's units: mm, MeV).
+    let phoenix = |out: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join(out).join("display/event000000002-phoenix.json")).unwrap())
+            .unwrap()
+    };
+    let p = phoenix("all");
+    let e = &p["event 2"];
+    assert_eq!((e["event number"].as_u64(), e["run number"].as_u64()), (Some(2), Some(0)));
+    let count = |e: &serde_json::Value, k: &str, c: &str| e[k][c].as_array().unwrap().len();
+    let hits = count(e, "Hits", "hits on tracks") + count(e, "Hits", "hits on no track");
+    let tracks = all["events"].as_array().unwrap()[1]["tracks"].as_u64().unwrap() as usize;
+    let exported = count(e, "Tracks", "CKF tracks");
+    assert!(exported > 0 && exported <= tracks && exported * 100 >= tracks * 90, "{exported} of {tracks}");
+    let t = &e["Tracks"]["CKF tracks"][0];
+    assert_eq!(t["dparams"].as_array().unwrap().len(), 5);
+    assert!(t["pos"].as_array().unwrap().is_empty() && t["pT"].as_f64().unwrap() > 400.0, "{t}");
+    // A region keeps fewer hits; `--phoenix-tracks hits` gives the tracks' points.
+    let region = run("region", &["--display-region", "r=0:300,phi=0:1.5", "--phoenix-tracks", "hits"]);
+    assert_eq!(region["display"].as_array().unwrap().len(), 3);
+    let r = phoenix("region");
+    let inside = count(&r["event 2"], "Hits", "hits on tracks") + count(&r["event 2"], "Hits", "hits on no track");
+    assert!(inside > 0 && inside * 4 < hits, "{inside} of {hits} hits in the region");
+    let t = &r["event 2"]["Tracks"]["CKF tracks"][0];
+    assert!(t["pos"].as_array().unwrap().len() >= 2 && t["pos"][0].as_array().unwrap().len() == 3, "{t}");
+    // An event that is not in the input, and a malformed region, are refused by name.
+    let err = fails(trackgnn(d, &["reconstruct", "--method", "ckf", "--input", "ev", "--out", "x", "--display", "9"]));
+    assert!(err.contains("event 9") && err.contains("ev") && err.contains("1-2"), "{err}");
+    let err = fails(trackgnn(d, &[&base[..], &["--out", "y", "--display-region", "rho=0:1"]].concat()));
+    assert!(err.contains("rho") && err.contains("--display-region"), "{err}");
+}

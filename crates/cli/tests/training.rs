@@ -70,6 +70,12 @@ fn train_and_eval_from_the_command_line() {
         let rows = check_parameters(d, &out, &rf);
         assert!(!rows.is_empty() && rows.len() as u64 <= tracks, "{method}: {} rows, {tracks} tracks", rows.len());
     }
+    // --display: the GNN's edges by score beside the tracks, and the Phoenix file.
+    let (rd, _) = reco(&["--out", "td", "--method", "follow", "--display", "1", "--display-region", "r=0:400"]);
+    assert_eq!(rd["display"].as_array().unwrap().len(), 5, "{}", rd["display"]);
+    for f in ["event000000001-edges.png", "event000000001-tracks.svg", "event000000001-phoenix.json"] {
+        assert!(d.join("td/display").join(f).is_file(), "{f}");
+    }
     let (r6, t6) = reco(&["--out", "t6", "--method", "walkthrough", "--min-hits", "6"]);
     assert_eq!((r3["min_hits"].as_u64(), r6["min_hits"].as_u64()), (Some(3), Some(6)));
     // The metrics count particles of at least --min-hits hits unless told otherwise.

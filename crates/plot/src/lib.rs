@@ -72,6 +72,12 @@ pub enum Error {
 pub trait Figure {
     /// Draws onto `root`; with `text` off, draws no text at all.
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, text: bool) -> Result<(), String>;
+
+    /// The image's size in pixels (PNG) or user units (SVG): [`SIZE`] unless a figure needs
+    /// another (e.g. two square views side by side).
+    fn size(&self) -> (u32, u32) {
+        SIZE
+    }
 }
 
 /// `<stem>.<ext>`, keeping any dots already in the stem.
@@ -182,7 +188,7 @@ fn finish(drawn: Result<(), String>, tmp: &Path, path: &Path) -> Result<(), Erro
 }
 
 fn render_png(path: &Path, fig: &impl Figure, text: bool) -> Result<(), String> {
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    let root = BitMapBackend::new(path, fig.size()).into_drawing_area();
     fig.draw(&root, text)?;
     root.present().map_err(|e| e.to_string())
 }
@@ -190,7 +196,7 @@ fn render_png(path: &Path, fig: &impl Figure, text: bool) -> Result<(), String> 
 fn render_svg(fig: &impl Figure, text: bool) -> Result<String, String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
         fig.draw(&root, text)?;
         root.present().map_err(|e| e.to_string())?;
     }

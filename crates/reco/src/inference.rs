@@ -40,12 +40,14 @@ use trackgnn_trackml::physics::material::MaterialModel;
 use trackgnn_trackml::{Detector, Event, SolenoidField};
 
 use crate::ckf::HitStore;
+use crate::display::{DisplayConfig, DisplayEvent, write_display};
 use crate::error::{Error, Result};
 use crate::kalman::candidate::PION_MASS;
 use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_event_tracks};
 
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
+use crate::phoenix::TrackPoints;
 use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
 use crate::submission::{
     event_track_ids, parameters_file_name, singleton_track_ids, submission_file_name, write_parameters,
@@ -115,6 +117,8 @@ pub struct Reconstructor {
     fit: bool,
     /// Who scores the graphs when not this process alone (domain-parallel inference).
     logits_hook: Option<Arc<dyn LogitsHook>>,
+    /// The event drawn and exported for Phoenix, if any.
+    display: Option<DisplayConfig>,
 }
 
 impl Reconstructor {
@@ -156,6 +160,7 @@ impl Reconstructor {
             rebuild: false,
             fit: false,
             logits_hook: None,
+            display: None,
         })
     }
 
@@ -212,6 +217,12 @@ impl Reconstructor {
     /// [`score_events`](Self::score_events).
     pub fn with_logits_hook(self, hook: Arc<dyn LogitsHook>) -> Reconstructor {
         Reconstructor { logits_hook: Some(hook), ..self }
+    }
+
+    /// The same, drawing one event and exporting it for Phoenix into `<out>/display`
+    /// ([`write_display`]) when `display` is given.
+    pub fn with_display(self, display: Option<DisplayConfig>) -> Reconstructor {
+        Reconstructor { display, ..self }
     }
 
     /// Whether every track is fitted.
@@ -397,13 +408,22 @@ impl Reconstructor {
     /// Reconstructs the events `files` and writes a TrackML submission for each into `out`
     /// (which must exist), and with [`with_fit`](Self::with_fit) the fitted tracks' parameters
     /// beside it, calling `done` after each event. Returns each event's summary and
-    /// its track id per hit.
+    /// its track id per hit, and the display's files ([`with_display`](Self::with_display)).
+    ///
+    /// # Errors
+    /// Besides reading and writing, [`Error::Config`] if the event to display is not among
+    /// `files`.
+    #[allow(clippy::type_complexity)]
     pub fn write_submissions(
         &self,
         files: &[EventFiles],
         out: &Path,
         mut done: impl FnMut(&EventSummary),
-    ) -> Result<Vec<(EventSummary, Vec<u32>)>> {
+    ) -> Result<(Vec<(EventSummary, Vec<u32>)>, Vec<PathBuf>)> {
+        if let Some(d) = &self.display {
+            d.check_listed(files)?;
+        }
+        let mut display_files = Vec::new();
         let mut per_event = Vec::with_capacity(files.len());
         for f in files {
             let t = Instant::now();
@@ -420,20 +440,34 @@ impl Reconstructor {
             )?;
             let write_seconds = t.elapsed().as_secs_f64();
             let t = Instant::now();
-            let fitted_tracks = if self.fit {
-                let fitted = self.fit_tracks(&event, &reco.hit_tracks).map_err(|e| match e {
+            let display = self.display.filter(|d| d.event_id == event.event_id);
+            let fitted = if self.fit || display.is_some_and(|d| d.phoenix_tracks == TrackPoints::Perigee) {
+                self.fit_tracks(&event, &reco.hit_tracks).map_err(|e| match e {
                     Error::HitOffDetector { .. } => Error::InFile {
                         path: f.path(FileKind::Hits).unwrap_or_else(|_| f.dir.join(&f.prefix)),
                         source: Box::new(e),
                     },
                     e => e,
-                })?;
-                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
-                fitted.len()
+                })?
             } else {
-                0
+                Vec::new()
             };
+            if self.fit {
+                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
+            }
+            let fitted_tracks = if self.fit { fitted.len() } else { 0 };
             let fit_seconds = t.elapsed().as_secs_f64();
+            if let Some(d) = &display {
+                let method = format!("GNN chain ({})", format!("{:?}", self.builder.config().method).to_lowercase());
+                let shown = DisplayEvent {
+                    event: &event,
+                    hit_tracks: &reco.hit_tracks,
+                    edges: Some((&reco.graph, &reco.scores)),
+                    fitted: &fitted,
+                    method: &method,
+                };
+                display_files.extend(write_display(&out.join("display"), &shown, d)?);
+            }
             let summary = EventSummary {
                 event_id: event.event_id,
                 hits: event.hits.len(),
@@ -451,7 +485,7 @@ impl Reconstructor {
             done(&summary);
             per_event.push((summary, reco.hit_tracks));
         }
-        Ok(per_event)
+        Ok((per_event, display_files))
     }
 
     /// Reconstructs the events of directory `input` (the first `limit` of them, if given): see
@@ -486,7 +520,9 @@ impl Reconstructor {
 
     /// Reconstructs the events `files` into submission files in `out` (created if needed); then
     /// scores the tracks of the events that have truth and particles files (with
-    /// [`metrics_config`](Self::metrics_config)), and plots the efficiency into `out/plots`. Calls `done` after each event.
+    /// [`metrics_config`](Self::metrics_config)), and plots the efficiency into `out/plots`;
+    /// draws the event of [`with_display`](Self::with_display) into `out/display`. Calls `done`
+    /// after each event.
     pub fn reconstruct_events(
         &self,
         files: &[EventFiles],
@@ -494,14 +530,14 @@ impl Reconstructor {
         done: impl FnMut(&EventSummary),
     ) -> Result<DirReco> {
         std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-        let per_event = self.write_submissions(files, out, done)?;
+        let (per_event, display) = self.write_submissions(files, out, done)?;
         let tracks: Vec<&[u32]> = per_event.iter().map(|(_, t)| t.as_slice()).collect();
         let metrics = score_against_truth(files, &tracks, &self.metrics_config())?;
         let plots = match &metrics {
             Some(m) => crate::plots::plot_track_efficiency(&out.join("plots"), m)?,
             None => Vec::new(),
         };
-        Ok(DirReco { events: per_event.into_iter().map(|(s, _)| s).collect(), metrics, plots })
+        Ok(DirReco { events: per_event.into_iter().map(|(s, _)| s).collect(), metrics, plots, display })
     }
 }
 
@@ -543,6 +579,8 @@ pub struct DirReco {
     pub metrics: Option<TrackMetrics>,
     /// The efficiency plots written (none without metrics).
     pub plots: Vec<PathBuf>,
+    /// The display's figures and Phoenix file (none without a display).
+    pub display: Vec<PathBuf>,
 }
 
 /// The track metrics of the events among `files` that have truth and particles files, merged;

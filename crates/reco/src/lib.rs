@@ -14,6 +14,10 @@
 //! - [`submission`]: TrackML submission files ([`write_submission`], [`read_submission`]) and
 //!   the mapping from graph nodes to event hits ([`event_track_ids`], [`singleton_track_ids`]).
 //! - [`plots`]: efficiency against pT and η as PNG and SVG.
+//! - [`compare`]: reconstructions of the same events side by side (the CKF and the GNN
+//!   chain): efficiency against pT and η, pT resolution against pT, pulls.
+//! - [`display`]: an event display (hits, edges coloured by score, tracks; x–y and r–z), and
+//!   [`phoenix`]: the same event in the JSON format of Phoenix, the HSF's web event display.
 //! - [`propagation`]: the helix arithmetic that track following, the hit search and the
 //!   quality features share, and the propagation of track parameters through the field.
 //! - [`kalman`]: a Kalman-filter track fit (filter, RTS smoother, perigee parameters with
@@ -64,10 +68,13 @@
 #![deny(missing_docs)]
 
 pub mod ckf;
+pub mod compare;
+pub mod display;
 pub mod error;
 pub mod inference;
 pub mod kalman;
 pub mod metrics;
+pub mod phoenix;
 pub mod plots;
 pub mod propagation;
 pub mod quality;
@@ -81,8 +88,8 @@ pub use metrics::{
 pub use plots::{plot_efficiency, plot_track_efficiency};
 pub use quality::{QualityModel, QualitySamples, candidate_features, fake_candidates, select_by_quality};
 pub use submission::{
-    Submission, event_track_ids, parameters_file_name, read_submission, singleton_track_ids, submission_file_name,
-    write_parameters, write_submission,
+    Submission, TrackParameters, event_track_ids, parameters_file_name, read_parameters, read_submission,
+    singleton_track_ids, submission_file_name, write_parameters, write_submission,
 };
 pub use tracks::{
     CandidateScore, DEFAULT_MIN_HITS, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig,

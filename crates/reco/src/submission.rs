@@ -186,6 +186,74 @@ pub fn write_parameters(path: &Path, tracks: &[FittedTrack]) -> Result<()> {
     })
 }
 
+/// One row of a track parameters file ([`write_parameters`]), as read back.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TrackParameters {
+    /// The track's id in the event's submission.
+    pub track_id: u32,
+    /// (q/pT \[e/GeV\], φ, η, d0 \[mm\], z0 \[mm\]) at the perigee.
+    pub values: [f64; 5],
+    /// Their errors σ, in the same order.
+    pub sigmas: [f64; 5],
+    /// The fit's χ².
+    pub chi2: f64,
+    /// Its degrees of freedom.
+    pub ndf: u32,
+}
+
+impl TrackParameters {
+    /// pT \[GeV\].
+    pub fn pt(&self) -> f64 {
+        1.0 / self.values[0].abs()
+    }
+}
+
+/// Reads a track parameters file written by [`write_parameters`].
+///
+/// # Errors
+/// [`Error::Io`] if it cannot be read; [`Error::Parse`] naming the file, line and column for
+/// a header other than [`PARAMETERS_COLUMNS`] or a value that is not a number.
+pub fn read_parameters(path: &Path) -> Result<Vec<TrackParameters>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let parse_err = |line: usize, column: &str, message: String| Error::Parse {
+        path: path.to_owned(),
+        line: line as u64,
+        column: column.into(),
+        message,
+    };
+    let mut lines = text.lines().enumerate();
+    let header = lines.next().map(|(_, h)| h.trim()).unwrap_or_default();
+    if header != PARAMETERS_COLUMNS.join(",") {
+        return Err(parse_err(1, "header", format!("expected `{}`, found `{header}`", PARAMETERS_COLUMNS.join(","))));
+    }
+    let mut rows = Vec::new();
+    for (i, line) in lines.filter(|(_, l)| !l.trim().is_empty()) {
+        let cells: Vec<&str> = line.split(',').collect();
+        if cells.len() != PARAMETERS_COLUMNS.len() {
+            return Err(parse_err(
+                i + 1,
+                "row",
+                format!("{} values, expected {}", cells.len(), PARAMETERS_COLUMNS.len()),
+            ));
+        }
+        let mut v = [0.0f64; 13];
+        for (k, cell) in cells.iter().enumerate() {
+            v[k] = cell
+                .trim()
+                .parse()
+                .map_err(|_| parse_err(i + 1, PARAMETERS_COLUMNS[k], format!("`{cell}` is not a number")))?;
+        }
+        rows.push(TrackParameters {
+            track_id: v[0] as u32,
+            values: [v[1], v[2], v[3], v[4], v[5]],
+            sigmas: [v[6], v[7], v[8], v[9], v[10]],
+            chi2: v[11],
+            ndf: v[12] as u32,
+        });
+    }
+    Ok(rows)
+}
+
 /// The rows of one event of a submission file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Submission {
@@ -341,6 +409,16 @@ mod tests {
         assert_eq!((row[2], row[4], row[5]), (1.0, 0.05, -12.0));
         assert!((row[9] - 0.01).abs() < 1e-15 && (row[10] - 0.2).abs() < 1e-15, "{row:?}");
         assert!(lines[2].starts_with("9,"));
+        // Read back as written.
+        let back = read_parameters(&path).unwrap();
+        assert_eq!((back.len(), back[1].track_id, back[0].ndf, back[0].chi2), (2, 9, 11, 9.5));
+        assert_eq!((back[0].values[3], back[0].values[4], back[0].sigmas[4]), (0.05, -12.0, row[10]));
+        assert!((back[0].pt() - pt).abs() < 1e-12);
+        std::fs::write(&path, text.replace(",11\n", ",x\n")).unwrap();
+        let err = read_parameters(&path).unwrap_err().to_string();
+        assert!(err.contains("event000001000-parameters.csv") && err.contains("ndf"), "{err}");
+        std::fs::write(&path, "track_id,q\n").unwrap();
+        assert!(read_parameters(&path).unwrap_err().to_string().contains("header"));
         // A directory that does not exist: the error names the file.
         let bad = dir.path().join("nowhere").join(parameters_file_name(1));
         let err = write_parameters(&bad, &[t]).unwrap_err().to_string();

@@ -113,6 +113,8 @@ pub struct ReconstructArgs {
     pub json: crate::cli::JsonArg,
     #[command(flatten)]
     pub detector: DetectorArg,
+    #[command(flatten)]
+    pub display: trackgnn_reco::display::DisplayArgs,
 }
 
 /// How `reconstruct` builds tracks: from a run's scored graph by one of the edge-based
@@ -158,7 +160,7 @@ fn run_ckf(a: &ReconstructArgs) -> Result<ExitCode> {
         "--quality and --truth-scores judge a GNN's edges: --method ckf has none"
     );
     let det = load_detector(a.detector.detector.as_deref())?;
-    let ckf = Ckf::new(det, ckf_config(a))?;
+    let ckf = Ckf::new(det, ckf_config(a))?.with_display(a.display.config());
     let events = a.events.discover(&a.input)?;
     let threads = thread_pool(a.threads.threads)?.current_num_threads();
     let mut metrics = MetricsConfig::for_min_hits(a.min_hits as usize, a.min_particle_hits.map(|n| n as usize));
@@ -206,7 +208,8 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision)
-        .with_fit(a.fit);
+        .with_fit(a.fit)
+        .with_display(a.display.config());
     let rec = match &a.quality {
         Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?.with_rebuild(a.rebuild),
         None => rec,

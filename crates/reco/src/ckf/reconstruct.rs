@@ -17,6 +17,7 @@ use super::finder::{Track, TrackFinder};
 use super::hits::HitStore;
 use super::navigation::{NavigationConfig, Navigator};
 use super::seeding::find_seeds;
+use crate::display::{DisplayConfig, DisplayEvent, write_display};
 use crate::error::{Error, Result};
 use crate::inference::score_against_truth;
 use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_candidate};
@@ -84,6 +85,7 @@ pub struct Ckf {
     measurement: MeasurementModel,
     navigation: NavigationConfig,
     config: CkfConfig,
+    display: Option<DisplayConfig>,
 }
 
 impl Ckf {
@@ -101,6 +103,7 @@ impl Ckf {
             measurement: MeasurementModel::default(),
             navigation: NavigationConfig::default(),
             config,
+            display: None,
         })
     }
 
@@ -112,6 +115,13 @@ impl Ckf {
     /// The same finder with another material model.
     pub fn with_material(self, material: MaterialModel) -> Ckf {
         Ckf { material, ..self }
+    }
+
+    /// The same finder, drawing one event and exporting it for Phoenix into `<out>/display`
+    /// ([`write_display`]) in [`reconstruct_events`](Self::reconstruct_events) when `display`
+    /// is given (its tracks fitted for the Phoenix file's perigees).
+    pub fn with_display(self, display: Option<DisplayConfig>) -> Ckf {
+        Ckf { display, ..self }
     }
 
     /// The settings.
@@ -227,13 +237,26 @@ impl Ckf {
         threads: usize,
         done: impl Fn(&CkfEventSummary) + Sync,
     ) -> Result<CkfDirReco> {
+        if let Some(d) = &self.display {
+            d.check_listed(files)?;
+        }
         std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
         let start = Instant::now();
+        let display_files = std::sync::Mutex::new(Vec::new());
         let one = |f: &EventFiles| -> Result<(CkfEventSummary, Vec<u32>)> {
             let t = Instant::now();
             let event = read_event(f, ReadOptions { truth: false, particles: false, cells: false })?;
             let read_seconds = t.elapsed().as_secs_f64();
-            let reco = self.event(&event).map_err(|e| match e {
+            let display = self.display.filter(|d| d.event_id == event.event_id);
+            // The displayed event's tracks are fitted for the Phoenix file's perigees.
+            let refit;
+            let finder = if display.is_some() && !self.config.fit {
+                refit = Ckf { config: CkfConfig { fit: true, ..self.config }, ..self.clone() };
+                &refit
+            } else {
+                self
+            };
+            let reco = finder.event(&event).map_err(|e| match e {
                 Error::HitOffDetector { .. } => Error::InFile {
                     path: f.path(FileKind::Hits).unwrap_or_else(|_| f.dir.join(&f.prefix)),
                     source: Box::new(e),
@@ -255,6 +278,18 @@ impl Ckf {
             } else {
                 0
             };
+            if let Some(d) = &display {
+                let fits = fitted_tracks(&reco);
+                let shown = DisplayEvent {
+                    event: &event,
+                    hit_tracks: &reco.hit_tracks,
+                    edges: None,
+                    fitted: &fits,
+                    method: "CKF",
+                };
+                let files = write_display(&out.join("display"), &shown, d)?;
+                display_files.lock().expect("no panic while holding it").extend(files);
+            }
             let summary = CkfEventSummary {
                 event_id: event.event_id,
                 hits: event.hits.len(),
@@ -292,6 +327,7 @@ impl Ckf {
             threads: threads.max(1),
             metrics,
             plots,
+            display: display_files.into_inner().expect("no panic while holding it"),
         })
     }
 }
@@ -351,4 +387,6 @@ pub struct CkfDirReco {
     pub metrics: Option<TrackMetrics>,
     /// The efficiency plots written.
     pub plots: Vec<PathBuf>,
+    /// The display's figures and Phoenix file (none without a display).
+    pub display: Vec<PathBuf>,
 }

@@ -78,6 +78,8 @@ pub struct CkfReport<'a> {
     pub efficiency_low_pt: Option<RangeEfficiency>,
     /// Plots written.
     pub plots: Vec<String>,
+    /// The event display's figures and Phoenix file (`--display`; empty without).
+    pub display: Vec<String>,
     #[serde(skip)]
     metrics_config: MetricsConfig,
 }
@@ -107,6 +109,7 @@ impl<'a> CkfReport<'a> {
             metrics: &done.metrics,
             efficiency_low_pt: done.metrics.as_ref().map(|m| RangeEfficiency::of(m, LOW_PT[0], LOW_PT[1])),
             plots: done.plots.iter().map(|p| p.display().to_string()).collect(),
+            display: done.display.iter().map(|p| p.display().to_string()).collect(),
             metrics_config,
         }
     }
@@ -178,6 +181,9 @@ impl fmt::Display for CkfReport<'_> {
             for p in &self.plots {
                 writeln!(f, "plot: {p}")?;
             }
+        }
+        for p in &self.display {
+            writeln!(f, "display: {p}")?;
         }
         Ok(())
     }

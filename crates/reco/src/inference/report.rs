@@ -72,6 +72,8 @@ pub struct RecoReport<'a> {
     pub metrics: &'a Option<TrackMetrics>,
     /// The efficiency plots written.
     pub plots: &'a [PathBuf],
+    /// The event display's figures and Phoenix file (`--display`; empty without).
+    pub display: &'a [PathBuf],
     /// The definitions of the metrics (pT cut, hits, prompt radius), for the text.
     #[serde(skip)]
     pub metrics_config: MetricsConfig,
@@ -114,6 +116,7 @@ impl<'a> RecoReport<'a> {
             },
             metrics: &done.metrics,
             plots: &done.plots,
+            display: &done.display,
             metrics_config,
             track_method: c.method,
         }
@@ -198,6 +201,9 @@ impl fmt::Display for RecoReport<'_> {
             for p in self.plots {
                 writeln!(f, "plot: {}", p.display())?;
             }
+        }
+        for p in self.display {
+            writeln!(f, "display: {}", p.display())?;
         }
         Ok(())
     }
