@@ -272,14 +272,6 @@ pub struct EpochRecord {
     /// Validation loss (per-event mean).
     #[serde(deserialize_with = "nan_if_null")]
     pub val_loss: f64,
-    /// Mean auxiliary loss over the epoch's steps (mean squared error of log10 pT over the
-    /// true edges); absent without the auxiliary head.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub train_aux_loss: Option<f64>,
-    /// Validation auxiliary loss (per-event mean; its square root is the RMS of the predicted
-    /// − true log10 pT of the true edges); absent without the auxiliary head.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub val_aux_loss: Option<f64>,
     /// Edge efficiency `TP_target / N_target_true` (per-event mean).
     #[serde(deserialize_with = "nan_if_null")]
     pub efficiency: f64,
@@ -329,6 +321,14 @@ pub struct EpochRecord {
     pub engine_peak_bytes: u64,
     /// Peak resident memory of the process so far, bytes (`trackgnn_engine::alloc::peak_rss_bytes`).
     pub peak_rss_bytes: u64,
+    /// Mean auxiliary loss over the epoch's steps (mean squared error of log10 pT over the
+    /// true edges); absent without the auxiliary head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_aux_loss: Option<f64>,
+    /// Validation auxiliary loss (per-event mean; its square root is the RMS of the predicted
+    /// − true log10 pT of the true edges); absent without the auxiliary head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_aux_loss: Option<f64>,
 }
 
 impl Default for EpochRecord {
