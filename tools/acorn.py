@@ -551,10 +551,17 @@ def read_toml(path: str) -> dict:
         raise Malformed(f"{path}: invalid TOML: {exc}") from exc
 
 
+def without_aux_head(tensors: dict, cfg: dict) -> tuple[dict, dict]:
+    """The weights and model config without trackgnn's training-only auxiliary pT head
+    (`aux_pt = true`, tensors `aux_pt.*`): acorn's model has no such head."""
+    kept = {k: v for k, v in tensors.items() if not k.startswith("aux_pt.")}
+    return kept, {k: v for k, v in cfg.items() if k != "aux_pt"}
+
+
 def to_acorn(cfg: dict, features: list, weights: str, out: str, source: str = "") -> None:
     """trackgnn model config + weights + features -> acorn .ckpt (torch.save of a dict with
     `hyper_parameters` and `state_dict`, as Lightning writes it)."""
-    tensors = read_weights(weights)
+    tensors, cfg = without_aux_head(read_weights(weights), cfg)
     cfg = {**parity.DEFAULTS, **cfg}
     if "node_encoder.0.weight" not in tensors or "edge_encoder.0.weight" not in tensors:
         raise Malformed(f"{weights}: no node_encoder.0.weight / edge_encoder.0.weight")

@@ -126,6 +126,17 @@ pub struct ModelConfig {
     /// Edges then nodes (trackgnn's default) or nodes then edges (acorn's) in each iteration.
     #[serde(skip_serializing_if = "UpdateOrder::is_edge_first")]
     pub update_order: UpdateOrder,
+    /// A training-only auxiliary head `aux_pt` on the final edge states that regresses the
+    /// log10 pT \[GeV\] of each true edge's particle (its layers as the classifier's, on
+    /// input H). Set by the trainer from `aux_pt_weight`; the head's parameters are stored
+    /// with the weights under `aux_pt.*`, inference, ONNX export and acorn conversion ignore
+    /// it. Left out of written configs when off, so older configs and runs read unchanged.
+    #[serde(skip_serializing_if = "is_false")]
+    pub aux_pt: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for ModelConfig {
@@ -146,6 +157,7 @@ impl Default for ModelConfig {
             recurrent: true,
             residual: true,
             update_order: UpdateOrder::EdgeFirst,
+            aux_pt: false,
         }
     }
 }
@@ -167,6 +179,7 @@ impl ModelConfig {
             recurrent: false,
             residual: true,
             update_order: UpdateOrder::EdgeFirst,
+            aux_pt: false,
         }
     }
 

@@ -126,6 +126,14 @@ pub trait GnnExecutor: Send + Sync {
     /// logits of the last [`forward`](Self::forward), which must have been on `graph`.
     fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]);
 
+    /// The auxiliary pT head's predictions of log10 pT of the last
+    /// [`forward`](Self::forward), one per edge (empty for a model without the head).
+    fn aux(&self) -> &[f32];
+
+    /// [`backward`](Self::backward) with the gradient of the loss with respect to the
+    /// auxiliary head's predictions too (see [`InteractionGnn::backward_aux`]).
+    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]);
+
     /// Sets the gradients to zero.
     fn zero_grad(&mut self);
 
@@ -141,6 +149,10 @@ pub trait GnnExecutor: Send + Sync {
     /// The logits of `graph`'s edges with the least memory, nothing kept for a backward.
     /// Callers on several threads each get buffers of their own.
     fn infer(&self, graph: &GraphInput<f32>) -> Vec<f32>;
+
+    /// [`infer`](Self::infer) with the auxiliary head's predictions (empty without the head):
+    /// (logits, predicted log10 pT).
+    fn infer_aux(&self, graph: &GraphInput<f32>) -> (Vec<f32>, Vec<f32>);
 
     /// Bytes of the buffers a training step holds now (activations, gradient workspace).
     fn buffer_bytes(&self) -> usize;
@@ -243,6 +255,14 @@ impl GnnExecutor for CpuExecutor {
         self.model.backward(graph, &mut self.cache, dlogits);
     }
 
+    fn aux(&self) -> &[f32] {
+        &self.cache.aux
+    }
+
+    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) {
+        self.model.backward_aux(graph, &mut self.cache, dlogits, Some(daux));
+    }
+
     fn zero_grad(&mut self) {
         self.model.params.zero_grad();
     }
@@ -271,6 +291,14 @@ impl GnnExecutor for CpuExecutor {
         match guard.as_deref_mut() {
             Ok(cache) => self.model.infer(graph, cache),
             Err(_) => self.model.infer(graph, &mut ForwardCache::default()),
+        }
+    }
+
+    fn infer_aux(&self, graph: &GraphInput<f32>) -> (Vec<f32>, Vec<f32>) {
+        let mut guard = self.infer_cache.try_lock();
+        match guard.as_deref_mut() {
+            Ok(cache) => self.model.infer_aux(graph, cache),
+            Err(_) => self.model.infer_aux(graph, &mut ForwardCache::default()),
         }
     }
 

@@ -72,6 +72,34 @@ pub fn bce_with_logits_over<T: Real>(
     total / edges as f64
 }
 
+/// The auxiliary regression loss (`torch.nn.functional.mse_loss` with per-row weights):
+/// L = (1/`count`) Σ w_e (p_e − t_e)², and dL/dp into `dp`. Rows with w = 0 (false edges,
+/// edges counted on another rank) add nothing; `count` is the number of counted rows of the
+/// whole graph, so parts' losses and gradients sum to the whole graph's as in
+/// [`bce_with_logits_over`]. Returns L (0 for `count` = 0).
+///
+/// # Panics
+/// If the slices differ in length.
+#[track_caller]
+pub fn mse_over<T: Real>(pred: &[T], target: &[T], weight: &[T], count: usize, dp: &mut [T]) -> f64 {
+    let e = pred.len();
+    assert!(target.len() == e && weight.len() == e && dp.len() == e, "mse: shapes");
+    if count == 0 {
+        dp.iter_mut().for_each(|v| *v = T::ZERO);
+        return 0.0;
+    }
+    let inv = T::ONE / T::from_usize(count);
+    let two = T::from_f64(2.0);
+    let mut total = 0.0f64;
+    for i in 0..e {
+        let r = pred[i] - target[i];
+        total += (weight[i] * r * r).to_f64();
+        // d/dp w·(p − t)² = 2·w·(p − t)
+        dp[i] = two * weight[i] * r * inv;
+    }
+    total / count as f64
+}
+
 /// How a false pair is pushed beyond the margin m by the pair losses ([`hinge_pairs_with`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -200,5 +228,23 @@ mod tests {
                 / 2e-6;
             assert!((fd - dx[i]).abs() < 1e-8, "dx[{i}] {fd} vs {}", dx[i]);
         }
+    }
+
+    #[test]
+    fn mse_over_counts_weighted_rows_and_has_the_right_gradient() {
+        let (p, t, w) = ([0.5f64, -1.0, 2.0, 0.3], [0.0f64, 1.0, 2.5, 9.0], [1.0f64, 1.0, 1.0, 0.0]);
+        let mut dp = [0.0; 4];
+        let l = mse_over(&p, &t, &w, 3, &mut dp);
+        assert!((l - (0.25 + 4.0 + 0.25) / 3.0).abs() < 1e-15, "{l}");
+        assert_eq!(dp[3], 0.0);
+        for i in 0..4 {
+            let (mut pp, mut pm, mut tmp) = (p, p, [0.0; 4]);
+            pp[i] += 1e-6;
+            pm[i] -= 1e-6;
+            let fd = (mse_over(&pp, &t, &w, 3, &mut tmp) - mse_over(&pm, &t, &w, 3, &mut tmp)) / 2e-6;
+            assert!((fd - dp[i]).abs() < 1e-8, "dp[{i}] {fd} vs {}", dp[i]);
+        }
+        assert_eq!(mse_over(&p, &t, &w, 0, &mut dp), 0.0);
+        assert_eq!(dp, [0.0; 4]);
     }
 }

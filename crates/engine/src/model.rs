@@ -33,6 +33,8 @@ pub struct InteractionGnn<T> {
     edge_networks: Vec<Mlp>,
     node_networks: Vec<Mlp>,
     classifier: Mlp,
+    /// The auxiliary pT head on e_L (`aux_pt.*`), when the configuration asks for it.
+    aux_head: Option<Mlp>,
 }
 
 /// Activations the forward keeps for the backward.
@@ -58,6 +60,10 @@ pub struct ForwardCache<T> {
     pub classifier: MlpCache<T>,
     /// The logits (E).
     pub logits: Vec<T>,
+    /// The auxiliary head's predictions of log10 pT (E; empty without the head).
+    pub aux: Vec<T>,
+    /// The auxiliary head's cache (empty with checkpointing: its backward recomputes).
+    pub aux_head: MlpCache<T>,
     /// Scratch of the split Linear (h·W_aᵀ, h·W_bᵀ), reused.
     pub scratch_a: Vec<T>,
     /// See `scratch_a`.
@@ -107,6 +113,7 @@ impl<T: Default> ForwardCache<T> {
         self.node_net.clear();
         self.edge_encoder = MlpCache::default();
         self.classifier = MlpCache::default();
+        self.aux_head = MlpCache::default();
     }
 }
 
@@ -123,7 +130,7 @@ impl<T> ForwardCache<T> {
             })
             .sum();
         let packed = |x: &Vec<Vec<u16>>| x.iter().map(|p| p.capacity()).sum::<usize>() * 2;
-        (v(&self.h) + v(&self.e) + v(&self.node_in) + self.logits.len()) * s
+        (v(&self.h) + v(&self.e) + v(&self.node_in) + self.logits.len() + self.aux.len()) * s
             + packed(&self.packed_h)
             + packed(&self.packed_e)
             + agg
@@ -132,6 +139,7 @@ impl<T> ForwardCache<T> {
             + self.edge_net.iter().map(MlpCache::bytes).sum::<usize>()
             + self.node_net.iter().map(MlpCache::bytes).sum::<usize>()
             + self.classifier.bytes()
+            + self.aux_head.bytes()
     }
 }
 
@@ -180,12 +188,18 @@ impl<T: Real> InteractionGnn<T> {
         let cd = cfg.classifier_depth;
         let cls_dims: Vec<usize> =
             std::iter::once(3 * h).chain(std::iter::repeat_n(h, cd - 1)).chain(std::iter::once(1)).collect();
-        let classifier = Mlp::register(&mut ps, "edge_classifier", &cls_dims, |l| {
+        let cls_style = |l: usize| {
             if l + 1 < cd {
                 LayerStyle { norm, act: cfg.activation }
             } else {
                 LayerStyle { norm: None, act: Activation::Identity }
             }
+        };
+        let classifier = Mlp::register(&mut ps, "edge_classifier", &cls_dims, cls_style);
+        // Registered last, so a model without it has the same parameters in the same places.
+        let aux_head = cfg.aux_pt.then(|| {
+            let dims: Vec<usize> = std::iter::repeat_n(h, cd).chain(std::iter::once(1)).collect();
+            Mlp::register(&mut ps, "aux_pt", &dims, cls_style)
         });
         let mut model = InteractionGnn {
             checkpointing: Checkpointing::NONE,
@@ -198,6 +212,7 @@ impl<T: Real> InteractionGnn<T> {
             edge_networks,
             node_networks,
             classifier,
+            aux_head,
         };
         model.init(rng);
         model
@@ -254,7 +269,10 @@ impl<T: Real> InteractionGnn<T> {
 
     fn mlps_mut(&mut self) -> impl Iterator<Item = &mut Mlp> {
         let nets = self.edge_networks.iter_mut().chain(self.node_networks.iter_mut());
-        [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier].into_iter().chain(nets)
+        [&mut self.node_encoder, &mut self.edge_encoder, &mut self.classifier]
+            .into_iter()
+            .chain(nets)
+            .chain(self.aux_head.as_mut())
     }
 
     /// The arithmetic of the matrix products.
@@ -268,6 +286,15 @@ impl<T: Real> InteractionGnn<T> {
             .chain(self.edge_networks.iter())
             .chain(self.node_networks.iter())
             .chain(std::iter::once(&self.classifier))
+            .chain(self.aux_head.as_ref())
+    }
+
+    /// The auxiliary pT head's parameters are those whose names start with this (`aux_pt.`).
+    pub const AUX_PREFIX: &'static str = "aux_pt.";
+
+    /// Whether the model has the auxiliary pT head ([`ModelConfig::aux_pt`]).
+    pub fn has_aux_head(&self) -> bool {
+        self.aux_head.is_some()
     }
 
     fn nets(&self, it: usize) -> (&Mlp, &Mlp) {
@@ -291,6 +318,7 @@ impl<T: Real> InteractionGnn<T> {
             edge_networks: self.edge_networks.clone(),
             node_networks: self.node_networks.clone(),
             classifier: self.classifier.clone(),
+            aux_head: self.aux_head.clone(),
             checkpointing: self.checkpointing,
         }
     }
@@ -305,7 +333,7 @@ impl<T: Real> InteractionGnn<T> {
         if self.checkpointing.is_on() {
             let seg = self.checkpointing.segment();
             if self.checkpointing.bf16_states() {
-                return self.forward_rolling(g, cache, Some(seg));
+                return self.forward_rolling(g, cache, Some(seg), true);
             }
             return self.forward_checkpointed(g, cache, seg);
         }
@@ -380,6 +408,13 @@ impl<T: Real> InteractionGnn<T> {
         let rest = Some((&cache.e[iters][..], h));
         let input = Input::Split { a: &a, b: &b, src: &g.src, dst: &g.dst, h_dim: h, rest };
         self.classifier.forward(ps, input, e, &mut cache.classifier, &mut cache.logits);
+        // The auxiliary head reads the same e_L.
+        cache.aux.clear();
+        if let Some(head) = &self.aux_head {
+            cache.aux.resize(e, T::ZERO);
+            let input = Input::Dense { x: &cache.e[iters], dim: h };
+            head.forward(ps, input, e, &mut cache.aux_head, &mut cache.aux);
+        }
         cache.scratch_a = a;
         cache.scratch_b = b;
     }
@@ -456,8 +491,24 @@ impl<T: Real> InteractionGnn<T> {
     /// Backward from dL/dlogits; accumulates into `self.params.grad`. The gradient buffers live
     /// in the cache's workspace and are reused from call to call.
     pub fn backward(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
+        self.backward_aux(g, cache, dlogits, None);
+    }
+
+    /// [`InteractionGnn::backward`] with, for a model with the auxiliary head, dL/d(its
+    /// predictions) in `daux` (one per edge): a second upstream gradient, which the head's
+    /// backward adds to dL/de_L next to the classifier's. `None` leaves the head out of the
+    /// backward (its gradients stay as they are).
+    ///
+    /// # Panics
+    /// If `daux` is given to a model without the head, or its length is not the edge count.
+    #[track_caller]
+    pub fn backward_aux(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T], daux: Option<&[T]>) {
+        if let Some(d) = daux {
+            assert!(self.aux_head.is_some(), "backward_aux: the model has no auxiliary head");
+            assert_eq!(d.len(), g.num_edges(), "backward_aux: daux shape");
+        }
         if self.checkpointing.is_on() {
-            return self.backward_checkpointed(g, cache, dlogits);
+            return self.backward_checkpointed(g, cache, dlogits, daux);
         }
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
         let iters = self.cfg.iterations;
@@ -482,6 +533,12 @@ impl<T: Real> InteractionGnn<T> {
         let input = split(Some((&cache.e[iters][..], h)));
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
         self.classifier.backward(ps, input, Acts::Cached(&cache.classifier), DOut::Given(dlogits), &mut grad, din);
+        if let (Some(head), Some(daux)) = (&self.aux_head, daux) {
+            // The head's dL/de_L adds to the classifier's.
+            let input = Input::Dense { x: &cache.e[iters], dim: h };
+            let acts = Acts::Cached(&cache.aux_head);
+            head.backward(ps, input, acts, DOut::Given(daux), &mut grad, DInput::Dense(&mut ws.de));
+        }
         let (o, i) = (&g.out_edges, &g.in_edges);
         let (hl, dz1) = (&cache.h[iters], &ws.dz1[..e * d1]);
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
@@ -554,8 +611,15 @@ impl<T: Real> InteractionGnn<T> {
     /// buffers and nothing is kept for a backward, so a whole event fits where its training
     /// step needed checkpointing or sectors.
     pub fn infer(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) -> Vec<T> {
-        self.forward_rolling(g, cache, None);
+        self.forward_rolling(g, cache, None, false);
         std::mem::take(&mut cache.logits)
+    }
+
+    /// [`InteractionGnn::infer`] that also runs the auxiliary head: the logits and its
+    /// predictions of log10 pT (empty without the head), for validation.
+    pub fn infer_aux(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>) -> (Vec<T>, Vec<T>) {
+        self.forward_rolling(g, cache, None, true);
+        (std::mem::take(&mut cache.logits), std::mem::take(&mut cache.aux))
     }
 
     /// A prediction, before running it, of [`InteractionGnn::engine_bytes`] for a graph of `n`
@@ -594,11 +658,15 @@ impl<T: Real> InteractionGnn<T> {
                 (full * h + 2 * h + 1, full * h + node_in + agg_cache + d * h + 2 * h + node_in + 4 * h)
             }
         };
+        // The auxiliary head: its predictions, and without checkpointing its cache (the
+        // classifier's widths).
+        let aux = c.aux_pt as usize;
+        let per_edge = per_edge + aux * (1 + if seg == 0 { cls_width + rstd(c.classifier_depth - 1) } else { 0 });
         let packed = if packed_states { stored * h * 2 * (e + n) } else { 0 };
         // The MLPs' saved x̂ (or z), counted above at the width of T: half as many bytes when
         // saved in bf16 (the encoders only with checkpointing: its networks recompute theirs).
         let (pre_edge, pre_node) = match seg {
-            0 => (l * d * h + d * h + cls_width, l * d * h + d * h),
+            0 => (l * d * h + d * h + (1 + aux) * cls_width, l * d * h + d * h),
             _ => (0, d * h),
         };
         let t = std::mem::size_of::<T>();

@@ -193,6 +193,13 @@ pub struct TrainConfig {
     pub loss_spike_window: usize,
     /// What a loss spike does.
     pub loss_spike: SpikeAction,
+    /// Weight λ of the auxiliary target (0: none, the default): an extra head on the final
+    /// edge states regresses log10 pT \[GeV\] of each true edge's particle, and the loss
+    /// minimised is the classifier's BCE + λ · the mean squared error over the true edges.
+    /// Above 0 the model gets the head ([`ModelConfig::aux_pt`], parameters `aux_pt.*`, a
+    /// training-only head that inference and export leave out). The logged `loss` stays the
+    /// BCE; the auxiliary term is logged as `aux_loss`.
+    pub aux_pt_weight: f64,
 }
 
 impl Default for TrainConfig {
@@ -229,6 +236,7 @@ impl Default for TrainConfig {
             loss_spike_factor: 5.0,
             loss_spike_window: 20,
             loss_spike: SpikeAction::Warn,
+            aux_pt_weight: 0.0,
         }
     }
 }
@@ -286,6 +294,17 @@ impl TrainConfig {
         if !(self.loss_spike_factor == 0.0 || self.loss_spike_factor > 1.0) || self.loss_spike_factor.is_nan() {
             return bad("loss_spike_factor", format!("= {} must be 0 (off) or above 1", self.loss_spike_factor));
         }
+        if !(self.aux_pt_weight.is_finite() && self.aux_pt_weight >= 0.0) {
+            return bad("aux_pt_weight", format!("= {} must be 0 (off) or positive and finite", self.aux_pt_weight));
+        }
+        if self.model.aux_pt && self.aux_pt_weight == 0.0 {
+            return bad(
+                "model.aux_pt",
+                "= true with aux_pt_weight = 0: the auxiliary head exists exactly when it is trained (set \
+                 aux_pt_weight above 0, or leave model.aux_pt out)"
+                    .into(),
+            );
+        }
         if self.loss_spike_window == 0 {
             return bad("loss_spike_window", "must be at least 1".into());
         }
@@ -293,6 +312,13 @@ impl TrainConfig {
             return bad("sampler_bins", "must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// The configuration with the model's auxiliary head set from `aux_pt_weight` (what the
+    /// trainer runs and writes into the run: the head exists exactly when λ > 0).
+    pub fn with_aux_head(mut self) -> TrainConfig {
+        self.model.aux_pt = self.aux_pt_weight > 0.0;
+        self
     }
 
     /// The learning rate at `ranks` ranks.
@@ -332,6 +358,35 @@ mod tests {
         for w in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let err = TrainConfig { secondary_weight: w, ..TrainConfig::default() }.validate().unwrap_err();
             assert!(err.to_string().contains("secondary_weight"), "{err}");
+        }
+    }
+
+    #[test]
+    fn aux_pt_weight_is_off_by_default_sets_the_head_and_is_validated() {
+        let old: TrainConfig = toml::from_str("epochs = 3\n").unwrap();
+        assert_eq!(old.aux_pt_weight, 0.0);
+        assert!(!old.clone().with_aux_head().model.aux_pt);
+        let text = toml::to_string(&old.with_aux_head()).unwrap();
+        assert!(!text.contains("aux_pt ="), "no head, no key in [model]: {text}");
+        let cfg: TrainConfig = toml::from_str("aux_pt_weight = 0.5\n").unwrap();
+        let cfg = cfg.with_aux_head();
+        assert!(cfg.model.aux_pt && cfg.validate().is_ok());
+        assert!(toml::to_string(&cfg).unwrap().contains("aux_pt = true"));
+        for w in [-1.0, f64::NAN, f64::INFINITY] {
+            let err = TrainConfig { aux_pt_weight: w, ..TrainConfig::default() }.validate().unwrap_err();
+            assert!(err.to_string().contains("aux_pt_weight"), "{err}");
+        }
+        let mut head_only = TrainConfig::default();
+        head_only.model.aux_pt = true;
+        assert!(head_only.validate().unwrap_err().to_string().contains("model.aux_pt"));
+        // The stability study's pair: reference (a) at 8 graphs per step, without and with.
+        for (text, weight) in [
+            (include_str!("../../../tools/recipes/stability_a8.toml"), 0.0),
+            (include_str!("../../../tools/recipes/stability_a8_aux.toml"), 0.5),
+        ] {
+            let cfg = toml::from_str::<TrainConfig>(text).unwrap().with_aux_head();
+            cfg.validate().unwrap();
+            assert_eq!((cfg.aux_pt_weight, cfg.graphs_per_step, cfg.model.aux_pt), (weight, 8, weight > 0.0));
         }
     }
 

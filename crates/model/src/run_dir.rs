@@ -162,6 +162,10 @@ pub struct StepRecord {
     /// Seconds each rank spent in the gradient all-reduce (waiting for the slowest included).
     #[serde(default)]
     pub allreduce_seconds: Vec<f64>,
+    /// The auxiliary target's loss (mean squared error of log10 pT over the true edges, not
+    /// multiplied by `aux_pt_weight`), mean over the ranks; absent without the auxiliary head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aux_loss: Option<f64>,
     /// Seconds each rank computed (forward and backward of its graphs).
     #[serde(default)]
     pub compute_seconds: Vec<f64>,
@@ -196,7 +200,7 @@ pub struct StepRecord {
     /// True if the step's loss was a spike (`loss_spike_factor`).
     #[serde(default)]
     pub loss_spike: bool,
-    /// Mean loss over the ranks.
+    /// Mean loss over the ranks (the classifier's BCE, without the auxiliary term).
     #[serde(default = "nan", deserialize_with = "nan_if_null")]
     pub loss: f64,
     /// Learning rate of the step.
@@ -317,6 +321,14 @@ pub struct EpochRecord {
     pub engine_peak_bytes: u64,
     /// Peak resident memory of the process so far, bytes (`trackgnn_engine::alloc::peak_rss_bytes`).
     pub peak_rss_bytes: u64,
+    /// Mean auxiliary loss over the epoch's steps (mean squared error of log10 pT over the
+    /// true edges); absent without the auxiliary head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_aux_loss: Option<f64>,
+    /// Validation auxiliary loss (per-event mean; its square root is the RMS of the predicted
+    /// − true log10 pT of the true edges); absent without the auxiliary head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_aux_loss: Option<f64>,
 }
 
 impl Default for EpochRecord {
@@ -327,6 +339,8 @@ impl Default for EpochRecord {
             step: 0,
             train_loss: nan,
             val_loss: nan,
+            train_aux_loss: None,
+            val_aux_loss: None,
             efficiency: nan,
             target_purity: nan,
             total_purity: nan,
@@ -390,6 +404,8 @@ impl EpochRecord {
         "allreduce_seconds",
         "engine_peak_bytes",
         "peak_rss_bytes",
+        "train_aux_loss",
+        "val_aux_loss",
     ];
 }
 
@@ -735,6 +751,7 @@ mod tests {
     fn step(epoch: u64, global_step: u64) -> StepRecord {
         StepRecord {
             allreduce_seconds: vec![0.01, 0.02],
+            aux_loss: None,
             compute_seconds: vec![0.5, 0.4],
             engine_bytes: 1234,
             peak_rss_bytes: vec![2 << 30, 2 << 30],

@@ -21,7 +21,7 @@ use trackgnn_engine::config::Norm;
 use trackgnn_engine::ops::aggregate::STD_EPS;
 use trackgnn_engine::ops::layer_norm::EPS as LN_EPS;
 use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{InteractionGnn, UpdateOrder};
+use trackgnn_engine::{InteractionGnn, ModelConfig, UpdateOrder};
 
 use crate::builder::{Builder, attr_f, attr_i, attr_s, attr_t, f32_tensor};
 use crate::error::{Error, Result};
@@ -253,7 +253,9 @@ pub fn export_model(model: &InteractionGnn<f32>, doc: &str) -> Result<OnnxModel>
         opset_import: vec![OperatorSetIdProto { domain: String::new(), version: opset }],
         metadata_props: vec![StringStringEntryProto {
             key: "model_config".into(),
-            value: serde_json::to_string(cfg).expect("a ModelConfig serialises"),
+            // The auxiliary pT head is training-only: the exported graph has none.
+            value: serde_json::to_string(&ModelConfig { aux_pt: false, ..cfg.clone() })
+                .expect("a ModelConfig serialises"),
         }],
     };
     Ok(OnnxModel { bytes: prost::Message::encode_to_vec(&proto), opset, inputs, output, nodes })

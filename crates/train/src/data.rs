@@ -174,6 +174,15 @@ pub struct Sample {
     /// For one partition of a graph split across a domain group's ranks: the rows its halo
     /// exchange carries (the trainer connects it to the ranks); `None` otherwise.
     pub halo: Option<HaloPlan>,
+    /// The auxiliary target per edge: log10 pT \[GeV\] of the particle of its source node (0
+    /// where it has none).
+    pub log_pt: Vec<f32>,
+    /// Weight of each edge in the auxiliary loss: 1 for the true edges this part counts (with
+    /// a particle of positive pT), else 0.
+    pub aux_weight: Vec<f32>,
+    /// Edges weighing 1 in the auxiliary loss in the whole graph: its mean's denominator, so
+    /// the parts' auxiliary losses sum to the whole graph's.
+    pub aux_edges: usize,
 }
 
 /// Loss weights of the edge classes other than target edges of prompt particles and false
@@ -213,7 +222,10 @@ pub fn load_parts(path: &Path, weights: LossWeights, parts: usize, overlap_phi: 
     }
     let whole = g.num_edges().max(1) as f64;
     let cfg = SectorConfig::new(parts, 1, overlap_phi, 0.0);
-    Ok(split(&g, &cfg).iter().map(|s| sample_of(s, weights, s.num_edges() as f64 / whole)).collect())
+    // The auxiliary loss's mean is over the whole graph's true edges, as the BCE's over its edges.
+    let aux_edges = aux_targets(&g).1.iter().filter(|&&w| w > 0.0).count();
+    let sector = |s: &Graph| Sample { aux_edges, ..sample_of(s, weights, s.num_edges() as f64 / whole) };
+    Ok(split(&g, &cfg).iter().map(sector).collect())
 }
 
 /// Reads a graph file for training: it must have truth labels, and the production-vertex radii
@@ -250,7 +262,22 @@ fn sample_of(g: &Graph, weights: LossWeights, loss_scale: f64) -> Sample {
         })
         .collect();
     let input = graph_input(g);
-    Sample { event_id: g.event_id, input, target: t.target.clone(), y: t.y.clone(), weight, loss_scale, halo: None }
+    let (log_pt, aux_weight) = aux_targets(g);
+    let aux_edges = aux_weight.iter().filter(|&&w| w > 0.0).count();
+    let (target, y) = (t.target.clone(), t.y.clone());
+    Sample { event_id: g.event_id, input, target, y, weight, loss_scale, halo: None, log_pt, aux_weight, aux_edges }
+}
+
+/// The auxiliary target of each edge of `g` (log10 pT \[GeV\] of its source node's particle, 0
+/// where it has none) and its weight (1 for the true edges the graph owns whose particle has a
+/// positive pT, else 0). `g` must have truth.
+fn aux_targets(g: &Graph) -> (Vec<f32>, Vec<f32>) {
+    let t = g.truth.as_ref().expect("checked by the caller");
+    let owned = |e: usize| g.edge_owned.get(e).is_none_or(|&o| o != 0);
+    let pt = |e: usize| t.particle_pt.get(g.src[e] as usize).copied().unwrap_or(0.0);
+    let log_pt = (0..g.num_edges()).map(|e| if pt(e) > 0.0 { pt(e).log10() } else { 0.0 }).collect();
+    let weight = (0..g.num_edges()).map(|e| (owned(e) && t.y[e] == 1 && pt(e) > 0.0) as u8 as f32).collect();
+    (log_pt, weight)
 }
 
 /// Reads a graph file as partition `rank` of `parts` (domain parallelism: φ sectors that
@@ -265,8 +292,10 @@ pub fn load_partition(path: &Path, weights: LossWeights, rank: usize, parts: usi
         Error::Model(ModelError::Corrupt { path: path.to_path_buf(), message: format!("cannot split it: {e}") })
     })?;
     let p = &partitions[rank];
-    let weight =
-        p.edge_values(&whole.weight).iter().zip(&p.edge_counted).map(|(&w, &c)| if c { w } else { 0.0 }).collect();
+    let counted = |v: &[f32]| -> Vec<f32> {
+        p.edge_values(v).iter().zip(&p.edge_counted).map(|(&w, &c)| if c { w } else { 0.0 }).collect()
+    };
+    let weight = counted(&whole.weight);
     Ok(Sample {
         event_id: whole.event_id,
         input: p.local_input(&whole.input),
@@ -275,6 +304,9 @@ pub fn load_partition(path: &Path, weights: LossWeights, rank: usize, parts: usi
         weight,
         loss_scale: p.edges.len() as f64 / whole.input.num_edges().max(1) as f64,
         halo: Some(p.plan.clone()),
+        log_pt: p.edge_values(&whole.log_pt),
+        aux_weight: counted(&whole.aux_weight),
+        aux_edges: whole.aux_edges,
     })
 }
 

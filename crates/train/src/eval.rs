@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use trackgnn_engine::GnnExecutor;
-use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::loss::{bce_with_logits, mse_over};
 
 use crate::config::TrainConfig;
 use crate::data::{GraphSet, LossWeights, Prefetcher};
@@ -19,15 +19,18 @@ pub struct EvalResult {
     pub mean: EdgeMetrics,
     /// Events evaluated (on all ranks).
     pub events: usize,
+    /// Mean over events of the auxiliary loss (mean squared error of log10 pT over the true
+    /// edges); `None` for a model without the auxiliary head.
+    pub aux_loss: Option<f64>,
     /// ROC curve of this rank's events, pooled (for plots; empty unless asked).
     pub roc: Vec<(f64, f64)>,
     /// Wall time, seconds.
     pub seconds: f64,
 }
 
-/// Figures per event sent between ranks: a validity flag (padding rows have 0), the loss and
-/// the five metrics.
-const FIELDS: usize = 7;
+/// Figures per event sent between ranks: a validity flag (padding rows have 0), the loss, the
+/// five metrics and the auxiliary loss (0 without the head).
+const FIELDS: usize = 8;
 
 /// Evaluates `model` on the graphs `idx` of `set`; rank r takes every size-th graph from r.
 pub fn evaluate(
@@ -43,15 +46,17 @@ pub fn evaluate(
     let mine: Vec<usize> = idx.iter().copied().skip(rank).step_by(size).collect();
     let per_rank = idx.len().div_ceil(size);
     let mut rows = vec![f64::NAN; per_rank * FIELDS];
+    let has_aux = model.config().aux_pt;
     let mut loader = Prefetcher::new(mine.iter().map(|&i| set.files[i].1.clone()).collect(), LossWeights::of(cfg));
     let (mut pooled_logits, mut pooled_pos) = (Vec::new(), Vec::new());
     for k in 0..mine.len() {
         let s = loader.next_sample().expect("one sample per path")?;
         // Inference keeps two states, not a backward's worth: whole events fit where training
         // needed sectors.
-        let logits = model.infer(&s.input);
+        let (logits, aux) = if has_aux { model.infer_aux(&s.input) } else { (model.infer(&s.input), Vec::new()) };
         let mut dl = vec![0.0f32; s.input.num_edges()];
         let loss = bce_with_logits(&logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
+        let aux_loss = if has_aux { mse_over(&aux, &s.log_pt, &s.aux_weight, s.aux_edges, &mut dl) } else { 0.0 };
         let m = EdgeMetrics::of_event(&logits, &s.y, &s.target, cfg.threshold, loss);
         rows[k * FIELDS..(k + 1) * FIELDS].copy_from_slice(&[
             1.0,
@@ -61,6 +66,7 @@ pub fn evaluate(
             m.total_purity,
             m.purity,
             m.auc,
+            aux_loss,
         ]);
         if want_roc {
             pooled_logits.extend_from_slice(&logits);
@@ -68,6 +74,8 @@ pub fn evaluate(
         }
     }
     let all = comm.allgather_f64(&rows)?;
+    let valid = all.chunks_exact(FIELDS).filter(|r| r[0] == 1.0);
+    let aux_loss = has_aux.then(|| valid.clone().map(|r| r[7]).sum::<f64>() / valid.count().max(1) as f64);
     let events: Vec<EdgeMetrics> = all
         .chunks_exact(FIELDS)
         .filter(|r| r[0] == 1.0)
@@ -82,5 +90,6 @@ pub fn evaluate(
         .collect();
     let roc =
         if want_roc && !pooled_logits.is_empty() { roc_curve(&pooled_logits, &pooled_pos, 200) } else { Vec::new() };
-    Ok(EvalResult { mean: EdgeMetrics::mean(&events), events: events.len(), roc, seconds: t0.elapsed().as_secs_f64() })
+    let (mean, seconds) = (EdgeMetrics::mean(&events), t0.elapsed().as_secs_f64());
+    Ok(EvalResult { mean, events: events.len(), aux_loss, roc, seconds })
 }

@@ -200,9 +200,13 @@ mod tests {
 
     #[test]
     fn columns_are_the_serialised_fields_in_order() {
-        let json = serde_json::to_string(&EpochRecord::default()).unwrap();
+        // With the optional columns (the auxiliary target's), which a run without it leaves out.
+        let full = EpochRecord { train_aux_loss: Some(0.1), val_aux_loss: Some(0.2), ..EpochRecord::default() };
+        let json = serde_json::to_string(&full).unwrap();
         let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&json).unwrap();
         assert_eq!(obj.len(), EpochRecord::COLUMNS.len());
+        let plain = serde_json::to_string(&EpochRecord::default()).unwrap();
+        assert!(!plain.contains("aux"), "{plain}");
         let pos: Vec<usize> = EpochRecord::COLUMNS.iter().map(|c| json.find(&format!("\"{c}\":")).unwrap()).collect();
         assert!(pos.windows(2).all(|w| w[0] < w[1]), "COLUMNS out of field order");
     }
@@ -230,7 +234,8 @@ mod tests {
         assert_eq!(cells.len(), EpochRecord::COLUMNS.len());
         assert_eq!(&cells[..5], ["1", "20", "0.25", "NaN", "0.99"]);
         assert_eq!(cells[9], "1e-7");
-        assert_eq!(*cells.last().unwrap(), "123456789");
+        // The auxiliary target's columns, last, are empty for a run without it.
+        assert_eq!(cells[cells.len() - 3..], ["123456789", "", ""]);
 
         let back = read_records(log.jsonl_path()).unwrap();
         assert_eq!(back.len(), 3);

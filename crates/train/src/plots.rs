@@ -49,6 +49,20 @@ pub fn plot_loss(dir: &Path, epochs: &[EpochLoss]) -> Result<()> {
     plot_losses(&dir.join(crate::run_dir::LOSS_PLOT), &[("", epochs)])
 }
 
+/// The loss figure of a GNN run ([`plot_loss`] from its epoch records), with the auxiliary
+/// target's training and validation loss (mean squared error of log10 pT on true edges) drawn
+/// on the same axes when the run has one (`aux_pt_weight` > 0).
+pub fn plot_gnn_loss(dir: &Path, history: &[EpochRecord]) -> Result<()> {
+    let points = |f: &dyn Fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
+    let mut series = vec![("train", points(&|r| r.train_loss)), ("validation", points(&|r| r.val_loss))];
+    if history.iter().any(|r| r.train_aux_loss.is_some()) {
+        let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+        series.push(("train aux (MSE log10 pT)", points(&|r| nan(r.train_aux_loss))));
+        series.push(("validation aux (MSE log10 pT)", points(&|r| nan(r.val_aux_loss))));
+    }
+    plot_series(&dir.join(crate::run_dir::LOSS_PLOT), "Loss", "epoch", "loss", &series, true)
+}
+
 /// The loss figure of [`plot_loss`] with several runs overlaid: each `(label, epochs)` draws
 /// `<label> train` and `<label> validation` (just `train` and `validation` for an empty label).
 /// Writes `<path_stem>.png` and `<path_stem>.svg`.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::loss::{bce_with_logits, mse_over};
 use trackgnn_engine::optim::{LrSchedule, clip_grad_norm, l2_norm};
 use trackgnn_engine::{GnnExecutor, InteractionGnn, executor_on};
 use trackgnn_trackml::rng::Rng;
@@ -59,6 +59,8 @@ pub struct TrainOutcome {
 #[serde(default)]
 struct EpochAccum {
     loss_sum: f64,
+    /// Sum of the steps' auxiliary losses (0 without the auxiliary head).
+    aux_loss_sum: f64,
     steps: u64,
     grad_norm_sum: f64,
     grad_norm_max: f64,
@@ -273,6 +275,7 @@ impl<'a> Trainer<'a> {
         resume: bool,
         comm: &'a mut dyn Comm,
     ) -> Result<Self> {
+        let cfg = cfg.with_aux_head();
         cfg.validate()?;
         let set = GraphSet::open(graphs_dir, cfg.max_graphs)?;
         let mut split = Split::by_event(&set, cfg.split, cfg.seed);
@@ -711,7 +714,7 @@ impl<'a> Trainer<'a> {
         let (data_ranks, domain) = (self.data_ranks(), self.comm.domain_ranks());
         let step = self.state.step_in_epoch;
         let t_step = Instant::now();
-        let (loss_sum, held) = self.gradients(loader)?;
+        let (loss_sum, aux_sum, held) = self.gradients(loader)?;
         // Checked before the all-reduce, which would spread a NaN to every rank's gradient.
         let local_finite = loss_sum.is_finite() && self.exec.params().grad.iter().all(|g| g.is_finite());
         let compute_s = t_step.elapsed().as_secs_f64();
@@ -730,10 +733,20 @@ impl<'a> Trainer<'a> {
         let reduce_s = t_reduce.elapsed().as_secs_f64();
         // Loss, finiteness and per-rank timings travel together in one small gather.
         let rss = trackgnn_engine::alloc::peak_rss_bytes() as f64;
-        let mine = [loss_sum / gps as f64, local_finite as u8 as f64, compute_s, reduce_s, rss, held.0, held.1];
+        let mine = [
+            loss_sum / gps as f64,
+            local_finite as u8 as f64,
+            compute_s,
+            reduce_s,
+            rss,
+            held.0,
+            held.1,
+            aux_sum / gps as f64,
+        ];
         let stats = self.comm.allgather_f64(&mine)?;
         let per_rank = |k: usize| -> Vec<f64> { stats.chunks_exact(mine.len()).map(|r| r[k]).collect() };
         let loss = per_rank(0).iter().sum::<f64>() / data_ranks as f64;
+        let aux_loss = (self.cfg.aux_pt_weight > 0.0).then(|| per_rank(7).iter().sum::<f64>() / data_ranks as f64);
         let bad_ranks: Vec<usize> = (0..size).filter(|&r| per_rank(1)[r] == 0.0).collect();
         let (computes, reduces) = (per_rank(2), per_rank(3));
         let counts = |k: usize| -> Vec<u64> { per_rank(k).iter().map(|&v| v as u64).collect() };
@@ -774,6 +787,7 @@ impl<'a> Trainer<'a> {
         if update {
             self.exec.optimizer_step(lr);
             self.state.accum.loss_sum += loss;
+            self.state.accum.aux_loss_sum += aux_loss.unwrap_or(0.0);
             self.state.accum.grad_norm_sum += grad_norm;
             self.state.accum.grad_norm_max = self.state.accum.grad_norm_max.max(grad_norm);
         } else if !finite {
@@ -795,6 +809,7 @@ impl<'a> Trainer<'a> {
         progress.step(loss);
         Ok(StepRecord {
             allreduce_seconds: reduces,
+            aux_loss,
             compute_seconds: computes,
             engine_bytes,
             peak_rss_bytes: counts(4),
@@ -846,12 +861,14 @@ impl<'a> Trainer<'a> {
     }
 
     /// The gradients of this rank's graphs of one step, summed into the parameters' gradient
-    /// buffer (zeroed first); returns the sum of their losses, and the halo nodes and edges
-    /// they held (domain parallelism; 0 and their edges otherwise).
-    fn gradients(&mut self, loader: &mut Prefetcher) -> Result<(f64, (f64, f64))> {
+    /// buffer (zeroed first); returns the sum of their losses and of their auxiliary losses
+    /// (0 without the auxiliary head), and the halo nodes and edges they held (domain
+    /// parallelism; 0 and their edges otherwise).
+    fn gradients(&mut self, loader: &mut Prefetcher) -> Result<(f64, f64, (f64, f64))> {
         let gps = self.cfg.graphs_per_step;
+        let lambda = self.cfg.aux_pt_weight;
         self.exec.zero_grad();
-        let (mut loss_sum, mut halo_nodes, mut edges) = (0.0, 0.0, 0.0);
+        let (mut loss_sum, mut aux_sum, mut halo_nodes, mut edges) = (0.0, 0.0, 0.0, 0.0);
         for _ in 0..gps {
             // A graph over the memory budget comes as sectors; the gradients of their mean
             // losses, scaled by their share of the edges, add up to the whole graph's (less the
@@ -870,10 +887,21 @@ impl<'a> Trainer<'a> {
                 if scale != 1.0 {
                     dl.iter_mut().for_each(|g| *g *= scale);
                 }
-                self.exec.backward(&s.input, &dl);
+                if lambda > 0.0 {
+                    // BCE + λ·MSE: the auxiliary head's gradient enters the backward with the
+                    // logits'. The part's sum over its counted true edges is already divided by
+                    // the whole graph's count, so it needs no loss_scale.
+                    let mut da = vec![0.0f32; s.input.num_edges()];
+                    aux_sum += mse_over(self.exec.aux(), &s.log_pt, &s.aux_weight, s.aux_edges, &mut da);
+                    let k = (lambda / gps as f64) as f32;
+                    da.iter_mut().for_each(|g| *g *= k);
+                    self.exec.backward_aux(&s.input, &dl, &da);
+                } else {
+                    self.exec.backward(&s.input, &dl);
+                }
             }
         }
-        Ok((loss_sum, (halo_nodes, edges)))
+        Ok((loss_sum, aux_sum, (halo_nodes, edges)))
     }
 
     /// The log record of an epoch of `steps` steps that just finished, validated as `val`.
@@ -886,6 +914,8 @@ impl<'a> Trainer<'a> {
             step: self.state.global_step,
             train_loss: per_step(a.loss_sum),
             val_loss: val.mean.loss,
+            train_aux_loss: (self.cfg.aux_pt_weight > 0.0).then(|| per_step(a.aux_loss_sum)),
+            val_aux_loss: val.aux_loss,
             efficiency: val.mean.efficiency,
             target_purity: val.mean.target_purity,
             total_purity: val.mean.total_purity,
@@ -954,7 +984,7 @@ impl<'a> Trainer<'a> {
         let dir = self.run.plots_dir();
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let series = |f: fn(&EpochRecord) -> f64| history.iter().map(|r| (r.epoch as f64, f(r))).collect::<Vec<_>>();
-        plots::plot_loss(&dir, &history.iter().map(|r| (r.epoch, r.train_loss, r.val_loss)).collect::<Vec<_>>())?;
+        plots::plot_gnn_loss(&dir, history)?;
         plots::plot_series(
             &dir.join(crate::run_dir::METRICS_PLOT),
             "Validation edge metrics",

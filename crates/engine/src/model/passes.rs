@@ -210,14 +210,32 @@ impl<T: Real> InteractionGnn<T> {
         let rest = Some((&cache.e[iters][..], h));
         let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest };
         self.classifier.forward_nocache(ps, input, e, &mut cache.logits);
+        self.aux_forward(&cache.e[iters], e, &mut cache.aux);
         cache.iter_scratch = sc;
+    }
+
+    /// The auxiliary head's predictions from e_L into `out` (cleared without the head).
+    pub(super) fn aux_forward(&self, e_last: &[T], e: usize, out: &mut Vec<T>) {
+        out.clear();
+        if let Some(head) = &self.aux_head {
+            out.resize(e, T::ZERO);
+            let input = Input::Dense { x: e_last, dim: self.cfg.hidden };
+            head.forward_nocache(&self.params, input, e, out);
+        }
     }
 
     /// Forward through two rolling f32 states. With `packed: Some(K)` (checkpointing with bf16
     /// saved states), each state kept for segment K is rounded in place and packed, so the
     /// forward goes on from exactly the value the backward will unpack and recompute from; with
-    /// `None` (inference) nothing is kept but the logits.
-    pub(super) fn forward_rolling(&self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, packed: Option<usize>) {
+    /// `None` (inference) nothing is kept but the logits (and, with `aux`, the auxiliary
+    /// head's predictions).
+    pub(super) fn forward_rolling(
+        &self,
+        g: &GraphInput<T>,
+        cache: &mut ForwardCache<T>,
+        packed: Option<usize>,
+        aux: bool,
+    ) {
         let (n, e, h) = self.checked_dims(g);
         let iters = self.cfg.iterations;
         let ps = &self.params;
@@ -270,13 +288,24 @@ impl<T: Real> InteractionGnn<T> {
         cache.logits.resize(e, T::ZERO);
         let input = Input::Split { a: &sc.a, b: &sc.b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((&ec, h)) };
         self.classifier.forward_nocache(ps, input, e, &mut cache.logits);
+        if aux {
+            self.aux_forward(&ec, e, &mut cache.aux);
+        } else {
+            cache.aux.clear();
+        }
         let ws = &mut cache.workspace;
         (ws.dh, ws.dh_prev, ws.dz1, ws.de) = (hc, hn, ec, en);
         cache.iter_scratch = sc;
     }
 
     /// Backward with activation checkpointing (see [`crate::checkpointing`]).
-    pub(super) fn backward_checkpointed(&mut self, g: &GraphInput<T>, cache: &mut ForwardCache<T>, dlogits: &[T]) {
+    pub(super) fn backward_checkpointed(
+        &mut self,
+        g: &GraphInput<T>,
+        cache: &mut ForwardCache<T>,
+        dlogits: &[T],
+        daux: Option<&[T]>,
+    ) {
         let (n, e, h) = (g.num_nodes, g.num_edges(), self.cfg.hidden);
         let iters = self.cfg.iterations;
         let k = self.cfg.aggregation.len();
@@ -303,10 +332,16 @@ impl<T: Real> InteractionGnn<T> {
         let d1 = self.classifier.layers[0].dout;
         let hl = saved(ch, ph, iters, &mut hbuf);
         self.classifier.split_precompute(ps, hl, h, &mut sc.a, &mut sc.b);
-        let rest = Some((saved(ce, pe, iters, &mut ebuf), h));
-        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest };
+        let el = saved(ce, pe, iters, &mut ebuf);
+        let input = Input::Split { a: &sc.a, b: &sc.b, src, dst, h_dim: h, rest: Some((el, h)) };
         let din = DInput::Split { dz1: &mut ws.dz1[..e * d1], drest: Some(&mut ws.de) };
         self.classifier.backward(ps, input, Acts::Recompute { rows: e }, DOut::Given(dlogits), &mut grad, din);
+        if let (Some(head), Some(daux)) = (&self.aux_head, daux) {
+            // The head's dL/de_L adds to the classifier's; its activations recomputed too.
+            let input = Input::Dense { x: el, dim: h };
+            let (acts, dx) = (Acts::Recompute { rows: e }, DInput::Dense(&mut ws.de[..]));
+            head.backward(ps, input, acts, DOut::Given(daux), &mut grad, dx);
+        }
         let dz1 = &ws.dz1[..e * d1];
         self.classifier.split_backward_nodes(ps, dz1, hl, h, o, i, &mut grad, &mut ws.dh, &mut ws.split);
         // Segments [b, end) from the last; states b+1 … end−1 recomputed from the boundary b.

@@ -245,6 +245,7 @@ mod tests {
     fn step(epoch: u64, seconds: f64, c: [f64; 2], r: [f64; 2]) -> StepRecord {
         StepRecord {
             allreduce_seconds: r.to_vec(),
+            aux_loss: None,
             compute_seconds: c.to_vec(),
             engine_bytes: 0,
             peak_rss_bytes: vec![2 << 30, 2 << 30],
