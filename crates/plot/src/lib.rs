@@ -47,6 +47,20 @@ pub use font::{FAMILY, font_available};
 /// Image size in pixels (PNG) or user units (SVG).
 pub const SIZE: (u32, u32) = (960, 640);
 
+/// Line and track colours: matplotlib's `tab10` palette.
+pub const TAB10: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
 /// Why a plot file could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -247,9 +247,8 @@ pub fn plot_comparison(dir: &Path, compared: &[Compared]) -> Result<Vec<PathBuf>
     Ok(stems.iter().flat_map(|s| [with_ext(s, "png"), with_ext(s, "svg")]).collect())
 }
 
-/// Series colours: matplotlib's `tab10` (as the efficiency plots').
-const COLORS: [RGBColor; 4] =
-    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+/// Series colours: matplotlib's `tab10`.
+const COLORS: [RGBColor; 10] = trackgnn_plot::TAB10;
 
 /// The pT resolution per reconstruction: points at the bins' geometric centres, with a bar
 /// over the bin and ± σ/√(2n).

@@ -362,18 +362,7 @@ impl View {
 }
 
 /// Track colours: matplotlib's `tab10`.
-const TRACK_COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
+const TRACK_COLORS: [RGBColor; 10] = trackgnn_plot::TAB10;
 
 /// The colour of an edge score in [0, 1]: viridis at 0, 0.25, 0.5, 0.75 and 1, linearly
 /// between.

@@ -24,9 +24,8 @@ use crate::metrics::{EfficiencyBin, TrackMetrics};
 pub use trackgnn_plot::font_available;
 use trackgnn_plot::{Frame, Series, draw_chart, with_ext, write_figure};
 
-/// Series colours: the first ones of matplotlib's `tab10`.
-const COLORS: [RGBColor; 4] =
-    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+/// Series colours: matplotlib's `tab10`.
+const COLORS: [RGBColor; 10] = trackgnn_plot::TAB10;
 
 /// Legends of the track efficiency plots' series (double-majority matching throughout).
 const PRIMARY: &str = "primary targets";

@@ -23,18 +23,7 @@ use trackgnn_plot::{Frame, Series, draw_chart, write_figure};
 pub use trackgnn_plot::{font_available, with_ext};
 
 /// Line colours: the matplotlib `tab10` palette.
-const COLORS: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
+const COLORS: [RGBColor; 10] = trackgnn_plot::TAB10;
 
 /// Series with at most this many points also get a marker on every point.
 const MARKERS_UP_TO: usize = 60;
