@@ -188,8 +188,8 @@ impl PyRun {
     /// The Kalman fits of `event`'s tracks, given a track id per hit (`hit_tracks`, in its hit
     /// order, as `reconstruct` returns them): a dict of arrays, one entry per fitted track, with
     /// the columns of `trackgnn reconstruct --fit`'s parameters file (`track_id`, `q_over_pt`
-    /// \[e/GeV\], `phi`, `eta`, `d0`, `z0` \[mm\], their `sigma_…`, `chi2`, `ndf`). Tracks whose
-    /// fit fails are left out.
+    /// \[e/GeV\], `phi`, `eta`, `d0`, `z0` \[mm\], their `sigma_…`, `chi2`, `ndf`), each fitted
+    /// without its outlier hits as `--fit` drops them. Tracks whose fit fails are left out.
     fn fit_tracks<'py>(
         &self,
         py: Python<'py>,
@@ -204,8 +204,8 @@ impl PyRun {
                 event.event.hits.len()
             )));
         }
-        let fits = py.detach(|| self.rec.fit_tracks(&event.event, ids)).map_err(to_py)?;
-        let rows: Vec<[f64; 13]> = fits.iter().map(|f| f.row()).collect();
+        let fits = py.detach(|| self.rec.fit_tracks(&event.event, ids, self.rec.outliers())).map_err(to_py)?;
+        let rows: Vec<[f64; 13]> = fits.tracks.iter().map(|f| f.row()).collect();
         let d = PyDict::new(py);
         for (k, name) in PARAMETERS_COLUMNS.iter().enumerate() {
             match *name {

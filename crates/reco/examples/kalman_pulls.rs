@@ -1,5 +1,6 @@
 //! The Kalman filter on single generated particles: the hit errors calibrated on them, the
-//! pulls of truth-seeded fits and the pT resolution at 1, 10 and 100 GeV.
+//! pulls of truth-seeded fits and the pT resolution at 1, 10 and 100 GeV, with every hit and
+//! with the outlier hits dropped (`OutlierRemoval::default()`).
 //!
 //! ```sh
 //! cargo run --release -p trackgnn-reco --example kalman_pulls -- [PARTICLES_PER_POINT] [SPECIES]
@@ -9,7 +10,8 @@
 use trackgnn_reco::kalman::measurement::{KINDS, WIDTH_BINS};
 use trackgnn_reco::kalman::perigee::PERIGEE_NAMES;
 use trackgnn_reco::kalman::{
-    FitContext, KalmanFitter, MeasurementModel, PullSummary, SeedSmearing, TruthFit, truth_seeded_fits,
+    FitContext, KalmanFitter, MeasurementModel, OutlierRemoval, PullSummary, SeedSmearing, TruthFit,
+    truth_seeded_fits,
 };
 use trackgnn_simulate::{ChargedSpecies, Generator, SimConfig, SingleParticles};
 use trackgnn_trackml::Detector;
@@ -84,11 +86,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         smearing.sigma,
         smearing.inflate
     );
-    print!("{:<14} {:>6}", "sample", "fits");
+    print!("{:<32} {:>6}", "sample", "fits");
     for name in PERIGEE_NAMES {
         print!(" {:>16}", format!("pull {name}"));
     }
-    println!(" {:>9} {:>11} {:>9}", "chi2/ndf", "sigma(pT)/pT", "core");
+    println!(" {:>9} {:>11} {:>9} {:>8}", "chi2/ndf", "sigma(pT)/pT", "core", "dropped");
     for (seed, (label, pt)) in points.into_iter().enumerate() {
         let g = generator(species, pt, [-2.5, 2.5]);
         // The generator applies the beam pipe's scattering at the end of its first step, at the
@@ -98,25 +100,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         material.beam_pipe[0] = GENERATOR_PIPE_SCATTER_R;
         let ctx = FitContext::new(g.detector(), g.field(), material, mass);
         let fitter = KalmanFitter::new(ctx, measurement);
-        let mut rng = Rng::new(100 + seed as u64);
-        let mut fits: Vec<TruthFit> = Vec::new();
-        for id in 1..=events {
-            let (event, _) = g.event(10 + seed as u64, id);
-            fits.extend(truth_seeded_fits(&fitter, &event, 7, &smearing, &mut rng)?);
+        let removal = OutlierRemoval::default();
+        for (what, removal) in [("all hits", None), ("outliers dropped", Some(&removal))] {
+            let mut rng = Rng::new(100 + seed as u64);
+            let mut fits: Vec<TruthFit> = Vec::new();
+            for id in 1..=events {
+                let (event, _) = g.event(10 + seed as u64, id);
+                fits.extend(truth_seeded_fits(&fitter, &event, 7, &smearing, &mut rng, removal)?);
+            }
+            let s = PullSummary::of(&fits);
+            let chi2: f64 = fits.iter().map(|f| f.fit.chi2).sum();
+            let ndf: usize = fits.iter().map(|f| f.fit.ndf).sum();
+            let mut res: Vec<f64> = fits.iter().map(TruthFit::pt_residual).collect();
+            let rms = (res.iter().map(|r| r * r).sum::<f64>() / res.len() as f64).sqrt();
+            let dropped = fits.iter().filter(|f| f.outliers > 0).count() as f64 / fits.len() as f64;
+            print!("{:<32} {:>6}", format!("{label}, {what}"), s.fits);
+            for i in 0..5 {
+                print!(" {:>16}", format!("{:+.3} / {:.3}", s.mean[i], s.std[i]));
+            }
+            println!(" {:>9.3} {:>11.4} {:>9.4} {:>8.4}", chi2 / ndf as f64, rms, core_sigma(&mut res), dropped);
         }
-        let s = PullSummary::of(&fits);
-        let chi2: f64 = fits.iter().map(|f| f.fit.chi2).sum();
-        let ndf: usize = fits.iter().map(|f| f.fit.ndf).sum();
-        let mut res: Vec<f64> = fits.iter().map(TruthFit::pt_residual).collect();
-        let rms = (res.iter().map(|r| r * r).sum::<f64>() / res.len() as f64).sqrt();
-        print!("{label:<14} {:>6}", s.fits);
-        for i in 0..5 {
-            print!(" {:>16}", format!("{:+.3} / {:.3}", s.mean[i], s.std[i]));
-        }
-        println!(" {:>9.3} {:>11.4} {:>9.4}", chi2 / ndf as f64, rms, core_sigma(&mut res));
     }
     println!(
-        "\n(pull: mean / standard deviation; sigma(pT)/pT: RMS of pT_fit/pT_true - 1; core: half the 16-84% range)"
+        "\n(pull: mean / standard deviation; sigma(pT)/pT: RMS of pT_fit/pT_true - 1; core: half the 16-84% range; dropped: fraction of fits with a hit dropped)"
     );
     Ok(())
 }

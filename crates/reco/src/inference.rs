@@ -43,12 +43,14 @@ use crate::ckf::HitStore;
 use crate::display::{DisplayConfig, DisplayEvent, write_display};
 use crate::error::{Error, Result};
 use crate::kalman::candidate::PION_MASS;
-use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_event_tracks};
+use crate::kalman::{EventFits, FitContext, KalmanFitter, MeasurementModel, OutlierRemoval, fit_event_tracks};
 
 mod report;
 use crate::metrics::{MetricsConfig, TrackMetrics, evaluate_event};
 use crate::phoenix::TrackPoints;
-use crate::quality::{CandidateSource, Features, QualityModel, candidate_features, fake_candidates, select_by_quality};
+use crate::quality::{
+    CandidateSource, Features, QualityModel, add_fit_features, candidate_features, fake_candidates, select_by_quality,
+};
 use crate::submission::{
     event_track_ids, parameters_file_name, singleton_track_ids, submission_file_name, write_parameters,
     write_submission,
@@ -115,6 +117,8 @@ pub struct Reconstructor {
     rebuild: bool,
     /// Whether every track is fitted, its parameters written beside the submission.
     fit: bool,
+    /// The outlier hits the fit drops from the tracks (`None`: none).
+    outliers: Option<OutlierRemoval>,
     /// Who scores the graphs when not this process alone (domain-parallel inference).
     logits_hook: Option<Arc<dyn LogitsHook>>,
     /// The event drawn and exported for Phoenix, if any.
@@ -159,6 +163,7 @@ impl Reconstructor {
             quality: None,
             rebuild: false,
             fit: false,
+            outliers: Some(OutlierRemoval::default()),
             logits_hook: None,
             display: None,
         })
@@ -204,9 +209,16 @@ impl Reconstructor {
 
     /// The same, fitting every track when `fit` (the Kalman filter and smoother,
     /// [`fit_event_tracks`]): [`write_submissions`](Self::write_submissions) then writes the
-    /// fitted parameters beside each submission ([`write_parameters`]).
+    /// fitted parameters beside each submission ([`write_parameters`]), and the hits the fit
+    /// drops as outliers ([`with_outliers`](Self::with_outliers)) leave their tracks.
     pub fn with_fit(self, fit: bool) -> Reconstructor {
         Reconstructor { fit, ..self }
+    }
+
+    /// The same, dropping outlier hits from the fitted tracks by `outliers` (`None`: every hit
+    /// is kept). Default: [`OutlierRemoval::default`].
+    pub fn with_outliers(self, outliers: Option<OutlierRemoval>) -> Reconstructor {
+        Reconstructor { outliers, ..self }
     }
 
     /// The same, with `hook` computing the GNN's logits of each graph instead of this process
@@ -230,19 +242,46 @@ impl Reconstructor {
         self.fit
     }
 
+    /// The outlier hits the fit drops, if any ([`with_outliers`](Self::with_outliers)).
+    pub fn outliers(&self) -> Option<&OutlierRemoval> {
+        self.outliers.as_ref()
+    }
+
     /// The fits of an event's tracks: `hit_tracks` is a track id per hit of `event` (in its hit
     /// order, [`NO_TRACK`](crate::NO_TRACK) for none), as [`event`](Self::event) gives it. Each
     /// track's hits are ordered along the path and fitted in the generator's default field and
-    /// material with the pion's mass; the tracks whose fit fails are left out.
+    /// material with the pion's mass, dropping outliers by `outliers`; the tracks whose fit
+    /// fails are left out.
     ///
     /// # Errors
     /// [`Error::HitOffDetector`] for a hit on a module the detector does not have.
-    pub fn fit_tracks(&self, event: &Event, hit_tracks: &[u32]) -> Result<Vec<FittedTrack>> {
+    pub fn fit_tracks(
+        &self,
+        event: &Event,
+        hit_tracks: &[u32],
+        outliers: Option<&OutlierRemoval>,
+    ) -> Result<EventFits> {
         let store = HitStore::new(&self.det, event)?;
         let (field, material) = (SolenoidField::default(), MaterialModel::default());
         let fitter =
             KalmanFitter::new(FitContext::new(&self.det, &field, material, PION_MASS), MeasurementModel::default());
-        Ok(fit_event_tracks(&fitter, &store.candidate_hits(), hit_tracks))
+        Ok(fit_event_tracks(&fitter, &store.candidate_hits(), hit_tracks, outliers))
+    }
+
+    /// The fits of `graph`'s candidates `node_tracks` (a track id per node) when the quality
+    /// model judges fits: the quality features' fits, with [`OutlierRemoval::default`].
+    fn candidate_fits(
+        &self,
+        event: &Event,
+        graph: &Graph,
+        node_tracks: &[u32],
+        needed: bool,
+    ) -> Result<Option<EventFits>> {
+        if !needed {
+            return Ok(None);
+        }
+        let hit_tracks = event_track_ids(&event.hits.hit_id, &graph.hit_id, node_tracks)?;
+        self.fit_tracks(event, &hit_tracks, Some(&OutlierRemoval::default())).map(Some)
     }
 
     /// Whether tracks are rebuilt around the candidates the quality model keeps.
@@ -361,25 +400,32 @@ impl Reconstructor {
         let node_tracks = self.with_edges(event, graph, scores, |edges| {
             let ids = self.builder.build(edges)?;
             let Some((model, max_p)) = &self.quality else { return Ok(ids) };
-            let kept = select_by_quality(edges, &ids, model, *max_p).0;
+            let fits = self.candidate_fits(event, graph, &ids, model.uses_fit())?;
+            let kept = select_by_quality(edges, &ids, model, *max_p, fits.as_ref()).0;
             if !self.rebuild() {
                 return Ok(kept);
             }
             let again = self.builder.rebuild_around(edges, &kept)?;
-            Ok(select_by_quality(edges, &again, model, *max_p).0)
+            let fits = self.candidate_fits(event, graph, &again, model.uses_fit())?;
+            Ok(select_by_quality(edges, &again, model, *max_p, fits.as_ref()).0)
         })?;
         event_track_ids(&event.hits.hit_id, &graph.hit_id, &node_tracks)
     }
 
     /// The features of the track builder's candidates of `event` (before any quality
-    /// selection) and whether each is fake: one event's training samples for a
-    /// [`QualityModel`]. The event must carry truth.
-    pub fn quality_samples(&self, event: &Event) -> Result<(Vec<Features>, Vec<bool>)> {
+    /// selection), with their fit's when `fit_features` ([`add_fit_features`]), and whether
+    /// each is fake: one event's training samples for a [`QualityModel`]. The event must carry
+    /// truth.
+    pub fn quality_samples(&self, event: &Event, fit_features: bool) -> Result<(Vec<Features>, Vec<bool>)> {
         let (graph, _) = self.graph(event)?;
         let scores = self.scores(&graph)?;
         let (features, ids) = self.with_edges(event, &graph, &scores, |edges| {
             let ids = self.builder.build(edges)?;
-            Ok((candidate_features(edges, &ids), ids))
+            let mut features = candidate_features(edges, &ids);
+            if let Some(fits) = self.candidate_fits(event, &graph, &ids, fit_features)? {
+                add_fit_features(&mut features, &fits);
+            }
+            Ok((features, ids))
         })?;
         let fake = fake_candidates(event, &graph.hit_id, &ids)?;
         Ok((features, fake))
@@ -429,7 +475,25 @@ impl Reconstructor {
             let t = Instant::now();
             let event = read_event(f, self.read_options())?;
             let read_seconds = t.elapsed().as_secs_f64();
-            let reco = self.event(&event)?;
+            let mut reco = self.event(&event)?;
+            let t = Instant::now();
+            let display = self.display.filter(|d| d.event_id == event.event_id);
+            let fits = if self.fit || display.is_some_and(|d| d.phoenix_tracks == TrackPoints::Perigee) {
+                self.fit_tracks(&event, &reco.hit_tracks, self.outliers.as_ref()).map_err(|e| match e {
+                    Error::HitOffDetector { .. } => Error::InFile {
+                        path: f.path(FileKind::Hits).unwrap_or_else(|_| f.dir.join(&f.prefix)),
+                        source: Box::new(e),
+                    },
+                    e => e,
+                })?
+            } else {
+                EventFits::default()
+            };
+            if self.fit {
+                reco.hit_tracks = fits.without_outliers(&reco.hit_tracks);
+                write_parameters(&out.join(parameters_file_name(event.event_id)), &fits.tracks)?;
+            }
+            let fit_seconds = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let ids = singleton_track_ids(&reco.hit_tracks)?;
             write_submission(
@@ -439,31 +503,14 @@ impl Reconstructor {
                 &ids,
             )?;
             let write_seconds = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            let display = self.display.filter(|d| d.event_id == event.event_id);
-            let fitted = if self.fit || display.is_some_and(|d| d.phoenix_tracks == TrackPoints::Perigee) {
-                self.fit_tracks(&event, &reco.hit_tracks).map_err(|e| match e {
-                    Error::HitOffDetector { .. } => Error::InFile {
-                        path: f.path(FileKind::Hits).unwrap_or_else(|_| f.dir.join(&f.prefix)),
-                        source: Box::new(e),
-                    },
-                    e => e,
-                })?
-            } else {
-                Vec::new()
-            };
-            if self.fit {
-                write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;
-            }
-            let fitted_tracks = if self.fit { fitted.len() } else { 0 };
-            let fit_seconds = t.elapsed().as_secs_f64();
+            let fitted_tracks = if self.fit { fits.tracks.len() } else { 0 };
             if let Some(d) = &display {
                 let method = format!("GNN chain ({})", format!("{:?}", self.builder.config().method).to_lowercase());
                 let shown = DisplayEvent {
                     event: &event,
                     hit_tracks: &reco.hit_tracks,
                     edges: Some((&reco.graph, &reco.scores)),
-                    fitted: &fitted,
+                    fitted: &fits.tracks,
                     method: &method,
                 };
                 display_files.extend(write_display(&out.join("display"), &shown, d)?);

@@ -9,7 +9,8 @@
 //! generated events) by the gain-matrix update; an RTS smoother then gives every hit, and the
 //! perigee, the estimate from all hits ([`fitter`]). The fitted perigee comes out as q/pT, φ,
 //! cot θ (η), d0 and z0 with errors ([`perigee`]). [`candidate`]: the fit of a track candidate's
-//! hits from a seed estimated from three of them (the CKF's and the GNN chain's tracks). [`validation`]: truth-seeded fits of
+//! hits from a seed estimated from three of them (the CKF's and the GNN chain's tracks),
+//! [`outliers`]: the hits such a fit drops. [`validation`]: truth-seeded fits of
 //! simulated particles and their pulls.
 //!
 //! Units: mm, GeV, e, rad; the field in GeV/(e·mm) (`trackgnn_trackml::units`).
@@ -17,15 +18,17 @@
 pub mod candidate;
 pub mod fitter;
 pub mod measurement;
+pub mod outliers;
 pub mod params;
 pub mod perigee;
 pub mod scattering;
 pub mod transport;
 pub mod validation;
 
-pub use candidate::{CandidateHit, FittedTrack, fit_candidate, fit_event_tracks};
+pub use candidate::{CandidateHit, EventFits, FittedTrack, fit_candidate, fit_event_tracks};
 pub use fitter::{BoundState, FitResult, KalmanFitter, Measurement, TrackState, gain_update};
 pub use measurement::{Calibration, MeasurementModel};
+pub use outliers::{CleanFit, OutlierRemoval, drop_outliers, fit_without_outliers};
 pub use params::{BoundMatrix, BoundVector, ReferenceSurface};
 pub use perigee::Perigee;
 pub use transport::FitContext;

@@ -252,7 +252,7 @@ mod tests {
             cov: SMatrix::identity(),
             sigma_eta: 0.01,
         };
-        let fit = FittedTrack { track_id: 1, perigee, chi2: 3.5, ndf: 2 };
+        let fit = FittedTrack { track_id: 1, perigee, chi2: 3.5, ndf: 2, outliers: 0 };
         (e, vec![1, 1, 1, 2, 2, 2, NO_TRACK, NO_TRACK], vec![fit])
     }
 

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::Event;
 
 use crate::error::{Error, Result};
+use crate::kalman::EventFits;
 use crate::metrics::composition::{compose, singleton_key};
 use crate::propagation::circle::{STRAIGHT_RADIUS, fit_circle, z_line_residual};
 use crate::submission::event_track_ids;
@@ -32,10 +33,11 @@ use crate::tracks::{
 mod report;
 pub use report::QualityFitReport;
 
-/// The features of a candidate, in the order [`candidate_features`] computes them. Hits are
-/// taken in order of radius; a hit's *link* is the best GNN score of an edge reaching it
-/// from another hit of the candidate further in (as for [`CandidateScore::WeakestLink`]).
-pub const FEATURES: [&str; 15] = [
+/// The features of a candidate, in the order [`candidate_features`] computes them, then the
+/// features of its fit ([`FIT_FEATURES`], which [`add_fit_features`] fills). Hits are taken
+/// in order of radius; a hit's *link* is the best GNN score of an edge reaching it from
+/// another hit of the candidate further in (as for [`CandidateScore::WeakestLink`]).
+pub const FEATURES: [&str; 18] = [
     "n_hits",
     "n_layers",
     "weakest_link",
@@ -51,16 +53,28 @@ pub const FEATURES: [&str; 15] = [
     "abs_eta",
     "r_min",
     "r_max",
+    "log10_chi2_ndf",
+    "fit_outliers",
+    "fit_failed",
 ];
 
-/// The number of features.
+/// The features of a candidate's Kalman fit, the last of [`FEATURES`]: log10(χ²/ndf + 0.01)
+/// after the outliers are dropped, the hits dropped, and 1 when the fit failed (then the
+/// other two are 0).
+pub const FIT_FEATURES: [&str; 3] = ["log10_chi2_ndf", "fit_outliers", "fit_failed"];
+
+/// The number of features, those of the fit included.
 pub const NUM_FEATURES: usize = FEATURES.len();
+
+/// The number of features without those of the fit: what a model that does not use the fit
+/// reads.
+pub const NUM_BASE_FEATURES: usize = NUM_FEATURES - FIT_FEATURES.len();
 
 /// One candidate's features, in the order of [`FEATURES`].
 pub type Features = [f64; NUM_FEATURES];
 
 /// The features of each candidate of `track_ids` (one id per node, [`NO_TRACK`] for none), at
-/// index `id − 1`:
+/// index `id − 1` (those of the fit 0: [`add_fit_features`] fills them):
 ///
 /// - `n_hits`, `n_layers`: hits and distinct layers;
 /// - `weakest_link`, `second_weakest_link`, `mean_link`: the lowest, second lowest and mean
@@ -138,9 +152,26 @@ pub fn candidate_features(edges: &ScoredEdges<'_>, track_ids: &[u32]) -> Vec<Fea
                 if eta.is_finite() { eta.abs() } else { 10.0 },
                 r0,
                 r1,
+                0.0,
+                0.0,
+                0.0,
             ]
         })
         .collect()
+}
+
+/// Fills the [`FIT_FEATURES`] of `features` (a row per candidate, candidate `id` at index
+/// `id − 1`) from the candidates' fits (`fits.tracks` by track id = candidate id); a candidate
+/// without a fit gets `fit_failed` 1.
+pub fn add_fit_features(features: &mut [Features], fits: &EventFits) {
+    for f in features.iter_mut() {
+        f[NUM_BASE_FEATURES..].copy_from_slice(&[0.0, 0.0, 1.0]);
+    }
+    for t in &fits.tracks {
+        if let Some(f) = features.get_mut(t.track_id as usize - 1) {
+            f[NUM_BASE_FEATURES..].copy_from_slice(&[(t.chi2_per_ndf() + 0.01).log10(), t.outliers as f64, 0.0]);
+        }
+    }
 }
 
 /// Whether each candidate of `track_ids` (one id per node of a graph whose node `i` is hit
@@ -247,12 +278,13 @@ fn fields_of(value: &impl Serialize) -> std::collections::BTreeMap<String, Strin
 const FORMAT: &str = "trackgnn-candidate-quality-1";
 
 /// A logistic regression predicting the probability that a candidate is fake from its
-/// [`FEATURES`], each standardised by the training set's mean and spread.
+/// [`FEATURES`] (the first [`NUM_BASE_FEATURES`], or all of them when it uses the fit's), each
+/// standardised by the training set's mean and spread.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QualityModel {
     /// The file format ([`QualityModel::load`] checks it).
     pub format: String,
-    /// The feature names, [`FEATURES`].
+    /// The feature names: the first [`NUM_BASE_FEATURES`] of [`FEATURES`], or all of them.
     pub features: Vec<String>,
     /// Each feature's mean over the training candidates.
     pub mean: Vec<f64>,
@@ -277,12 +309,13 @@ pub struct QualityModel {
 
 impl QualityModel {
     /// Fits the model to `samples` by Newton's method (iteratively reweighted least squares)
-    /// on the mean log-loss plus `l2/2 · |w|²` (the intercept unpenalised).
+    /// on the mean log-loss plus `l2/2 · |w|²` (the intercept unpenalised), on all
+    /// [`FEATURES`] when `use_fit`, else on the first [`NUM_BASE_FEATURES`].
     ///
     /// # Errors
     /// If there are no samples, only one class, a feature that is not finite, or `l2` is not
     /// finite and ≥ 0.
-    pub fn fit(samples: &QualitySamples, l2: f64) -> Result<QualityModel> {
+    pub fn fit(samples: &QualitySamples, l2: f64, use_fit: bool) -> Result<QualityModel> {
         if !(l2.is_finite() && l2 >= 0.0) {
             return Err(Error::config("l2", format!("must be finite and ≥ 0, got {l2}")));
         }
@@ -294,44 +327,43 @@ impl QualityModel {
                 format!("need fake and real candidates, got {fakes} fakes of {n} candidates"),
             ));
         }
-        if let Some((row, col)) =
-            samples.features.iter().enumerate().find_map(|(i, f)| f.iter().position(|v| !v.is_finite()).map(|c| (i, c)))
+        let k = if use_fit { NUM_FEATURES } else { NUM_BASE_FEATURES };
+        if let Some((row, col)) = samples
+            .features
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| f[..k].iter().position(|v| !v.is_finite()).map(|c| (i, c)))
         {
             return Err(Error::config(
                 "quality samples",
                 format!("candidate {row}: feature `{}` is not finite", FEATURES[col]),
             ));
         }
-        let mut mean = vec![0.0; NUM_FEATURES];
+        let mut mean = vec![0.0; k];
         for f in &samples.features {
             for (m, v) in mean.iter_mut().zip(f) {
                 *m += v / n as f64;
             }
         }
-        let mut scale = [0.0; NUM_FEATURES];
+        let mut scale = vec![0.0; k];
         for f in &samples.features {
             for ((s, v), m) in scale.iter_mut().zip(f).zip(&mean) {
                 *s += (v - m).powi(2) / n as f64;
             }
         }
         let scale: Vec<f64> = scale.iter().map(|&v| if v > 0.0 { v.sqrt() } else { 1.0 }).collect();
-        let x: Vec<[f64; NUM_FEATURES + 1]> = samples
+        // Rows of the standardised features and a last column of ones for the intercept.
+        let p = k + 1;
+        let x: Vec<Vec<f64>> = samples
             .features
             .iter()
-            .map(|f| {
-                let mut row = [1.0; NUM_FEATURES + 1];
-                for k in 0..NUM_FEATURES {
-                    row[k] = (f[k] - mean[k]) / scale[k];
-                }
-                row
-            })
+            .map(|f| (0..k).map(|j| (f[j] - mean[j]) / scale[j]).chain([1.0]).collect())
             .collect();
-        const P: usize = NUM_FEATURES + 1;
-        let mut w = [0.0f64; P];
+        let mut w = vec![0.0f64; p];
         let prior = fakes as f64 / n as f64;
-        w[NUM_FEATURES] = (prior / (1.0 - prior)).ln();
+        w[k] = (prior / (1.0 - prior)).ln();
         // The objective: mean log-loss plus the penalty (softplus(z) − y·z, stable in z).
-        let objective = |w: &[f64; P]| {
+        let objective = |w: &[f64]| {
             let data = x
                 .iter()
                 .zip(&samples.fake)
@@ -340,41 +372,38 @@ impl QualityModel {
                     z.max(0.0) + (-z.abs()).exp().ln_1p() - if y { z } else { 0.0 }
                 })
                 .sum::<f64>();
-            data / n as f64 + 0.5 * l2 * w[..NUM_FEATURES].iter().map(|v| v * v).sum::<f64>()
+            data / n as f64 + 0.5 * l2 * w[..k].iter().map(|v| v * v).sum::<f64>()
         };
         let mut current = objective(&w);
         // Newton steps, halved until the objective falls enough (Armijo): a full step can
         // overshoot far when the classes are nearly separable.
         for _ in 0..100 {
-            let mut grad = [0.0f64; P];
-            let mut hess = vec![[0.0f64; P]; P];
+            let mut grad = vec![0.0f64; p];
+            let mut hess = vec![vec![0.0f64; p]; p];
             for (row, &y) in x.iter().zip(&samples.fake) {
-                let p = sigmoid(dot(row, &w));
-                let g = p - f64::from(u8::from(y));
-                let h = (p * (1.0 - p)).max(1e-12);
-                for i in 0..P {
+                let prob = sigmoid(dot(row, &w));
+                let g = prob - f64::from(u8::from(y));
+                let h = (prob * (1.0 - prob)).max(1e-12);
+                for i in 0..p {
                     grad[i] += g * row[i] / n as f64;
                     for (hij, rj) in hess[i].iter_mut().zip(row) {
                         *hij += h * row[i] * rj / n as f64;
                     }
                 }
             }
-            for i in 0..P {
-                if i < NUM_FEATURES {
+            for i in 0..p {
+                if i < k {
                     grad[i] += l2 * w[i];
                     hess[i][i] += l2;
                 }
                 hess[i][i] += 1e-10;
             }
-            let step = cholesky_solve(hess, grad)
+            let step = cholesky_solve(hess, &grad)
                 .ok_or_else(|| Error::config("quality samples", "the fit's Hessian is singular".to_string()))?;
             let slope = dot(&grad, &step);
             let mut t = 1.0;
             let (trial, value) = loop {
-                let mut trial = w;
-                for (wi, si) in trial.iter_mut().zip(&step) {
-                    *wi -= t * si;
-                }
+                let trial: Vec<f64> = w.iter().zip(&step).map(|(wi, si)| wi - t * si).collect();
                 let value = objective(&trial);
                 if value <= current - 1e-4 * t * slope || t < 1e-10 {
                     break (trial, value);
@@ -392,17 +421,22 @@ impl QualityModel {
         }
         Ok(QualityModel {
             format: FORMAT.to_string(),
-            features: FEATURES.iter().map(|s| s.to_string()).collect(),
+            features: FEATURES[..k].iter().map(|s| s.to_string()).collect(),
             mean,
             scale,
-            weights: w[..NUM_FEATURES].to_vec(),
-            bias: w[NUM_FEATURES],
+            weights: w[..k].to_vec(),
+            bias: w[k],
             l2,
             train_candidates: n,
             train_fakes: fakes,
             train_events: samples.events,
             candidates: None,
         })
+    }
+
+    /// Whether the model reads the features of the candidates' fits ([`FIT_FEATURES`]).
+    pub fn uses_fit(&self) -> bool {
+        self.features.len() == NUM_FEATURES
     }
 
     /// The probability that a candidate of these features is fake.
@@ -441,12 +475,16 @@ impl QualityModel {
         if m.format != FORMAT {
             return Err(bad(format!("format `{}`, expected `{FORMAT}`", m.format)));
         }
-        if m.features != FEATURES {
-            return Err(bad(format!("features {:?}, expected {:?}", m.features, FEATURES)));
+        if m.features != FEATURES[..NUM_BASE_FEATURES] && m.features != FEATURES {
+            return Err(bad(format!(
+                "features {:?}, expected {:?}, without or with those of the fit",
+                m.features, FEATURES
+            )));
         }
+        let k = m.features.len();
         for (name, v) in [("mean", &m.mean), ("scale", &m.scale), ("weights", &m.weights)] {
-            if v.len() != NUM_FEATURES {
-                return Err(bad(format!("`{name}` has {} values, expected {NUM_FEATURES}", v.len())));
+            if v.len() != k {
+                return Err(bad(format!("`{name}` has {} values, expected {k}", v.len())));
             }
             if let Some(x) = v.iter().find(|x| !x.is_finite()) {
                 return Err(bad(format!("`{name}` holds {x}")));
@@ -468,9 +506,10 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Solves `a x = b` for a symmetric positive definite `a`; `None` if it is not.
-fn cholesky_solve<const P: usize>(a: Vec<[f64; P]>, b: [f64; P]) -> Option<[f64; P]> {
-    let mut l = vec![[0.0f64; P]; P];
-    for i in 0..P {
+fn cholesky_solve(a: Vec<Vec<f64>>, b: &[f64]) -> Option<Vec<f64>> {
+    let p = b.len();
+    let mut l = vec![vec![0.0f64; p]; p];
+    for i in 0..p {
         for j in 0..=i {
             let s = a[i][j] - (0..j).map(|k| l[i][k] * l[j][k]).sum::<f64>();
             if i == j {
@@ -483,32 +522,38 @@ fn cholesky_solve<const P: usize>(a: Vec<[f64; P]>, b: [f64; P]) -> Option<[f64;
             }
         }
     }
-    let mut y = [0.0f64; P];
-    for i in 0..P {
+    let mut y = vec![0.0f64; p];
+    for i in 0..p {
         y[i] = (b[i] - (0..i).map(|k| l[i][k] * y[k]).sum::<f64>()) / l[i][i];
     }
-    let mut x = [0.0f64; P];
-    for i in (0..P).rev() {
-        x[i] = (y[i] - (i + 1..P).map(|k| l[k][i] * x[k]).sum::<f64>()) / l[i][i];
+    let mut x = vec![0.0f64; p];
+    for i in (0..p).rev() {
+        x[i] = (y[i] - (i + 1..p).map(|k| l[k][i] * x[k]).sum::<f64>()) / l[i][i];
     }
     Some(x)
 }
 
 /// `track_ids` without the candidates whose fake probability by `model` ([`candidate_features`]
-/// of `edges`) exceeds `max_fake_probability` (their nodes get [`NO_TRACK`]), the others
-/// renumbered `1, 2, …` in the order of their smallest node. Returns the ids and the number
-/// of candidates dropped.
+/// of `edges`, with the features of `fits` when given: [`add_fit_features`]) exceeds
+/// `max_fake_probability` (their nodes get [`NO_TRACK`]), the others renumbered `1, 2, …` in
+/// the order of their smallest node. Returns the ids and the number of candidates dropped.
 ///
 /// # Panics
-/// As [`candidate_features`].
+/// As [`candidate_features`], and if the model uses the fit's features but no `fits` are given.
 #[track_caller]
 pub fn select_by_quality(
     edges: &ScoredEdges<'_>,
     track_ids: &[u32],
     model: &QualityModel,
     max_fake_probability: f64,
+    fits: Option<&EventFits>,
 ) -> (Vec<u32>, usize) {
-    let keep: Vec<bool> = candidate_features(edges, track_ids)
+    assert!(fits.is_some() || !model.uses_fit(), "the quality model needs the candidates' fits");
+    let mut features = candidate_features(edges, track_ids);
+    if let Some(fits) = fits {
+        add_fit_features(&mut features, fits);
+    }
+    let keep: Vec<bool> = features
         .iter()
         .map(|f| model.fake_probability(f) <= max_fake_probability)
         .collect();
@@ -588,15 +633,15 @@ mod tests {
         assert!(at(1, "log10_xy_residual") > -0.5, "{:?}", f[1]);
 
         // A model that reads the residual alone drops the bent candidate and renumbers.
-        let mut weights = vec![0.0; NUM_FEATURES];
+        let mut weights = vec![0.0; NUM_BASE_FEATURES];
         weights[FEATURES.iter().position(|&n| n == "log10_xy_residual").unwrap()] = 1.0;
-        let mut mean = vec![0.0; NUM_FEATURES];
+        let mut mean = vec![0.0; NUM_BASE_FEATURES];
         mean[7] = -2.0;
         let model = QualityModel {
             format: FORMAT.to_string(),
-            features: FEATURES.iter().map(|s| s.to_string()).collect(),
+            features: FEATURES[..NUM_BASE_FEATURES].iter().map(|s| s.to_string()).collect(),
             mean,
-            scale: vec![1.0; NUM_FEATURES],
+            scale: vec![1.0; NUM_BASE_FEATURES],
             weights,
             bias: 0.0,
             l2: 0.0,
@@ -606,9 +651,9 @@ mod tests {
             candidates: None,
         };
         let swapped: Vec<u32> = ids.iter().map(|&i| 3 - i).collect();
-        let (kept, dropped) = select_by_quality(&edges, &swapped, &model, 0.5);
+        let (kept, dropped) = select_by_quality(&edges, &swapped, &model, 0.5, None);
         assert_eq!((kept, dropped), ([1u32; 7].into_iter().chain([0; 8]).collect::<Vec<_>>(), 1));
-        assert_eq!(select_by_quality(&edges, &ids, &model, 1.0), (ids.clone(), 0));
+        assert_eq!(select_by_quality(&edges, &ids, &model, 1.0, None), (ids.clone(), 0));
     }
 
     #[test]
@@ -640,23 +685,23 @@ mod tests {
     #[test]
     fn the_fit_learns_what_separates_fakes() {
         let s = samples(400);
-        let m = QualityModel::fit(&s, 1e-3).unwrap();
+        let m = QualityModel::fit(&s, 1e-3, false).unwrap();
         assert_eq!((m.train_candidates, m.train_fakes, m.train_events), (400, s.num_fakes(), 1));
         let wrong = s.features.iter().zip(&s.fake).filter(|(f, y)| (m.fake_probability(f) > 0.5) != **y).count();
         assert_eq!(wrong, 0, "separable classes");
         assert!(m.weights[0] < 0.0 && m.weights[0].abs() > 10.0 * m.weights[1].abs(), "{:?}", m.weights);
         // A stronger penalty shrinks the weights.
-        let shrunk = QualityModel::fit(&s, 1.0).unwrap();
+        let shrunk = QualityModel::fit(&s, 1.0, false).unwrap();
         assert!(shrunk.weights[0].abs() < m.weights[0].abs());
         // What cannot be fitted is refused and said.
         let one_class = QualitySamples { fake: vec![false; 400], ..s.clone() };
-        let err = QualityModel::fit(&one_class, 1e-3).unwrap_err().to_string();
+        let err = QualityModel::fit(&one_class, 1e-3, false).unwrap_err().to_string();
         assert!(err.contains("0 fakes of 400"), "{err}");
         let mut nan = s.clone();
         nan.features[7][3] = f64::NAN;
-        let err = QualityModel::fit(&nan, 1e-3).unwrap_err().to_string();
+        let err = QualityModel::fit(&nan, 1e-3, false).unwrap_err().to_string();
         assert!(err.contains("candidate 7") && err.contains(FEATURES[3]), "{err}");
-        assert!(QualityModel::fit(&s, -1.0).unwrap_err().to_string().contains("l2"));
+        assert!(QualityModel::fit(&s, -1.0, false).unwrap_err().to_string().contains("l2"));
     }
 
     #[test]
@@ -687,7 +732,9 @@ mod tests {
         let fakes = s.num_fakes();
         assert!((20..80).contains(&fakes), "{fakes} fakes");
         let l2 = 1e-4;
-        let m = QualityModel::fit(&s, l2).unwrap();
+        // On every feature, those of the fit included.
+        let m = QualityModel::fit(&s, l2, true).unwrap();
+        assert!(m.uses_fit() && m.weights.len() == NUM_FEATURES);
         // The objective is convex: at its minimum its gradient vanishes.
         let n = s.fake.len() as f64;
         let mut grad = vec![0.0; NUM_FEATURES + 1];
@@ -719,7 +766,7 @@ mod tests {
     fn a_model_file_round_trips_and_a_bad_one_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("q.json");
-        let m = QualityModel::fit(&samples(200), 1e-3).unwrap();
+        let m = QualityModel::fit(&samples(200), 1e-3, false).unwrap();
         m.save(&path).unwrap();
         assert_eq!(QualityModel::load(&path).unwrap(), m);
         assert!(!dir.path().join("q.json.tmp").exists());

@@ -29,7 +29,7 @@ fn pulls_of_truth_seeded_single_muon_fits_are_standard_normal() {
     let mut fits = Vec::new();
     for id in 1..=8 {
         let (event, _) = g.event(40, id);
-        fits.extend(truth_seeded_fits(&fitter, &event, 7, &SeedSmearing::default(), &mut rng).unwrap());
+        fits.extend(truth_seeded_fits(&fitter, &event, 7, &SeedSmearing::default(), &mut rng, None).unwrap());
     }
     assert!(fits.len() > 1800, "{} fits", fits.len());
     let s = PullSummary::of(&fits);

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use trackgnn_reco::ckf::{Ckf, CkfConfig, CkfReport};
 use trackgnn_reco::inference::{RecoReport, Reconstructor};
+use trackgnn_reco::kalman::OutlierRemoval;
 use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::tracks::TrackMethod;
 use trackgnn_reco::{MetricsConfig, TrackBuilderConfig};
@@ -49,6 +50,10 @@ pub struct ReconstructArgs {
     /// `eventNNNNNNNNN-parameters.csv` (costs time).
     #[arg(long)]
     pub fit: bool,
+    /// With `--fit` (not the CKF's): a hit whose χ² against the other hits' fit exceeds this
+    /// leaves its track (the worst first, up to 3, never below 5 hits); `inf` keeps every hit.
+    #[arg(long, value_name = "CHI2", default_value_t = 20.0)]
+    pub outlier_chi2: f64,
     /// Smallest track candidate, in hits: shorter groups are left out (their hits become
     /// singletons in the submission). 5 is the field's usual track-quality cut (acorn's
     /// `min_track_length`); 3 keeps every candidate the metrics count.
@@ -209,6 +214,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_truth_scores(a.truth_scores)
         .with_precision(a.precision)
         .with_fit(a.fit)
+        .with_outliers(OutlierRemoval::with_gate(a.outlier_chi2)?)
         .with_display(a.display.config());
     let rec = match &a.quality {
         Some(path) => rec.with_quality(QualityModel::load(path)?, a.max_fake_probability)?.with_rebuild(a.rebuild),

@@ -42,6 +42,10 @@ pub struct TrainQualityArgs {
     pub min_hits: u32,
     #[command(flatten)]
     pub follow: crate::cli::FollowArgs,
+    /// Fit every candidate (Kalman filter, outliers dropped) and give the model its χ²/ndf,
+    /// outliers and failure as features (`reconstruct --quality` then fits every candidate).
+    #[arg(long)]
+    pub fit_features: bool,
     /// L2 penalty on the weights of the standardised features (per candidate).
     #[arg(long, default_value_t = 1e-4)]
     pub l2: f64,
@@ -83,12 +87,12 @@ pub fn run(a: TrainQualityArgs) -> Result<ExitCode> {
     let mut samples = QualitySamples::default();
     for f in &files {
         let event = read_event(f, opts)?;
-        let (features, fake) = pool.install(|| rec.quality_samples(&event))?;
+        let (features, fake) = pool.install(|| rec.quality_samples(&event, a.fit_features))?;
         samples.extend(features, fake);
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let mut model = QualityModel::fit(&samples, a.l2)?;
+    let mut model = QualityModel::fit(&samples, a.l2, a.fit_features)?;
     model.candidates = Some(CandidateSource::of(rec.track_config()));
     model.save(&a.out).with_context(|| format!("writing the quality model {}", a.out.display()))?;
 

@@ -21,6 +21,7 @@
 use std::f64::consts::PI;
 
 use super::fitter::{BoundState, FitResult, KalmanFitter, Measurement};
+use super::outliers::{CleanFit, OutlierRemoval, fit_without_outliers};
 use super::params::{BoundMatrix, BoundVector, LOC0, LOC1, PHI, QOVERP, ReferenceSurface, THETA};
 use super::perigee::Perigee;
 use crate::error::{Error, Result};
@@ -171,6 +172,8 @@ pub struct FittedTrack {
     pub chi2: f64,
     /// Its degrees of freedom.
     pub ndf: usize,
+    /// Hits dropped from the track as outliers before this fit ([`super::outliers`]).
+    pub outliers: usize,
 }
 
 impl FittedTrack {
@@ -203,7 +206,7 @@ impl FittedTrack {
             && perigee.eta.is_finite()
             && perigee.sigma_eta.is_finite()
             && fit.chi2.is_finite();
-        finite.then_some(FittedTrack { track_id, perigee, chi2: fit.chi2, ndf: fit.ndf })
+        finite.then_some(FittedTrack { track_id, perigee, chi2: fit.chi2, ndf: fit.ndf, outliers: 0 })
     }
 
     /// χ²/ndf.
@@ -212,26 +215,64 @@ impl FittedTrack {
     }
 }
 
+/// The fits of an event's tracks ([`fit_event_tracks`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventFits {
+    /// The tracks whose fit succeeded, by track id.
+    pub tracks: Vec<FittedTrack>,
+    /// The hits dropped from their tracks as outliers (indices into the event's hits), in
+    /// increasing order.
+    pub outlier_hits: Vec<usize>,
+}
+
+impl EventFits {
+    /// `hit_tracks` with the outlier hits taken off their tracks ([`NO_TRACK`]).
+    pub fn without_outliers(&self, hit_tracks: &[u32]) -> Vec<u32> {
+        let mut ids = hit_tracks.to_vec();
+        for &i in &self.outlier_hits {
+            ids[i] = NO_TRACK;
+        }
+        ids
+    }
+}
+
 /// Fits every track of an event: `hits` are the event's hits, `hit_tracks` each one's track id
 /// ([`NO_TRACK`]: none). Each track's hits are ordered along the path ([`order_along_path`])
-/// and fitted ([`fit_candidate`]); the tracks whose fit fails are left out. By track id.
+/// and fitted ([`fit_candidate`]), dropping outliers by `removal` when given
+/// ([`fit_without_outliers`]); the tracks whose fit fails are left out.
 ///
 /// # Panics
 /// If `hits` and `hit_tracks` differ in length.
 #[track_caller]
-pub fn fit_event_tracks(fitter: &KalmanFitter<'_>, hits: &[CandidateHit], hit_tracks: &[u32]) -> Vec<FittedTrack> {
+pub fn fit_event_tracks(
+    fitter: &KalmanFitter<'_>,
+    hits: &[CandidateHit],
+    hit_tracks: &[u32],
+    removal: Option<&OutlierRemoval>,
+) -> EventFits {
     assert_eq!(hits.len(), hit_tracks.len(), "one track id per hit");
-    let mut by_track: Vec<(u32, CandidateHit)> =
-        hit_tracks.iter().zip(hits).filter(|(t, _)| **t != NO_TRACK).map(|(&t, &h)| (t, h)).collect();
-    by_track.sort_by_key(|(t, _)| *t);
-    let mut out = Vec::new();
+    let mut by_track: Vec<(u32, usize)> =
+        hit_tracks.iter().enumerate().filter(|(_, t)| **t != NO_TRACK).map(|(i, &t)| (t, i)).collect();
+    by_track.sort_by_key(|&(t, _)| t);
+    let mut out = EventFits::default();
     for group in by_track.chunk_by(|a, b| a.0 == b.0) {
-        let mut track: Vec<CandidateHit> = group.iter().map(|(_, h)| *h).collect();
-        order_along_path(&mut track);
-        if let Some(f) = fit_candidate(fitter, &track).ok().and_then(|fit| FittedTrack::of(group[0].0, &fit)) {
-            out.push(f);
+        let mut track: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+        // In path order, as `order_along_path` puts them (ties by module, then by hit).
+        let d2 = |i: usize| hits[i].global.iter().map(|v| v * v).sum::<f64>();
+        track.sort_by(|&a, &b| d2(a).total_cmp(&d2(b)).then(hits[a].module.cmp(&hits[b].module)).then(a.cmp(&b)));
+        let track_hits: Vec<CandidateHit> = track.iter().map(|&i| hits[i]).collect();
+        let fit = match removal {
+            Some(r) => fit_without_outliers(fitter, &track_hits, r).ok(),
+            None => fit_candidate(fitter, &track_hits).ok().map(|fit| CleanFit { fit, removed: Vec::new() }),
+        };
+        let Some(clean) = fit else { continue };
+        if let Some(mut f) = FittedTrack::of(group[0].0, &clean.fit) {
+            f.outliers = clean.removed.len();
+            out.tracks.push(f);
+            out.outlier_hits.extend(clean.removed.iter().map(|&k| track[k]));
         }
     }
+    out.outlier_hits.sort_unstable();
     out
 }
 

@@ -12,6 +12,7 @@ use trackgnn_trackml::physics::wrap_phi;
 use trackgnn_trackml::rng::Rng;
 
 use super::fitter::{BoundState, FitResult, KalmanFitter, Measurement};
+use super::outliers::{CleanFit, OutlierRemoval, drop_outliers};
 use super::params::{BoundMatrix, BoundVector, PHI, QOVERP, ReferenceSurface};
 use super::perigee::{PERIGEE_PHI, Perigee};
 use crate::error::{Error, Result};
@@ -45,6 +46,8 @@ pub struct TruthFit {
     pub truth: Perigee,
     /// The fit.
     pub fit: FitResult,
+    /// Hits dropped as outliers before the fit.
+    pub outliers: usize,
 }
 
 impl TruthFit {
@@ -91,7 +94,8 @@ pub fn true_perigee(fitter: &KalmanFitter<'_>, q: f64, vertex: [f64; 3], momentu
 
 /// Fits every particle of `event` produced within 1 mm of the beam line with at least
 /// `min_hits` hits, each from a seed drawn around its true perigee by `smearing` with `rng`.
-/// The hits are taken in the order of their distance from the vertex.
+/// The hits are taken in the order of their distance from the vertex; with `removal`, the
+/// outlier hits are dropped ([`drop_outliers`], each refit from the same seed).
 ///
 /// # Errors
 /// [`Error::MissingPart`] for an event without truth or particles; [`Error::Fit`] for a hit on
@@ -102,6 +106,7 @@ pub fn truth_seeded_fits(
     min_hits: usize,
     smearing: &SeedSmearing,
     rng: &mut Rng,
+    removal: Option<&OutlierRemoval>,
 ) -> Result<Vec<TruthFit>> {
     let det = fitter.context.det;
     let missing = |part| Error::MissingPart { event_id: event.event_id, part };
@@ -152,8 +157,15 @@ pub fn truth_seeded_fits(
         seed[PHI] = wrap_phi(seed[PHI]);
         let seed =
             BoundState { surface: ReferenceSurface::BeamLine, params: seed, cov: BoundMatrix::from_diagonal(&var) };
-        let fit = fitter.fit(&seed, &measurements)?;
-        out.push(TruthFit { particle: pid, truth: Perigee::from_bound(&true_params, &BoundMatrix::zeros()), fit });
+        let clean = match removal {
+            Some(r) => drop_outliers(fitter, measurements.len(), r, |kept| {
+                let subset: Vec<Measurement> = kept.iter().map(|&i| measurements[i]).collect();
+                fitter.fit(&seed, &subset)
+            })?,
+            None => CleanFit { fit: fitter.fit(&seed, &measurements)?, removed: Vec::new() },
+        };
+        let truth = Perigee::from_bound(&true_params, &BoundMatrix::zeros());
+        out.push(TruthFit { particle: pid, truth, fit: clean.fit, outliers: clean.removed.len() });
     }
     Ok(out)
 }

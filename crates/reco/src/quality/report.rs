@@ -71,7 +71,7 @@ impl QualityFitReport {
             kept_fake_rate: ratio(kept_fakes, kept),
             real_dropped_fraction: ratio(real_dropped, n - fakes),
             l2,
-            weights: FEATURES.iter().zip(&model.weights).map(|(k, &w)| (k.to_string(), w.into())).collect(),
+            weights: model.features.iter().zip(&model.weights).map(|(k, &w)| (k.to_string(), w.into())).collect(),
             seconds,
         }
     }
@@ -94,7 +94,8 @@ impl fmt::Display for QualityFitReport {
             self.max_fake_probability, self.kept_candidates, self.kept_fake_rate, self.real_dropped_fraction
         )?;
         let weight = |k: &str| self.weights.get(k).and_then(|w| w.as_f64()).unwrap_or(f64::NAN);
-        let w: Vec<String> = FEATURES.iter().map(|k| format!("{k} {:+.2}", weight(k))).collect();
+        let w: Vec<String> =
+            FEATURES.iter().filter(|k| self.weights.contains_key(**k)).map(|k| format!("{k} {:+.2}", weight(k))).collect();
         writeln!(f, "weights of the standardised features: {}", w.join(", "))?;
         writeln!(f, "{:.1} s", self.seconds)
     }
