@@ -69,7 +69,17 @@ fn train_and_eval_from_the_command_line() {
         assert_eq!((rf["fit"].as_bool(), r3["fit"].as_bool()), (Some(true), Some(false)));
         let rows = check_parameters(d, &out, &rf);
         assert!(!rows.is_empty() && rows.len() as u64 <= tracks, "{method}: {} rows, {tracks} tracks", rows.len());
+        assert_eq!(rf["outlier_chi2"], 20.0);
+        // Every hit kept: no outlier dropped, and at least as many hits on tracks.
+        let (kept, _) = reco(&["--out", &format!("{out}-all"), "--method", method, "--fit", "--outlier-chi2", "inf"]);
+        let outliers = |r: &serde_json::Value| -> u64 {
+            r["events"].as_array().unwrap().iter().map(|e| e["outlier_hits"].as_u64().unwrap()).sum()
+        };
+        assert_eq!((kept["outlier_chi2"].clone(), outliers(&kept)), (serde_json::Value::Null, 0));
     }
+    let err =
+        fails(trackgnn(d, &["reconstruct", "--run", "run", "--input", "ev", "--out", "tx", "--outlier-chi2", "0"]));
+    assert!(err.contains("outlier_chi2") && !d.join("tx").exists(), "{err}");
     // --display: the GNN's edges by score beside the tracks, and the Phoenix file.
     let (rd, _) = reco(&["--out", "td", "--method", "follow", "--display", "1", "--display-region", "r=0:400"]);
     assert_eq!(rd["display"].as_array().unwrap().len(), 5, "{}", rd["display"]);
@@ -129,7 +139,14 @@ fn train_and_eval_from_the_command_line() {
     assert_eq!(count("events"), 6);
     assert!(count("fakes") > 0 && count("candidates") > count("fakes"), "{q}");
     assert!(q["kept_fake_rate"].as_f64() <= q["fake_rate"].as_f64(), "{q}");
-    assert_eq!(q["weights"].as_object().unwrap().len(), trackgnn_reco::quality::FEATURES.len());
+    assert_eq!(q["weights"].as_object().unwrap().len(), trackgnn_reco::quality::NUM_BASE_FEATURES);
+    // With the fit's features: the model reads all of them, and reconstruct fits every candidate
+    // to judge it.
+    let qf = json(&ok(trackgnn(d, &[&fit[..8], &["qf.json", "--json", "--fit-features"]].concat())));
+    assert_eq!(qf["weights"].as_object().unwrap().len(), trackgnn_reco::quality::FEATURES.len(), "{qf}");
+    assert!(qf["weights"]["log10_chi2_ndf"].as_f64().is_some(), "{qf}");
+    let (judged_fit, _) = reco(&["--out", "tqf", "--method", "follow", "--quality", "qf.json"]);
+    assert!(judged_fit["metrics"]["n_candidates"].as_u64().unwrap() > 0, "{judged_fit}");
     let (judged, _) = reco(&["--out", "tq", "--method", "follow", "--quality", "q.json"]);
     assert_eq!((judged["max_fake_probability"].as_f64(), searched["max_fake_probability"].as_f64()), (Some(0.5), None));
     assert!(candidates(&judged) <= candidates(&searched), "{} > {}", candidates(&judged), candidates(&searched));

@@ -209,8 +209,9 @@ impl Reconstructor {
 
     /// The same, fitting every track when `fit` (the Kalman filter and smoother,
     /// [`fit_event_tracks`]): [`write_submissions`](Self::write_submissions) then writes the
-    /// fitted parameters beside each submission ([`write_parameters`]), and the hits the fit
-    /// drops as outliers ([`with_outliers`](Self::with_outliers)) leave their tracks.
+    /// fitted parameters beside each submission ([`write_parameters`]), each track fitted
+    /// without its outlier hits ([`with_outliers`](Self::with_outliers)); the submission keeps
+    /// them on their tracks.
     pub fn with_fit(self, fit: bool) -> Reconstructor {
         Reconstructor { fit, ..self }
     }
@@ -475,7 +476,7 @@ impl Reconstructor {
             let t = Instant::now();
             let event = read_event(f, self.read_options())?;
             let read_seconds = t.elapsed().as_secs_f64();
-            let mut reco = self.event(&event)?;
+            let reco = self.event(&event)?;
             let t = Instant::now();
             let display = self.display.filter(|d| d.event_id == event.event_id);
             let fits = if self.fit || display.is_some_and(|d| d.phoenix_tracks == TrackPoints::Perigee) {
@@ -490,7 +491,6 @@ impl Reconstructor {
                 EventFits::default()
             };
             if self.fit {
-                reco.hit_tracks = fits.without_outliers(&reco.hit_tracks);
                 write_parameters(&out.join(parameters_file_name(event.event_id)), &fits.tracks)?;
             }
             let fit_seconds = t.elapsed().as_secs_f64();
@@ -522,6 +522,7 @@ impl Reconstructor {
                 edges: reco.graph.num_edges(),
                 tracks: reco.num_tracks(),
                 fitted_tracks,
+                outlier_hits: if self.fit { fits.outlier_hits.len() } else { 0 },
                 read_seconds,
                 graph_seconds: reco.seconds.graph,
                 gnn_seconds: reco.seconds.gnn,
@@ -603,6 +604,8 @@ pub struct EventSummary {
     pub tracks: u32,
     /// Tracks fitted, with their parameters in the event's parameters file (0 without a fit).
     pub fitted_tracks: usize,
+    /// Hits the fit left out of their tracks' fits as outliers (0 without a fit).
+    pub outlier_hits: usize,
     /// Seconds reading the event's files.
     pub read_seconds: f64,
     /// Seconds building the graph.

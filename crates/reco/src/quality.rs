@@ -553,10 +553,7 @@ pub fn select_by_quality(
     if let Some(fits) = fits {
         add_fit_features(&mut features, fits);
     }
-    let keep: Vec<bool> = features
-        .iter()
-        .map(|f| model.fake_probability(f) <= max_fake_probability)
-        .collect();
+    let keep: Vec<bool> = features.iter().map(|f| model.fake_probability(f) <= max_fake_probability).collect();
     let dropped = keep.iter().filter(|&&k| !k).count();
     (keep_candidates(track_ids, |c| keep[c]), dropped)
 }
@@ -654,6 +651,42 @@ mod tests {
         let (kept, dropped) = select_by_quality(&edges, &swapped, &model, 0.5, None);
         assert_eq!((kept, dropped), ([1u32; 7].into_iter().chain([0; 8]).collect::<Vec<_>>(), 1));
         assert_eq!(select_by_quality(&edges, &ids, &model, 1.0, None), (ids.clone(), 0));
+    }
+
+    #[test]
+    fn the_fit_features_are_filled_and_a_model_of_them_reads_them() {
+        use crate::kalman::{BoundMatrix, BoundVector, FittedTrack, Perigee};
+        let params = BoundVector::from_column_slice(&[0.01, 0.2, 0.3, 1.2, 0.5]);
+        let perigee = Perigee::from_bound(&params, &BoundMatrix::identity());
+        let track = |track_id, chi2, ndf, outliers| FittedTrack { track_id, perigee, chi2, ndf, outliers };
+        let fits = EventFits { tracks: vec![track(1, 5.0, 5, 0), track(3, 500.0, 10, 2)], outlier_hits: vec![4, 9] };
+        let mut f = vec![[7.0; NUM_FEATURES]; 3];
+        add_fit_features(&mut f, &fits);
+        assert_eq!(f[0][NUM_BASE_FEATURES..], [1.01f64.log10(), 0.0, 0.0]);
+        assert_eq!(f[1][NUM_BASE_FEATURES..], [0.0, 0.0, 1.0], "no fit: failed");
+        assert_eq!(f[2][NUM_BASE_FEATURES..], [50.01f64.log10(), 2.0, 0.0]);
+        assert!(f.iter().all(|row| row[..NUM_BASE_FEATURES].iter().all(|&v| v == 7.0)), "the others untouched");
+        // Fitted to candidates that are fake when their χ²/ndf is large, a model of all the
+        // features learns it, and one of the base features cannot tell them apart.
+        let mut s = QualitySamples::default();
+        let rows: Vec<Features> = (0..200)
+            .map(|i| {
+                let mut r = [0.0; NUM_FEATURES];
+                r[0] = (i % 7) as f64;
+                r[NUM_BASE_FEATURES] = if i % 4 == 0 { 2.0 + (i % 3) as f64 } else { (i % 5) as f64 * 0.05 };
+                r
+            })
+            .collect();
+        let fake: Vec<bool> = rows.iter().map(|r| r[NUM_BASE_FEATURES] > 1.0).collect();
+        s.extend(rows, fake);
+        let with = QualityModel::fit(&s, 1e-3, true).unwrap();
+        let without = QualityModel::fit(&s, 1e-3, false).unwrap();
+        assert!(with.uses_fit() && !without.uses_fit());
+        let wrong = |m: &QualityModel| {
+            s.features.iter().zip(&s.fake).filter(|(f, y)| (m.fake_probability(f) > 0.5) != **y).count()
+        };
+        assert_eq!(wrong(&with), 0);
+        assert_eq!(wrong(&without), s.num_fakes(), "the base features say nothing: every fake kept");
     }
 
     #[test]

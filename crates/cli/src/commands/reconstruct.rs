@@ -50,8 +50,8 @@ pub struct ReconstructArgs {
     /// `eventNNNNNNNNN-parameters.csv` (costs time).
     #[arg(long)]
     pub fit: bool,
-    /// With `--fit` (not the CKF's): a hit whose χ² against the other hits' fit exceeds this
-    /// leaves its track (the worst first, up to 3, never below 5 hits); `inf` keeps every hit.
+    /// With `--fit` (not the CKF's): a hit whose χ² against the other hits' fit exceeds this is
+    /// left out of the track's fit (the worst first, up to 3, never below 5 hits); `inf`: none.
     #[arg(long, value_name = "CHI2", default_value_t = 20.0)]
     pub outlier_chi2: f64,
     /// Smallest track candidate, in hits: shorter groups are left out (their hits become

@@ -64,6 +64,8 @@ pub struct RecoReport<'a> {
     pub truth_scores: bool,
     /// Whether every track was fitted, its parameters written beside the submission.
     pub fit: bool,
+    /// With the fit: the χ² above which a hit is an outlier, left out of its track's fit (`None`: none).
+    pub outlier_chi2: Option<f64>,
     /// Each event's sizes and seconds.
     pub events: &'a [EventSummary],
     /// Mean seconds per event of each stage.
@@ -105,6 +107,7 @@ impl<'a> RecoReport<'a> {
             rebuild: rec.rebuild(),
             truth_scores: rec.truth_scores(),
             fit: rec.fit(),
+            outlier_chi2: rec.outliers().filter(|_| rec.fit()).map(|o| o.chi2_gate),
             events: &done.events,
             mean_seconds_per_event: MeanSeconds {
                 read_seconds: mean(|e| e.read_seconds),
@@ -176,9 +179,11 @@ impl fmt::Display for RecoReport<'_> {
         if self.fit {
             writeln!(
                 f,
-                "track fit: {:.0} tracks fitted per event in {:.3} s, parameters in eventNNNNNNNNN-parameters.csv",
+                "track fit: {:.0} tracks fitted per event in {:.3} s, {:.0} outlier hits dropped per event (chi2 > {}), parameters in eventNNNNNNNNN-parameters.csv",
                 self.mean(|e| e.fitted_tracks as f64),
-                t.fit_seconds
+                t.fit_seconds,
+                self.mean(|e| e.outlier_hits as f64),
+                self.outlier_chi2.map_or("inf".to_string(), |c| c.to_string())
             )?;
         }
         if let Some(m) = self.metrics {

@@ -225,17 +225,6 @@ pub struct EventFits {
     pub outlier_hits: Vec<usize>,
 }
 
-impl EventFits {
-    /// `hit_tracks` with the outlier hits taken off their tracks ([`NO_TRACK`]).
-    pub fn without_outliers(&self, hit_tracks: &[u32]) -> Vec<u32> {
-        let mut ids = hit_tracks.to_vec();
-        for &i in &self.outlier_hits {
-            ids[i] = NO_TRACK;
-        }
-        ids
-    }
-}
-
 /// Fits every track of an event: `hits` are the event's hits, `hit_tracks` each one's track id
 /// ([`NO_TRACK`]: none). Each track's hits are ordered along the path ([`order_along_path`])
 /// and fitted ([`fit_candidate`]), dropping outliers by `removal` when given
