@@ -185,8 +185,8 @@ impl<'a> KalmanFitter<'a> {
                 cov: symmetric(t.jacobian * current.cov * t.jacobian.transpose() + t.noise),
             };
             let dir = direction(predicted.params[PHI], predicted.params[THETA]);
-            let v = self.measurement.covariance(det, hit.module, [dir[0], dir[1], dir[2]]);
             let m = self.measurement.corrected(det, hit.module, hit.local);
+            let v = self.measurement.hit_covariance(det, hit.module, [dir[0], dir[1], dir[2]], m);
             let (filtered, chi2) = gain_update(&predicted, m, &v)
                 .ok_or_else(|| Error::Fit(format!("singular residual covariance at {hit:?}")))?;
             chi2_sum += chi2;
