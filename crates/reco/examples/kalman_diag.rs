@@ -112,13 +112,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let tp = true_perigee(&fitter, f64::from(parts.q[k]), vertex, mom)?;
             if p[COT_THETA].abs() > 10.0 || p[Z0].abs() > 10.0 {
                 let mut d = format!(
-                    "eta {:.3} pulls cot {:.1} z0 {:.1} chi2 {:.1}/{} vz {:.2}\n",
+                    "eta {:.3} pulls cot {:.1} z0 {:.1} chi2 {:.1}/{} vz {:.2} vr {:.4}; fit z0 {:.4} +- {:.4} truth {:.4}; cot {:.6} +- {:.6} truth {:.6}\n",
                     parts.eta(k),
                     p[COT_THETA],
                     p[Z0],
                     f.fit.chi2,
                     f.fit.ndf,
-                    parts.vz[k]
+                    parts.vz[k],
+                    parts.vertex_r(k),
+                    f.fit.perigee_parameters().values()[Z0],
+                    f.fit.perigee_parameters().sigmas()[Z0],
+                    f.truth.values()[Z0],
+                    f.fit.perigee_parameters().values()[COT_THETA],
+                    f.fit.perigee_parameters().sigmas()[COT_THETA],
+                    f.truth.values()[COT_THETA],
                 );
                 for s in &f.fit.states {
                     let m = s.measurement.module;

@@ -10,8 +10,7 @@
 use trackgnn_reco::kalman::measurement::{KINDS, WIDTH_BINS};
 use trackgnn_reco::kalman::perigee::PERIGEE_NAMES;
 use trackgnn_reco::kalman::{
-    FitContext, KalmanFitter, MeasurementModel, OutlierRemoval, PullSummary, SeedSmearing, TruthFit,
-    truth_seeded_fits,
+    FitContext, KalmanFitter, MeasurementModel, OutlierRemoval, PullSummary, SeedSmearing, TruthFit, truth_seeded_fits,
 };
 use trackgnn_simulate::{ChargedSpecies, Generator, SimConfig, SingleParticles};
 use trackgnn_trackml::Detector;

@@ -553,10 +553,7 @@ pub fn select_by_quality(
     if let Some(fits) = fits {
         add_fit_features(&mut features, fits);
     }
-    let keep: Vec<bool> = features
-        .iter()
-        .map(|f| model.fake_probability(f) <= max_fake_probability)
-        .collect();
+    let keep: Vec<bool> = features.iter().map(|f| model.fake_probability(f) <= max_fake_probability).collect();
     let dropped = keep.iter().filter(|&&k| !k).count();
     (keep_candidates(track_ids, |c| keep[c]), dropped)
 }

@@ -393,7 +393,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let params = BoundVector::from_column_slice(&[0.05, -12.0, 1.0, 1.2, -0.4]);
         let cov = BoundMatrix::from_diagonal(&BoundVector::from_column_slice(&[1e-4, 4e-2, 1e-6, 1e-6, 1e-6]));
-        let t = FittedTrack { track_id: 7, perigee: Perigee::from_bound(&params, &cov), chi2: 9.5, ndf: 11, outliers: 0 };
+        let t =
+            FittedTrack { track_id: 7, perigee: Perigee::from_bound(&params, &cov), chi2: 9.5, ndf: 11, outliers: 0 };
         let path = dir.path().join(parameters_file_name(1000));
         assert!(path.ends_with("event000001000-parameters.csv"));
         write_parameters(&path, &[t, FittedTrack { track_id: 9, ..t }]).unwrap();

@@ -94,8 +94,11 @@ impl fmt::Display for QualityFitReport {
             self.max_fake_probability, self.kept_candidates, self.kept_fake_rate, self.real_dropped_fraction
         )?;
         let weight = |k: &str| self.weights.get(k).and_then(|w| w.as_f64()).unwrap_or(f64::NAN);
-        let w: Vec<String> =
-            FEATURES.iter().filter(|k| self.weights.contains_key(**k)).map(|k| format!("{k} {:+.2}", weight(k))).collect();
+        let w: Vec<String> = FEATURES
+            .iter()
+            .filter(|k| self.weights.contains_key(**k))
+            .map(|k| format!("{k} {:+.2}", weight(k)))
+            .collect();
         writeln!(f, "weights of the standardised features: {}", w.join(", "))?;
         writeln!(f, "{:.1} s", self.seconds)
     }
