@@ -45,6 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(2000);
     let pt: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(100.0);
+    let iterate = args.next().is_some_and(|a| a == "iterate");
     let species = ChargedSpecies::Muon;
     let single = SingleParticles::new(species, PER_EVENT, [pt, pt], [-2.5, 2.5]);
     let g = Generator::new(
@@ -90,7 +91,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for f in &fits {
             let k = parts.particle_id.iter().position(|p| *p == f.particle).unwrap();
             let eta = parts.eta(k).abs();
-            let p = f.pulls();
+            let p0 = f.pulls();
+            // A second pass from the first's perigee (the seed's covariance kept).
+            let refit = {
+                let mut var = trackgnn_reco::kalman::BoundVector::zeros();
+                for i in 0..5 {
+                    let sigma = if i == 4 {
+                        smearing.sigma[i] * (1.0 / pt) * (f.truth.values()[3].abs() * 0.0 + 1.0) * {
+                            let c: f64 = f.truth.values()[2];
+                            1.0 / (1.0 + c * c).sqrt()
+                        }
+                    } else {
+                        smearing.sigma[i]
+                    };
+                    var[i] = (sigma * smearing.inflate).powi(2);
+                }
+                let seed2 = trackgnn_reco::kalman::BoundState {
+                    surface: ReferenceSurface::BeamLine,
+                    params: f.fit.perigee.params,
+                    cov: trackgnn_reco::kalman::BoundMatrix::from_diagonal(&var),
+                };
+                let hits: Vec<_> = f.fit.states.iter().map(|s| s.measurement).collect();
+                fitter.fit(&seed2, &hits)?
+            };
+            let f2 = TruthFit { fit: refit, ..f.clone() };
+            let p = if iterate { f2.pulls() } else { p0 };
+            let f = if iterate { &f2 } else { f };
             let kinds: Vec<usize> = f.fit.states.iter().map(|s| module_kind(det, s.measurement.module)).collect();
             let has = |k: usize| kinds.iter().filter(|&&x| x == k).count();
             let eb = if eta < 1.0 {
@@ -140,7 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         f64::from(truth.tpz[i]),
                     ]);
                     d += &format!(
-                        "    kind {} mod {:>5} {:?} r {:7.2} z {:8.2} hit-true u,v {:+8.1} {:+8.1} um; prop-true {:+6.1} {:+6.1}; smoothed res v {:+8.1} um chi2 {:6.1}; v {:+7.3} of hv {:.3}; dir_v/dir_w {:+.3}\n",
+                        "    kind {} mod {:>5} {:?} r {:7.2} z {:8.2} hit-true u,v {:+8.1} {:+8.1} um; prop-true {:+6.1} {:+6.1}; smoothed res v {:+8.1} um chi2 {:6.1}; v {:+7.3} of hv {:.3}; dir_v/dir_w {:+.3}; smoothed-true theta {:+.2e} +- {:.1e} q/p {:+.2e} +- {:.1e}\n",
                         module_kind(det, m),
                         m,
                         module.id,
@@ -154,8 +180,47 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         s.chi2,
                         tl[1],
                         module.hv,
-                        ld[1] / ld[2]
+                        ld[1] / ld[2],
+                        s.smoothed.params[THETA]
+                            - f64::from(truth.tpx[i]).hypot(f64::from(truth.tpy[i])).atan2(f64::from(truth.tpz[i])),
+                        s.smoothed.cov[(THETA, THETA)].sqrt(),
+                        s.smoothed.params[4] - f64::from(parts.q[k]) / mom[0].hypot(mom[1]).hypot(mom[2]),
+                        s.smoothed.cov[(4, 4)].sqrt(),
                     );
+                }
+                // The transport Jacobians between consecutive hits against numeric derivatives.
+                let mut from = ReferenceSurface::BeamLine;
+                let mut x = f.fit.perigee.params;
+                for st in &f.fit.states {
+                    let to = ReferenceSurface::Module(st.measurement.module);
+                    let t = ctx.transport(from, &x, to)?;
+                    let mut worst_col = (0usize, 0.0f64, String::new());
+                    for c in 0..5 {
+                        let eps = if c == 4 { 1e-7 } else { 1e-6 };
+                        let (mut hi, mut lo) = (x, x);
+                        hi[c] += eps;
+                        lo[c] -= eps;
+                        let num =
+                            (ctx.transport(from, &hi, to)?.params - ctx.transport(from, &lo, to)?.params) / (2.0 * eps);
+                        let dev = (num - t.jacobian.column(c)).norm() / num.norm().max(1.0);
+                        if dev > worst_col.1 {
+                            worst_col =
+                                (c, dev, format!("num {:?} ana {:?}", num.as_slice(), t.jacobian.column(c).as_slice()));
+                        }
+                    }
+                    d += &format!(
+                        "      jacobian to {:?}: worst column {} rel dev {:.2e} {}; smoothed consistency dv {:+.1} um dtheta {:+.2e}; filtered-smoothed theta {:+.2e} v {:+.1} um\n",
+                        to,
+                        worst_col.0,
+                        worst_col.1,
+                        if worst_col.1 > 1e-3 { &worst_col.2 } else { "" },
+                        (t.params[1] - st.smoothed.params[1]) * 1e3,
+                        t.params[THETA] - st.smoothed.params[THETA],
+                        st.filtered.params[THETA] - st.smoothed.params[THETA],
+                        (st.filtered.params[1] - st.smoothed.params[1]) * 1e3,
+                    );
+                    from = to;
+                    x = st.smoothed.params;
                 }
                 worst.push((p[COT_THETA].abs().max(p[Z0].abs()), d));
             }

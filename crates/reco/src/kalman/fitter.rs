@@ -20,7 +20,7 @@ use nalgebra::{Matrix2, SMatrix, Vector2};
 use trackgnn_trackml::geometry::Detector;
 
 use super::measurement::MeasurementModel;
-use super::params::{BoundMatrix, BoundVector, PHI, ReferenceSurface, THETA, direction};
+use super::params::{BoundMatrix, BoundVector, PHI, QOVERP, ReferenceSurface, THETA, direction};
 use super::perigee::Perigee;
 use super::scattering::module_noise;
 use super::transport::FitContext;
@@ -98,6 +98,17 @@ pub struct KalmanFitter<'a> {
     pub measurement: MeasurementModel,
 }
 
+/// How far the smoothed state may be from the filter's prediction, in direction (φ, θ \[rad\])
+/// and relative q/p, before the smoother's step is taken about it rather than about the filtered
+/// state ([`KalmanFitter::fit`]'s smoother): a second order below the hits' precision.
+pub const RELINEARISE: [f64; 2] = [1e-4, 1e-2];
+
+/// Whether bound parameters `a` are further than [`RELINEARISE`] from `b`.
+fn far(a: &BoundVector, b: &BoundVector) -> bool {
+    let d = difference(a, b);
+    d[PHI].abs().max(d[THETA].abs()) > RELINEARISE[0] || (d[QOVERP] / b[QOVERP]).abs() > RELINEARISE[1]
+}
+
 /// H: the measured coordinates (u, v) of bound parameters.
 fn projector() -> SMatrix<f64, 2, 5> {
     SMatrix::<f64, 2, 5>::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
@@ -172,16 +183,46 @@ impl<'a> KalmanFitter<'a> {
                 det.modules.len()
             )));
         }
+        let first = self.pass(seed, hits, None)?;
+        // The filter linearises each transport about the filtered state it starts from; where
+        // those are far from the smoothed trajectory, a second pass about the latter.
+        let far = far(&first.perigee.params, &seed.params)
+            || first.states.iter().any(|s| far(&s.smoothed.params, &s.filtered.params));
+        if !far {
+            return Ok(first);
+        }
+        let reference: Vec<BoundVector> =
+            std::iter::once(first.perigee.params).chain(first.states.iter().map(|s| s.smoothed.params)).collect();
+        Ok(self.pass(seed, hits, Some(&reference)).unwrap_or(first))
+    }
+
+    /// One pass of the filter and the smoother over `hits` from `seed`. Each prediction
+    /// linearises the transport about the state it starts from, or, given a `reference`
+    /// trajectory (the perigee's parameters, then those on each hit's module), about the
+    /// reference there: f(x) ≈ f(x_ref) + F (x − x_ref), F the Jacobian at x_ref.
+    fn pass(&self, seed: &BoundState, hits: &[Measurement], reference: Option<&[BoundVector]>) -> Result<FitResult> {
+        let det = self.detector();
         let mut states: Vec<TrackState> = Vec::with_capacity(hits.len());
         // The state after the previous surface's material.
         let mut current = *seed;
         let mut chi2_sum = 0.0;
         for hit in hits {
             let surface = ReferenceSurface::Module(hit.module);
-            let t = self.context.transport(current.surface, &current.params, surface)?;
+            let (t, params) = match reference {
+                Some(r) => {
+                    let at = &r[states.len()];
+                    let t = self.context.transport(current.surface, at, surface)?;
+                    let params = t.params + t.jacobian * difference(&current.params, at);
+                    (t, params)
+                }
+                None => {
+                    let t = self.context.transport(current.surface, &current.params, surface)?;
+                    (t, t.params)
+                }
+            };
             let predicted = BoundState {
                 surface,
-                params: t.params,
+                params,
                 cov: symmetric(t.jacobian * current.cov * t.jacobian.transpose() + t.noise),
             };
             let dir = direction(predicted.params[PHI], predicted.params[THETA]);
@@ -206,51 +247,66 @@ impl<'a> KalmanFitter<'a> {
         for k in (0..states.len() - 1).rev() {
             let next = states[k + 1];
             let f = &states[k];
-            let gain =
-                f.filtered.cov * next.jacobian.transpose() * invert(&next.predicted.cov, "predicted covariance")?;
-            let params = f.filtered.params + gain * difference(&next.smoothed.params, &next.predicted.params);
-            let cov = symmetric(f.filtered.cov + gain * (next.smoothed.cov - next.predicted.cov) * gain.transpose());
-            states[k].smoothed = BoundState { surface: f.filtered.surface, params, cov };
+            let noise = module_noise(
+                &self.context.material,
+                &det.modules[f.measurement.module],
+                &f.filtered.params,
+                self.context.mass,
+            );
+            let linear = BoundState { cov: f.filtered.cov + noise, ..f.filtered };
+            states[k].smoothed =
+                self.smoothing_step(&f.filtered, &linear, &next.predicted, &next.jacobian, &next.smoothed)?;
         }
-        let perigee = self.smoothed_perigee(seed, &states[0])?;
+        let first = states[0];
+        let perigee = self.smoothing_step(seed, seed, &first.predicted, &first.jacobian, &first.smoothed)?;
         Ok(FitResult { ndf: 2 * states.len() - 5, states, perigee, chi2: chi2_sum })
     }
 
-    /// The smoother's last step, from the first hit's smoothed state back to the beam line.
+    /// One step of the smoother: the state `filtered` on its surface from the smoothed state
+    /// `smoothed` on the next, which the filter predicted (`predicted`, ∂/∂(start) `jacobian`)
+    /// from `transported` (`filtered` with its surface's scattering in the covariance).
     ///
-    /// The step is linear in the perigee, so it is taken about the first smoothed state carried
-    /// back to the beam line, x*, not about the seed: with F* and Q* the transport's Jacobian
-    /// and noise from x* to the first module, C₀ the seed's covariance and
-    /// P* = F* C₀ F*ᵀ + Q*, the gain is A = C₀ F*ᵀ P*⁻¹, the perigee
-    /// x₀ + A (x₁|n − f(x*) − F* (x₀ − x*)) and its covariance C₀ + A (C₁|n − P*) Aᵀ. About the
-    /// seed instead, the step misses by the second order of the seed's error: z0 = z(r) − r cot θ
-    /// is curved in θ, by 2 cos θ/sin³θ (300 at |η| = 2.4), so a seed 5 mrad off in θ put a
-    /// 100 GeV track's z0 0.1–0.2 mm (10–30 σ) from the hits' (issue 40). Where the state does
-    /// not carry back, the step is taken about the seed.
-    fn smoothed_perigee(&self, seed: &BoundState, first: &TrackState) -> Result<BoundState> {
-        let (x0, c0) = (&seed.params, &seed.cov);
-        let about = |x_star: &BoundVector| -> Result<BoundState> {
-            let t = self.context.transport(ReferenceSurface::BeamLine, x_star, first.smoothed.surface)?;
-            let p = symmetric(t.jacobian * c0 * t.jacobian.transpose() + t.noise);
-            let gain = c0 * t.jacobian.transpose() * invert(&p, "predicted covariance")?;
-            let predicted = t.params + t.jacobian * difference(x0, x_star);
+    /// The RTS step is linear in the state, and the filter's prediction linearises the transport
+    /// about `filtered`, which can be far from the smoothed trajectory where the hits so far do
+    /// not fix the direction (the seed's, or two hits of overlapping modules 0.1 mm apart in
+    /// r). The transport is curved in θ (z = r cot θ: by 2 cos θ/sin³θ, 300 at |η| = 2.4), so
+    /// about `filtered` a step misses by the second order of that distance: for a 100 GeV track
+    /// 10 mrad off, 0.4 mm over 80 mm of r, 20–50 σ of its z0 and cot θ (issue 40). So where
+    /// the prediction's direction or q/p is off ([`RELINEARISE`]), the step is taken about the
+    /// smoothed state carried back to this surface, x*: with F* and Q* the transport's Jacobian
+    /// and noise from x* to the next surface and P* = F* C Fᵀ* + Q* (C the covariance
+    /// transported), the gain is A = C_k F*ᵀ P*⁻¹, the state x_k + A (x_{k+1|n} − f(x*) −
+    /// F* (x_k − x*)) and its covariance C_k + A (C_{k+1|n} − P*) Aᵀ. Where the smoothed state
+    /// does not carry back, about `filtered` as the filter predicted it.
+    fn smoothing_step(
+        &self,
+        filtered: &BoundState,
+        transported: &BoundState,
+        predicted: &BoundState,
+        jacobian: &BoundMatrix,
+        smoothed: &BoundState,
+    ) -> Result<BoundState> {
+        let step = |prediction: &BoundVector, p: &BoundMatrix, f: &BoundMatrix| -> Result<BoundState> {
+            let gain = filtered.cov * f.transpose() * invert(p, "predicted covariance")?;
             Ok(BoundState {
-                surface: ReferenceSurface::BeamLine,
-                params: x0 + gain * difference(&first.smoothed.params, &predicted),
-                cov: symmetric(c0 + gain * (first.smoothed.cov - p) * gain.transpose()),
+                surface: filtered.surface,
+                params: filtered.params + gain * difference(&smoothed.params, prediction),
+                cov: symmetric(filtered.cov + gain * (smoothed.cov - p) * gain.transpose()),
             })
         };
-        let back = self.context.transport(first.smoothed.surface, &first.smoothed.params, ReferenceSurface::BeamLine);
-        match back.and_then(|b| about(&b.params)) {
-            Ok(perigee) if perigee.params.iter().chain(perigee.cov.iter()).all(|v| v.is_finite()) => Ok(perigee),
-            _ => {
-                let gain = c0 * first.jacobian.transpose() * invert(&first.predicted.cov, "predicted covariance")?;
-                Ok(BoundState {
-                    surface: ReferenceSurface::BeamLine,
-                    params: x0 + gain * difference(&first.smoothed.params, &first.predicted.params),
-                    cov: symmetric(c0 + gain * (first.smoothed.cov - first.predicted.cov) * gain.transpose()),
-                })
+        if far(&smoothed.params, &predicted.params) {
+            let about = |x_star: &BoundVector| -> Result<BoundState> {
+                let t = self.context.transport(filtered.surface, x_star, smoothed.surface)?;
+                let p = symmetric(t.jacobian * transported.cov * t.jacobian.transpose() + t.noise);
+                step(&(t.params + t.jacobian * difference(&filtered.params, x_star)), &p, &t.jacobian)
+            };
+            let back = self.context.transport(smoothed.surface, &smoothed.params, filtered.surface);
+            if let Ok(s) = back.and_then(|b| about(&b.params))
+                && s.params.iter().chain(s.cov.iter()).all(|v| v.is_finite())
+            {
+                return Ok(s);
             }
         }
+        step(&predicted.params, &predicted.cov, jacobian)
     }
 }
