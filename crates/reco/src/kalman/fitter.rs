@@ -15,6 +15,14 @@
 //! x_{k+1|k}) and C_k|n = C_k + A (C_{k+1|n} − C_{k+1|k}) Aᵀ, down to the seed itself: the
 //! fitted perigee is the smoothed state at the beam line, with the beam pipe's scattering in
 //! between (where the particle was produced, not where it left the pipe).
+//!
+//! Each prediction linearises the transport about the state it starts from. Where the hits so
+//! far leave the direction loose (the seed's, or two hits of overlapping modules 0.1 mm apart in
+//! r), that state is far from the track and the linearisation misses it by the second order
+//! (issue 40: 100 GeV tracks 50 σ off in cot θ). So where a filtered state ends further than
+//! [`RELINEARISE`] from its smoothed one, the fit makes a second pass linearised about the
+//! first pass's smoothed trajectory, and a smoother step whose prediction is that far from the
+//! smoothed state is taken about the latter carried back.
 
 use nalgebra::{Matrix2, SMatrix, Vector2};
 use trackgnn_trackml::geometry::Detector;
