@@ -129,7 +129,8 @@ impl MeasurementModel {
         let mut v = self.covariance(det, module, dir);
         let m = &det.modules[module];
         let depth = CHARGE_DEPTH[usize::from(module_kind(det, module) >= 3)] * m.thickness;
-        let b = edge_bias(m.hv, m.pitch_v, depth * (m.dir_to_local(dir)[1] / m.dir_to_local(dir)[2]).abs(), local[1]);
+        let d = m.dir_to_local(dir);
+        let b = edge_bias(m.hv, m.pitch_v, depth * (d[1] / d[2]).abs(), local[1]);
         v[(1, 1)] += b * b;
         v
     }
