@@ -33,6 +33,11 @@ pub const KINDS: [&str; 6] = [
 /// leaves a hit anywhere in it (pitch/√12), one that crosses several is interpolated.
 pub const WIDTH_BINS: [f64; 5] = [0.0, 0.5, 1.0, 2.0, 4.0];
 
+/// The depth a crossing's charge is collected over, in module thicknesses, in the barrels and
+/// in the end-caps: the generator's default digitisation (`DigiConfig::ACTS_2018_BARREL`'s
+/// sensor, `DigiConfig::ACTS_2018_ENDCAP`'s twice its thickness).
+pub const CHARGE_DEPTH: [f64; 2] = [1.0, 2.0];
+
 /// Calibration bins with fewer hits than this take the kind's σ over all widths.
 pub const MIN_BIN_HITS: usize = 50;
 
@@ -113,6 +118,23 @@ impl MeasurementModel {
         Matrix2::new(su * su, 0.0, 0.0, sv * sv)
     }
 
+    /// The 2 × 2 covariance of a hit measured at local (u, v) `local` \[mm\] (its offset
+    /// subtracted) on `det`'s module `module`, crossed at the global unit direction `dir`:
+    /// [`covariance`](Self::covariance) with, along v, the bias of a cluster cut by the
+    /// module's edge ([`edge_bias`]) added as an error.
+    ///
+    /// # Panics
+    /// If the index is not one of `det`'s modules.
+    pub fn hit_covariance(&self, det: &Detector, module: usize, dir: [f64; 3], local: [f64; 2]) -> Matrix2<f64> {
+        let mut v = self.covariance(det, module, dir);
+        let m = &det.modules[module];
+        let depth = CHARGE_DEPTH[usize::from(module_kind(det, module) >= 3)] * m.thickness;
+        let d = m.dir_to_local(dir);
+        let b = edge_bias(m.hv, m.pitch_v, depth * (d[1] / d[2]).abs(), local[1]);
+        v[(1, 1)] += b * b;
+        v
+    }
+
     /// Measures the hit errors on `events` (with truth): per kind of module, the mean of the
     /// local residual hit − true crossing over the hits of particles (noise left out), and its
     /// standard deviation per expected cluster width (from the true direction; a bin of fewer
@@ -176,6 +198,28 @@ impl MeasurementModel {
     }
 }
 
+/// The bias \[mm\] of the centre of a cluster measured at `c` \[mm\] along an axis of half-length
+/// `half` \[mm\] and pitch `pitch` \[mm\], for a crossing whose charge spans `span` \[mm\] along
+/// it (the collection depth times the tangent of the track's angle to the normal), when the
+/// span runs over the module's edge (0 otherwise, and for spans of fewer than two cells).
+///
+/// The generator puts the charge beyond the edge into the edge cell (`digitize` clamps the
+/// cell index), so a span of length L that overhangs the edge by o has its centre pulled
+/// inward by o (o + pitch)/(2L), up to (L/2 + pitch)/4 when the crossing is at the edge
+/// itself (~0.1 mm for the pixel barrels' long clusters at |η| ≈ 2.4, 20 times their σ). The
+/// centre then lies d = L/2 − o + o (o + pitch)/(2L) from the edge; this inverts that for o.
+pub fn edge_bias(half: f64, pitch: f64, span: f64, c: f64) -> f64 {
+    let d = half - c.abs();
+    if span < 2.0 * pitch || d >= 0.5 * span {
+        return 0.0;
+    }
+    // o² + (pitch − 2L) o + L² − 2 L d = 0, the root in [0, L/2].
+    let b = 2.0 * span - pitch;
+    let disc = b * b - 4.0 * (span * span - 2.0 * span * d.max(0.0));
+    let o = if disc > 0.0 { 0.5 * (b - disc.sqrt()) } else { 0.5 * span }.clamp(0.0, 0.5 * span);
+    o * (o + pitch) / (2.0 * span)
+}
+
 /// [`MeasurementModel::default`]'s σ (printed by the `kalman_pulls` example's calibration).
 const DEFAULT_SIGMA: [[[f64; 5]; 2]; 6] = [
     // pixel barrel: u; v
@@ -203,3 +247,45 @@ const DEFAULT_OFFSET: [[f64; 2]; 6] = [
     [-0.00002, -0.0021],
     [-0.00024, 0.0059],
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_bias_is_the_shift_of_a_cluster_clamped_at_the_edge() {
+        // The generator's clustering along one axis: the charge of a span of length L around
+        // the crossing v0, in many samples, each in the cell it falls in, beyond the edge in
+        // the edge cell; the hit is the charge-weighted mean of the cells' centres.
+        let (half, pitch): (f64, f64) = (36.0, 0.05625);
+        let cells = (2.0 * half / pitch).round() as i64;
+        let centre = |v0: f64, span: f64| {
+            let n = 20_000;
+            (0..n)
+                .map(|i| {
+                    let v = v0 - 0.5 * span + (i as f64 + 0.5) * span / n as f64;
+                    let cell = ((v + half) / pitch).floor().clamp(0.0, (cells - 1) as f64);
+                    -half + (cell + 0.5) * pitch
+                })
+                .sum::<f64>()
+                / n as f64
+        };
+        for span in [0.3, 0.84] {
+            for v0 in [half - 0.5 * span - 0.1, half - 0.3 * span, half - 0.1 * span, half - 0.001] {
+                for sign in [1.0, -1.0] {
+                    let c = centre(sign * v0, span);
+                    let truth = (sign * v0 - c).abs();
+                    let b = edge_bias(half, pitch, span, c);
+                    // Within the cells' own quantisation of the centre.
+                    assert!((b - truth).abs() < 0.006, "span {span}, v0 {}: bias {b}, clamp {truth}", sign * v0);
+                }
+            }
+        }
+        // Far from the edge, or a span of less than two cells: none.
+        assert_eq!(edge_bias(half, pitch, 0.84, 30.0), 0.0);
+        assert_eq!(edge_bias(half, pitch, 0.1, half - 0.01), 0.0);
+        // At the edge itself the bias is ~0.1 mm for the pixel barrels' longest clusters.
+        let b = edge_bias(half, pitch, 0.84, centre(half - 0.001, 0.84));
+        assert!((0.09..0.13).contains(&b), "{b}");
+    }
+}

@@ -63,8 +63,8 @@ pub fn smoothed_chi2(fitter: &KalmanFitter<'_>, state: &TrackState) -> f64 {
     let det = fitter.context.det;
     let (module, s) = (state.measurement.module, &state.smoothed);
     let dir = direction(s.params[PHI], s.params[THETA]);
-    let v = fitter.measurement.covariance(det, module, [dir[0], dir[1], dir[2]]);
     let m = fitter.measurement.corrected(det, module, state.measurement.local);
+    let v = fitter.measurement.hit_covariance(det, module, [dir[0], dir[1], dir[2]], m);
     let h = SMatrix::<f64, 2, 5>::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0);
     let r = Vector2::new(m[0], m[1]) - h * s.params;
     let unbiased: Matrix2<f64> = v - h * s.cov * h.transpose();
