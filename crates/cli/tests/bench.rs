@@ -82,9 +82,28 @@ fn bench_engine_measures_one_step_and_its_gemm_only_replay() {
     let total = out["gemm_gflop_per_step"].as_f64().unwrap();
     assert!((gflop - total).abs() <= 1e-6 * total, "{gflop} against {total}");
     assert!(out["peak_rss_bytes"].as_u64().unwrap() > 0, "{out}");
+    // With checkpointing the traffic is not counted; the bandwidth is measured all the same.
+    assert!(out["memory_bytes_per_step"].is_null() && out["memory_bound_seconds"].is_null(), "{out}");
+    assert!(out["memory_bandwidth_bytes_per_second"].as_f64().unwrap() > 1e8, "{out}");
+
+    // Without: the bytes per pass add up, and the bound is the bytes at the bandwidth.
+    let out = json(&ok(trackgnn(d, &args(&["--json"]))));
+    let passes = out["memory_passes"].as_array().unwrap();
+    assert_eq!(passes.len(), 7, "{out}");
+    let bytes: f64 = passes.iter().map(|p| p["bytes_per_step"].as_f64().unwrap()).sum();
+    let total = out["memory_bytes_per_step"].as_f64().unwrap();
+    // At least one E x H state in f32 read and written per iteration.
+    assert!(total > 5.0 * 2.0 * 160_000.0 * 64.0 * 4.0 && (bytes - total).abs() <= 1e-9 * total, "{out}");
+    let bandwidth = out["memory_bandwidth_bytes_per_second"].as_f64().unwrap();
+    let bound = out["memory_bound_seconds"].as_f64().unwrap();
+    assert!((bound - total / bandwidth).abs() <= 1e-9 * bound, "{out}");
+    let remainder = out["remainder_seconds"].as_f64().unwrap();
+    let step = out["step_seconds_mean"].as_f64().unwrap();
+    assert!((remainder - (step - out["gemm_only_seconds"].as_f64().unwrap())).abs() <= 1e-9 * step, "{out}");
 
     let text = ok(trackgnn(d, &args(&[])));
     assert!(text.contains("f32") && text.contains("GEMM-only"), "{text}");
+    assert!(text.contains("memory-bound remainder") && text.contains("aggregation"), "{text}");
     // A mode that does not parse is named.
     let bad = trackgnn(d, &args(&["--checkpoint", "sometimes"]));
     assert!(!bad.status.success());

@@ -18,6 +18,7 @@ use crate::gemm_replay::replay;
 use crate::loss::bce_with_logits;
 use crate::matmul::stats;
 use crate::optim::{AdamW, AdamWConfig};
+use crate::traffic;
 use crate::{Checkpointing, ForwardCache, GraphInput, InteractionGnn, ModelConfig, Precision};
 
 /// The model of an engine benchmark.
@@ -133,10 +134,67 @@ pub struct StepFigures {
     pub gemm_only_seconds: Option<f64>,
     /// Step time / GEMM-only time.
     pub step_over_gemm_only: Option<f64>,
+    /// Bytes the memory-bound passes read and write per step, counted from the tensors each
+    /// touches ([`crate::traffic`]); `null` with activation checkpointing (not counted there).
+    #[serde(default)]
+    pub memory_bytes_per_step: Option<f64>,
+    /// Those bytes per kind of pass.
+    #[serde(default)]
+    pub memory_passes: Vec<MemoryPassFigures>,
+    /// The machine's memory bandwidth measured after the step: bytes read and written per second
+    /// copying a buffer far larger than the last-level cache, with the step's threads
+    /// ([`memory_bandwidth`]).
+    #[serde(default)]
+    pub memory_bandwidth_bytes_per_second: Option<f64>,
+    /// The memory bound of the step's memory-bound passes: their bytes at that bandwidth.
+    #[serde(default)]
+    pub memory_bound_seconds: Option<f64>,
+    /// The step's memory-bound remainder: mean step minus the products alone (GEMM-only).
+    #[serde(default)]
+    pub remainder_seconds: Option<f64>,
+    /// Remainder / memory bound (1: the passes run at the memory's speed).
+    #[serde(default)]
+    pub remainder_over_memory_bound: Option<f64>,
     /// Bytes of the forward cache.
     pub activation_cache_bytes: usize,
     /// Peak RSS of the process.
     pub peak_rss_bytes: u64,
+}
+
+/// The bytes of one kind of memory-bound pass per step ([`crate::traffic::Pass`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemoryPassFigures {
+    /// [`crate::traffic::Pass::name`].
+    pub pass: String,
+    /// Bytes read and written per step.
+    pub bytes_per_step: f64,
+}
+
+/// Bytes per buffer of [`memory_bandwidth`]'s copy in `bench engine`: two of them, 1 GiB, far
+/// beyond any last-level cache we run on (300 MB on the Xeons).
+pub const BANDWIDTH_BUFFER_BYTES: usize = 512 << 20;
+
+/// The memory bandwidth with the current rayon pool's threads: bytes read plus bytes written
+/// per second copying a buffer of `bytes` into another (STREAM's copy convention), each thread
+/// its own contiguous half; the best of three copies after one that maps the pages.
+pub fn memory_bandwidth(bytes: usize) -> f64 {
+    use rayon::prelude::*;
+    let n = bytes / 4;
+    let src: Vec<f32> = (0..n).into_par_iter().map(|i| (i % 251) as f32).collect();
+    let mut dst = vec![0.0f32; n];
+    let part = n.div_ceil(rayon::current_num_threads()).max(1);
+    let copy = |dst: &mut [f32]| {
+        let t = Instant::now();
+        dst.par_chunks_mut(part).zip(src.par_chunks(part)).for_each(|(d, s)| {
+            // Pieces of 256 KiB: each thread streams through its half in order.
+            d.chunks_mut(1 << 16).zip(s.chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
+        });
+        t.elapsed().as_secs_f64()
+    };
+    copy(&mut dst);
+    let best = (0..3).map(|_| copy(&mut dst)).fold(f64::MAX, f64::min);
+    std::hint::black_box(&dst);
+    (2 * n * 4) as f64 / best
 }
 
 /// [`Checkpointing::NONE`]'s text (the default of [`StepFigures::checkpointing`]).
@@ -184,8 +242,11 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
     let (mut times, mut losses, mut gemm_s, mut gemm_flops) = (Vec::new(), Vec::new(), 0.0, 0u64);
     let mut cache_bytes = 0;
     let mut paths = vec![(0u64, 0.0f64, 0u64); stats::GemmPath::ALL.len()];
+    let mut traffic_bytes = [0u64; traffic::Pass::ALL.len()];
+    traffic::take();
     for step in 0..warmup + steps {
         stats::enable(step >= warmup);
+        traffic::enable(step >= warmup);
         // The last timed step records its products' shapes for the GEMM-only replay.
         stats::record(step + 1 == warmup + steps);
         let t = Instant::now();
@@ -209,8 +270,12 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
                 let (c, s, f) = stats::read_path(p);
                 *acc = (acc.0 + c, acc.1 + s, acc.2 + f);
             }
+            for (acc, (_, b)) in traffic_bytes.iter_mut().zip(traffic::take()) {
+                *acc += b;
+            }
         }
     }
+    traffic::enable(false);
     stats::record(false);
     let products = stats::recorded();
     stats::enable(false);
@@ -236,6 +301,23 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
         .collect();
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     let total: f64 = times.iter().sum();
+    // The traffic count covers the step without checkpointing (and not the unfused forward).
+    let counted = !checkpointing.is_on() && v != Variant::Unfused;
+    let memory_passes: Vec<MemoryPassFigures> = if counted {
+        traffic::Pass::ALL
+            .iter()
+            .zip(traffic_bytes)
+            .map(|(p, b)| MemoryPassFigures { pass: p.name().to_string(), bytes_per_step: b as f64 / n_steps })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let memory_bytes = counted.then(|| memory_passes.iter().map(|p| p.bytes_per_step).sum::<f64>());
+    let peak_rss = peak_rss_bytes();
+    // After the peak RSS is read: the copy's buffers are not the step's memory.
+    let bandwidth = finite(memory_bandwidth(BANDWIDTH_BUFFER_BYTES));
+    let bound = memory_bytes.zip(bandwidth).map(|(b, bw)| b / bw);
+    let remainder = finite(mean - gemm_only);
     StepFigures {
         variant: v.name().to_string(),
         precision: precision.to_string(),
@@ -257,8 +339,14 @@ pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
         gemm_paths,
         gemm_only_seconds: finite(gemm_only),
         step_over_gemm_only: finite(mean / gemm_only),
+        memory_bytes_per_step: memory_bytes,
+        memory_passes,
+        memory_bandwidth_bytes_per_second: bandwidth,
+        memory_bound_seconds: bound,
+        remainder_seconds: remainder,
+        remainder_over_memory_bound: remainder.zip(bound).and_then(|(r, b)| finite(r / b)),
         activation_cache_bytes: cache_bytes,
-        peak_rss_bytes: peak_rss_bytes(),
+        peak_rss_bytes: peak_rss,
     }
 }
 
@@ -291,6 +379,20 @@ impl fmt::Display for StepFigures {
                 out,
                 "           products on {}: {:.0} calls, {:.1} GFLOP, {:.3} thread-s per step",
                 p.path, p.calls_per_step, p.gflop_per_step, p.thread_seconds_per_step
+            )?;
+        }
+        if let (Some(bytes), Some(bw)) = (self.memory_bytes_per_step, self.memory_bandwidth_bytes_per_second) {
+            let passes: Vec<String> =
+                self.memory_passes.iter().map(|p| format!("{} {:.2}", p.pass, p.bytes_per_step / 1e9)).collect();
+            writeln!(
+                out,
+                "           memory-bound remainder (step - GEMM-only) {:.3} s against {:.2} GB at {:.1} GB/s = {:.3} s ({:.1}x); GB per pass: {}",
+                f(self.remainder_seconds),
+                bytes / 1e9,
+                bw / 1e9,
+                f(self.memory_bound_seconds),
+                f(self.remainder_over_memory_bound),
+                passes.join(", ")
             )?;
         }
         Ok(())

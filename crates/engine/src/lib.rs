@@ -61,6 +61,7 @@ pub mod optim;
 pub mod params;
 pub mod real;
 pub mod simd;
+pub mod traffic;
 
 pub use checkpointing::Checkpointing;
 pub use config::{ConfigError, ModelConfig, Norm, Precision, UpdateOrder};

@@ -49,6 +49,8 @@ pub fn bce_with_logits_over<T: Real>(
     let e = logits.len();
     assert_eq!(labels.len(), e, "bce: labels shape");
     assert_eq!(dx.len(), e, "bce: dx shape");
+    let weights = weight.map_or(0, <[T]>::len);
+    crate::traffic::add(crate::traffic::Pass::Loss, crate::traffic::of::<T>(2 * e + weights) + e);
     if e == 0 || edges == 0 {
         dx.iter_mut().for_each(|v| *v = T::ZERO);
         return 0.0;

@@ -646,9 +646,7 @@ fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Pairs) -> PairLayout {
     }
     if cs == 1 {
         // Rows contiguous.
-        for (r, o) in out.chunks_exact_mut(kp).enumerate() {
-            pack_contiguous(&data[off + r * rs..off + r * rs + k], o);
-        }
+        pack_contiguous_rows(&data[off..], rs, k, out);
     } else if rs == 1 {
         // Columns contiguous (a transposed view): two columns interleaved per pair column.
         for (q, o) in out.chunks_exact_mut(rows).enumerate() {
@@ -670,15 +668,25 @@ fn pack_rows<T: Real>(x: &MatRef<'_, T>, out: &mut Pairs) -> PairLayout {
     by_rows
 }
 
+/// o[q] = the pair (x[2q], x[2q + 1]), 0 past the end of x.
+#[inline(always)]
+fn pack_contiguous<T: Real>(x: &[T], o: &mut [u32]) {
+    let full = x.len() / 2;
+    for (o, p) in o.iter_mut().zip(x.chunks_exact(2)) {
+        *o = pair_of(p[0], p[1]);
+    }
+    if x.len() % 2 == 1 {
+        o[full] = pair_of(x[x.len() - 1], T::ZERO);
+    }
+}
+
 crate::dispatch! {
-    /// o[q] = the pair (x[2q], x[2q + 1]), 0 past the end of x.
-    fn pack_contiguous<T: Real>(x: &[T], o: &mut [u32]) {
-        let full = x.len() / 2;
-        for (o, p) in o.iter_mut().zip(x.chunks_exact(2)) {
-            *o = pair_of(p[0], p[1]);
-        }
-        if x.len() % 2 == 1 {
-            o[full] = pair_of(x[x.len() - 1], T::ZERO);
+    /// Every row of `out` (⌈k/2⌉ pairs each) packed from the k values of a row of `data` (row
+    /// stride `rs`) by [`pack_contiguous`]: one dispatched call for all rows.
+    fn pack_contiguous_rows<T: Real>(data: &[T], rs: usize, k: usize, out: &mut [u32]) {
+        let kp = k.div_ceil(2);
+        for (r, o) in out.chunks_exact_mut(kp).enumerate() {
+            pack_contiguous(&data[r * rs..r * rs + k], o);
         }
     }
 }
@@ -700,15 +708,7 @@ fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Pairs) {
     }
     if cs == 1 {
         // Rows contiguous: rows 2q and 2q + 1 interleaved.
-        for (q, o) in out.chunks_exact_mut(np).enumerate() {
-            let r0 = &data[off + 2 * q * rs..off + 2 * q * rs + n];
-            if 2 * q + 1 < k {
-                let r1 = &data[off + (2 * q + 1) * rs..off + (2 * q + 1) * rs + n];
-                interleave(r0, r1, &mut o[..n]);
-            } else {
-                o[..n].iter_mut().zip(r0).for_each(|(o, &v)| *o = pair_of(v, T::ZERO));
-            }
-        }
+        interleave_row_pairs(&data[off..], rs, k, n, np, out);
     } else if rs == 1 {
         // Columns contiguous (a transposed weight): each column gives all its pairs.
         for j in 0..n {
@@ -730,8 +730,29 @@ fn pack_cols<T: Real>(b: &MatRef<'_, T>, np: usize, out: &mut Pairs) {
 crate::dispatch! {
     /// o[j] = the pair (lo[j], hi[j]).
     fn interleave<T: Real>(lo: &[T], hi: &[T], o: &mut [u32]) {
-        for ((o, &l), &h) in o.iter_mut().zip(lo).zip(hi) {
-            *o = pair_of(l, h);
+        interleave_inline(lo, hi, o);
+    }
+}
+
+#[inline(always)]
+fn interleave_inline<T: Real>(lo: &[T], hi: &[T], o: &mut [u32]) {
+    for ((o, &l), &h) in o.iter_mut().zip(lo).zip(hi) {
+        *o = pair_of(l, h);
+    }
+}
+
+crate::dispatch! {
+    /// The first n columns of every pair row q of `out` (np pairs each) = rows 2q and 2q + 1
+    /// of a k-row matrix `data` (row stride `rs`) interleaved, the second half 0 past its last
+    /// row: one dispatched call for all rows.
+    fn interleave_row_pairs<T: Real>(data: &[T], rs: usize, k: usize, n: usize, np: usize, out: &mut [u32]) {
+        for (q, o) in out.chunks_exact_mut(np).enumerate() {
+            let r0 = &data[2 * q * rs..2 * q * rs + n];
+            if 2 * q + 1 < k {
+                interleave_inline(r0, &data[(2 * q + 1) * rs..(2 * q + 1) * rs + n], &mut o[..n]);
+            } else {
+                o[..n].iter_mut().zip(r0).for_each(|(o, &v)| *o = pair_of(v, T::ZERO));
+            }
         }
     }
 }

@@ -28,6 +28,7 @@ use crate::ops::aggregate::Csr;
 use crate::ops::{Activation, act, layer_norm};
 use crate::params::ParamStore;
 use crate::real::Real;
+use crate::traffic::{self, Pass};
 
 mod backward;
 
@@ -187,7 +188,27 @@ impl<T: Real> TileScratch<T> {
         tr: usize,
         dout: usize,
     ) {
-        let TileScratch { pre, rstd, a, y, out } = self;
+        let mut out = std::mem::take(&mut self.out);
+        out.resize(tr * dout, T::ZERO);
+        self.forward_into(mlp, ps, input, packs, r0, tr, &mut out[..tr * dout], None);
+        self.out = out;
+    }
+
+    /// Runs the forward of rows r0..r0+tr with these buffers as scratch, its output (plus
+    /// `residual`'s rows, when given) into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn forward_into<M: ?Sized + TileForward<T>>(
+        &mut self,
+        mlp: &M,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        packs: &WeightPacks,
+        r0: usize,
+        tr: usize,
+        out: &mut [T],
+        residual: Option<&[T]>,
+    ) {
+        let TileScratch { pre, rstd, a, y, .. } = self;
         let layers = mlp.layers();
         let mut pv: Vec<&mut [T]> = pre.iter_mut().zip(layers).map(|(p, l)| &mut p[..tr * l.dout]).collect();
         let mut rv: Vec<&mut [T]> = rstd
@@ -195,8 +216,7 @@ impl<T: Real> TileScratch<T> {
             .zip(layers)
             .map(|(r, l)| if l.norm.is_some() { &mut r[..tr] } else { &mut r[..0] })
             .collect();
-        out.resize(tr * dout, T::ZERO);
-        mlp.tile(ps, input, packs, r0, tr, &mut pv, &mut rv, &mut out[..tr * dout], a, y);
+        mlp.tile(ps, input, packs, (r0, tr), &mut pv, &mut rv, (out, residual), a, y);
     }
 }
 
@@ -265,11 +285,10 @@ trait TileForward<T> {
         ps: &ParamStore<T>,
         input: Input<'_, T>,
         packs: &WeightPacks,
-        r0: usize,
-        tr: usize,
+        rows: (usize, usize),
         pre: &mut [&mut [T]],
         rstd: &mut [&mut [T]],
-        out: &mut [T],
+        out: (&mut [T], Option<&[T]>),
         a: &mut [T],
         y: &mut [T],
     );
@@ -284,15 +303,14 @@ impl<T: Real> TileForward<T> for Mlp {
         ps: &ParamStore<T>,
         input: Input<'_, T>,
         packs: &WeightPacks,
-        r0: usize,
-        tr: usize,
+        (r0, tr): (usize, usize),
         pre: &mut [&mut [T]],
         rstd: &mut [&mut [T]],
-        out: &mut [T],
+        (out, residual): (&mut [T], Option<&[T]>),
         a: &mut [T],
         y: &mut [T],
     ) {
-        self.forward_tile(ps, input, packs, r0, tr, pre, rstd, out, a, y);
+        self.forward_tile(ps, input, packs, r0, tr, pre, rstd, out, residual, a, y);
     }
 }
 
@@ -440,6 +458,30 @@ impl Mlp {
         self.layers.last().expect("non-empty").dout
     }
 
+    /// Bytes a pass over `rows` rows reads of its input ([`crate::traffic`]'s rule): dense rows,
+    /// or a split first layer's two gathered node rows and edge lists per row and its rest block.
+    fn input_bytes<T>(&self, input: Input<'_, T>, rows: usize) -> usize {
+        match input {
+            Input::Dense { dim, .. } => traffic::of::<T>(rows * dim),
+            Input::Split { rest, .. } => {
+                let d1 = self.layers[0].dout;
+                traffic::of::<T>(rows * (2 * d1 + rest.map_or(0, |r| r.1))) + traffic::of::<u32>(2 * rows)
+            }
+        }
+    }
+
+    /// Bytes of what a forward over `rows` rows saves for the backward: x̂ (or z) of every layer
+    /// at the saved width, 1/σ of every normalised layer.
+    fn saved_bytes<T>(&self, rows: usize) -> usize {
+        let pre = if self.saved == Precision::Bf16 { 2 } else { std::mem::size_of::<T>() };
+        let per_row: usize = self
+            .layers
+            .iter()
+            .map(|l| pre * l.dout + if l.norm.is_some() { std::mem::size_of::<T>() } else { 0 })
+            .sum();
+        rows * per_row
+    }
+
     /// For a split MLP: A = h·W_aᵀ and B = h·W_bᵀ (each N × d1) from node states h (N × h_dim).
     pub fn split_precompute<T: Real>(&self, ps: &ParamStore<T>, h: &[T], h_dim: usize, a: &mut Vec<T>, b: &mut Vec<T>) {
         let l0 = &self.layers[0];
@@ -447,6 +489,7 @@ impl Mlp {
         let w = MatRef::row_major(ps.value(l0.w), l0.dout, l0.din);
         a.resize(n * l0.dout, T::ZERO);
         b.resize(n * l0.dout, T::ZERO);
+        traffic::add(Pass::SplitNodes, traffic::of::<T>(h.len() + 2 * n * l0.dout));
         let (wa, wb) = (w.cols(0, h_dim).t(), w.cols(h_dim, 2 * h_dim).t());
         let (pa, pb) = (self.pack(wa), self.pack(wb));
         a.par_chunks_mut(TILE * l0.dout).zip(b.par_chunks_mut(TILE * l0.dout)).enumerate().for_each(|(t, (ac, bc))| {
@@ -467,10 +510,41 @@ impl Mlp {
         cache: &mut MlpCache<T>,
         out: &mut [T],
     ) {
+        self.forward_plus(ps, input, rows, cache, out, None);
+    }
+
+    /// [`Mlp::forward`] with a residual connection: out = MLP(input) + `residual` (rows ×
+    /// dout), added as each tile's output is stored (the bits of adding it afterwards, without
+    /// the pass over both arrays).
+    pub fn forward_residual<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        rows: usize,
+        cache: &mut MlpCache<T>,
+        out: &mut [T],
+        residual: &[T],
+    ) {
+        assert_eq!(residual.len(), out.len(), "mlp forward: residual shape");
+        self.forward_plus(ps, input, rows, cache, out, Some(residual));
+    }
+
+    fn forward_plus<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        rows: usize,
+        cache: &mut MlpCache<T>,
+        out: &mut [T],
+        residual: Option<&[T]>,
+    ) {
         let n_layers = self.layers.len();
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
         cache.rows = rows;
+        let res = residual.map_or(0, <[T]>::len);
+        let io = self.input_bytes(input, rows) + traffic::of::<T>(out.len() + res);
+        traffic::add(Pass::MlpForward, io + self.saved_bytes::<T>(rows));
         let bf16 = self.saved == Precision::Bf16;
         cache.pre.resize_with(n_layers, Vec::new);
         cache.pre_bf16.resize_with(n_layers, Vec::new);
@@ -493,7 +567,8 @@ impl Mlp {
                 let TileScratch { pre: tile_pre, a, y, .. } = s;
                 let mut pv: Vec<&mut [T]> =
                     tile_pre.iter_mut().zip(&self.layers).map(|(p, l)| &mut p[..rows * l.dout]).collect();
-                self.forward_tile(ps, input, packs, r0, rows, &mut pv, &mut rstd, out, a, y);
+                let res = residual.map(|r| &r[r0 * dout..(r0 + rows) * dout]);
+                self.forward_tile(ps, input, packs, r0, rows, &mut pv, &mut rstd, out, res, a, y);
                 for (p, saved) in pv.iter().zip(pre) {
                     crate::bf16::pack_slice(p, saved);
                 }
@@ -506,12 +581,14 @@ impl Mlp {
         let scratch = || (vec![T::ZERO; TILE * width], vec![T::ZERO; TILE * width]);
         tiles.into_par_iter().for_each_init(scratch, |(a, y), t| {
             let TileView { r0, rows, mut pre, mut rstd, out } = t;
-            self.forward_tile(ps, input, packs, r0, rows, &mut pre, &mut rstd, out, a, y);
+            let res = residual.map(|r| &r[r0 * dout..(r0 + rows) * dout]);
+            self.forward_tile(ps, input, packs, r0, rows, &mut pre, &mut rstd, out, res, a, y);
         });
     }
 
     /// The forward of rows r0..r0+tr: fills per-layer `pre` (x̂ or z) and `rstd` (tile rows
-    /// each) and the output; `a`, `y` are scratch of TILE × the widest layer.
+    /// each) and the output, plus the tile's rows of `residual` when given; `a`, `y` are
+    /// scratch of TILE × the widest layer.
     #[allow(clippy::too_many_arguments)]
     fn forward_tile<T: Real>(
         &self,
@@ -523,6 +600,7 @@ impl Mlp {
         pre: &mut [&mut [T]],
         rstd: &mut [&mut [T]],
         out: &mut [T],
+        residual: Option<&[T]>,
         a: &mut [T],
         y: &mut [T],
     ) {
@@ -545,6 +623,9 @@ impl Mlp {
             self.post(ps, layer, z, rstd[l], ys);
             if l + 1 == n_layers {
                 act::forward(layer.act, ys, out);
+                if let Some(r) = residual {
+                    add_rows(out, r);
+                }
             } else if packs.fwd.get(l + 1).is_some_and(Option::is_some) {
                 // The next layer's bf16 left operand, rounded and paired as it is computed.
                 A16.with_borrow_mut(|a16| {
@@ -559,15 +640,42 @@ impl Mlp {
     /// Forward over `rows` rows keeping nothing for the backward (activation checkpointing:
     /// [`Acts::Recompute`] rebuilds each tile's activations inside the backward).
     pub fn forward_nocache<T: Real>(&self, ps: &ParamStore<T>, input: Input<'_, T>, rows: usize, out: &mut [T]) {
+        self.forward_nocache_plus(ps, input, rows, out, None);
+    }
+
+    /// [`Mlp::forward_nocache`] with a residual connection, as [`Mlp::forward_residual`].
+    pub fn forward_nocache_residual<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        rows: usize,
+        out: &mut [T],
+        residual: &[T],
+    ) {
+        assert_eq!(residual.len(), out.len(), "mlp forward: residual shape");
+        self.forward_nocache_plus(ps, input, rows, out, Some(residual));
+    }
+
+    fn forward_nocache_plus<T: Real>(
+        &self,
+        ps: &ParamStore<T>,
+        input: Input<'_, T>,
+        rows: usize,
+        out: &mut [T],
+        residual: Option<&[T]>,
+    ) {
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
+        let res = residual.map_or(0, <[T]>::len);
+        traffic::add(Pass::MlpForward, self.input_bytes(input, rows) + traffic::of::<T>(out.len() + res));
         let width = self.width();
         let scratch = || TileScratch::new(&self.layers, width);
         let packs = &self.weight_packs(ps, input, true, false);
+        // Each tile's output goes straight into its rows of `out`.
         out.par_chunks_mut(TILE * dout).enumerate().for_each_init(scratch, |s, (t, o)| {
-            let tr = o.len() / dout;
-            s.forward(self, ps, input, packs, t * TILE, tr, dout);
-            o.copy_from_slice(&s.out[..tr * dout]);
+            let (r0, tr) = (t * TILE, o.len() / dout);
+            let res = residual.map(|r| &r[r0 * dout..(r0 + tr) * dout]);
+            s.forward_into(self, ps, input, packs, r0, tr, o, res);
         });
     }
 
@@ -626,6 +734,13 @@ fn prefetch_rows<T>(x: &[T], d: usize, edges: &[u32]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (x, d, edges);
+}
+
+crate::dispatch! {
+    /// out += r, element-wise (a residual connection).
+    fn add_rows<T: Real>(out: &mut [T], r: &[T]) {
+        out.iter_mut().zip(r).for_each(|(o, &v)| *o += v);
+    }
 }
 
 crate::dispatch! {
@@ -770,5 +885,36 @@ mod tests {
         }
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&out), bits(&want));
+    }
+
+    #[test]
+    fn residual_added_at_the_store_has_the_bits_of_adding_it_afterwards() {
+        let mut rng = Rng::new(41);
+        // A split first layer with a rest block, over more rows than one tile.
+        let (n, e, h) = (300usize, 2 * TILE + 77, 16usize);
+        let mut ps = ParamStore::<f32>::default();
+        let style = |_| LayerStyle { norm: Some(true), act: Activation::Silu };
+        let mut mlp = Mlp::register(&mut ps, "net", &[3 * h, h, h], style);
+        ps.data.iter_mut().for_each(|v| *v = 0.3 * rng.normal() as f32);
+        let nodes: Vec<f32> = (0..n * h).map(|_| rng.normal() as f32).collect();
+        let src: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let dst: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let rest: Vec<f32> = (0..e * h).map(|_| rng.normal() as f32).collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for precision in [Precision::F32, Precision::Bf16] {
+            (mlp.precision, mlp.saved) = (precision, precision);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            mlp.split_precompute(&ps, &nodes, h, &mut a, &mut b);
+            let input = Input::Split { a: &a, b: &b, src: &src, dst: &dst, h_dim: h, rest: Some((&rest, h)) };
+            let mut after = vec![0.0f32; e * h];
+            mlp.forward(&ps, input, e, &mut MlpCache::default(), &mut after);
+            after.iter_mut().zip(&rest).for_each(|(o, &r)| *o += r);
+            let mut fused = vec![0.0f32; e * h];
+            mlp.forward_residual(&ps, input, e, &mut MlpCache::default(), &mut fused, &rest);
+            assert_eq!(bits(&fused), bits(&after), "{precision:?} forward");
+            let mut nocache = vec![0.0f32; e * h];
+            mlp.forward_nocache_residual(&ps, input, e, &mut nocache, &rest);
+            assert_eq!(bits(&nocache), bits(&after), "{precision:?} forward without cache");
+        }
     }
 }

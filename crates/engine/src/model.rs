@@ -12,6 +12,7 @@ use crate::ops::Activation;
 use crate::ops::aggregate::{self, AggCache};
 use crate::params::ParamStore;
 use crate::real::Real;
+use crate::traffic::{self, Pass};
 
 mod passes;
 
@@ -376,9 +377,9 @@ impl<T: Real> InteractionGnn<T> {
             if !node_first {
                 edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
                 let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
-                edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
-                if self.cfg.residual {
-                    add_into(e_next, e_prev);
+                match self.cfg.residual {
+                    true => edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, e_prev),
+                    false => edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next),
                 }
             }
             let e_agg: &[T] = if node_first { e_prev } else { e_next };
@@ -388,17 +389,17 @@ impl<T: Real> InteractionGnn<T> {
             aggregate::forward(e_agg, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
             aggregate::forward(e_agg, h, &g.out_edges, aggs, node_in, ld, (1 + k) * h, agg_out);
             let input = Input::Dense { x: node_in, dim: ld };
-            node_net.forward(ps, input, n, &mut cache.node_net[it], h_next);
-            if self.cfg.residual {
-                add_into(h_next, h_prev);
+            match self.cfg.residual {
+                true => node_net.forward_residual(ps, input, n, &mut cache.node_net[it], h_next, h_prev),
+                false => node_net.forward(ps, input, n, &mut cache.node_net[it], h_next),
             }
             g.exchange_states(h_next, h);
             if node_first {
                 edge_net.split_precompute(ps, h_next, h, &mut a, &mut b);
                 let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
-                edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next);
-                if self.cfg.residual {
-                    add_into(e_next, e_prev);
+                match self.cfg.residual {
+                    true => edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, e_prev),
+                    false => edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next),
                 }
             }
         }
@@ -525,6 +526,7 @@ impl<T: Real> InteractionGnn<T> {
         }
         ws.de.clear();
         ws.de.resize(e * h, T::ZERO);
+        traffic::add(Pass::Elementwise, traffic::of::<T>(e * h + 2 * n * h));
         let (src, dst) = (&g.src[..], &g.dst[..]);
         let split = |rest| Input::Split { a: &[], b: &[], src, dst, h_dim: h, rest };
         // Classifier: inputs h_L (split) and e_L.
@@ -711,6 +713,7 @@ impl InteractionGnn<f64> {
 
 /// dst = src (residual: the gradient passes through) or 0.
 fn set_or_zero<T: Real>(dst: &mut [T], src: &[T], copy: bool) {
+    traffic::add(Pass::Elementwise, traffic::of::<T>(dst.len() * (1 + usize::from(copy))));
     if copy {
         dst.copy_from_slice(src);
     } else {
@@ -719,6 +722,7 @@ fn set_or_zero<T: Real>(dst: &mut [T], src: &[T], copy: bool) {
 }
 
 fn add_into<T: Real>(a: &mut [T], b: &[T]) {
+    traffic::add(Pass::Elementwise, traffic::of::<T>(3 * a.len()));
     a.par_chunks_mut(1 << 14)
         .zip(b.par_chunks(1 << 14))
         .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(x, &y)| *x += y));
@@ -726,11 +730,13 @@ fn add_into<T: Real>(a: &mut [T], b: &[T]) {
 
 /// Copies `src` (rows × w) into columns col0.. of `dst` (rows × ld).
 fn copy_columns<T: Real>(src: &[T], w: usize, dst: &mut [T], ld: usize, col0: usize) {
+    traffic::add(Pass::Elementwise, traffic::of::<T>(2 * src.len()));
     dst.par_chunks_mut(ld).zip(src.par_chunks(w)).for_each(|(d, s)| d[col0..col0 + w].copy_from_slice(s));
 }
 
 /// out (rows × w) += columns col0..col0+w of `src` (rows × ld).
 fn add_columns<T: Real>(src: &[T], ld: usize, col0: usize, w: usize, out: &mut [T]) {
+    traffic::add(Pass::Elementwise, traffic::of::<T>(3 * out.len()));
     out.par_chunks_mut(w)
         .zip(src.par_chunks(ld))
         .for_each(|(o, s)| o.iter_mut().zip(&s[col0..col0 + w]).for_each(|(o, &v)| *o += v));

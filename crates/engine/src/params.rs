@@ -81,6 +81,7 @@ impl<T: Copy + Default> ParamStore<T> {
 
     /// Sets every gradient to zero.
     pub fn zero_grad(&mut self) {
+        crate::traffic::add(crate::traffic::Pass::Optimizer, crate::traffic::of::<T>(self.grad.len()));
         self.grad.iter_mut().for_each(|g| *g = T::default());
     }
 

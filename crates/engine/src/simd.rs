@@ -20,16 +20,31 @@ pub enum Level {
 }
 
 static FORCED: AtomicU8 = AtomicU8::new(0);
+/// The detected level's code (as [`FORCED`]'s), 0 before the first call: every dispatched
+/// kernel asks, many once per row, so the CPU is asked only once.
+static DETECTED: AtomicU8 = AtomicU8::new(0);
 
 /// The best level this CPU supports (or the one forced by [`force_level`]).
 #[inline]
 pub fn level() -> Level {
-    match FORCED.load(Ordering::Relaxed) {
-        1 => return Level::Scalar,
-        2 => return Level::Avx2,
-        3 => return Level::Avx512,
-        _ => {}
+    let code = match FORCED.load(Ordering::Relaxed) {
+        0 => DETECTED.load(Ordering::Relaxed),
+        f => f,
+    };
+    match code {
+        1 => Level::Scalar,
+        2 => Level::Avx2,
+        3 => Level::Avx512,
+        _ => {
+            let l = detect();
+            DETECTED.store(l as u8 + 1, Ordering::Relaxed);
+            l
+        }
     }
+}
+
+/// The best level this CPU supports.
+fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
         if is_x86_feature_detected!("avx512f")
@@ -60,9 +75,7 @@ pub fn force_level(l: Option<Level>) {
 }
 
 fn supports(l: Level) -> bool {
-    let old = FORCED.swap(0, Ordering::Relaxed);
-    let best = level();
-    FORCED.store(old, Ordering::Relaxed);
+    let best = detect();
     matches!(
         (l, best),
         (Level::Scalar, _) | (Level::Avx2, Level::Avx2 | Level::Avx512) | (Level::Avx512, Level::Avx512)

@@ -45,6 +45,7 @@ impl Mlp {
             Acts::Recompute { rows } => rows,
         };
         let d_out = self.dout();
+        traffic::add(Pass::MlpBackward, self.backward_bytes::<T>(input, source, rows, &dout, &dinput));
         let chunk = chunk_rows(rows);
         let n_chunks = rows.div_ceil(chunk);
         let (given, mut io_chunks, keep) = match dout {
@@ -121,6 +122,39 @@ impl Mlp {
         for p in partials {
             grad[self.range.clone()].iter_mut().zip(&p).for_each(|(g, &v)| *g += v);
         }
+    }
+
+    /// Bytes a backward over `rows` rows reads and writes ([`crate::traffic`]'s rule): the
+    /// saved x̂ and 1/σ (recomputed: the input again), the first layer's input for its weight
+    /// gradient (a split layer's rest block), the output gradient (shared with the rest's: read
+    /// and written), and the input gradients (dz_1 written, accumulations read and written).
+    fn backward_bytes<T>(
+        &self,
+        input: Input<'_, T>,
+        source: Acts<'_, T>,
+        rows: usize,
+        dout: &DOut<'_, T>,
+        dinput: &DInput<'_, T>,
+    ) -> usize {
+        let of = traffic::of::<T>;
+        let (in_dim, d1) = match input {
+            Input::Dense { dim, .. } => (dim, 0),
+            Input::Split { rest, .. } => (rest.map_or(0, |r| r.1), self.layers[0].dout),
+        };
+        let acts = match source {
+            Acts::Cached(_) => self.saved_bytes::<T>(rows) + of(rows * in_dim),
+            Acts::Recompute { .. } => self.input_bytes(input, rows),
+        };
+        let grad_out = match dout {
+            DOut::Given(_) => of(rows * self.dout()),
+            DOut::SharedWithRest { .. } => 2 * of(rows * self.dout()),
+        };
+        let grad_in = match dinput {
+            DInput::None => 0,
+            DInput::Dense(_) => 2 * of(rows * in_dim),
+            DInput::Split { drest, .. } => of(rows * d1) + if drest.is_some() { 2 * of(rows * in_dim) } else { 0 },
+        };
+        acts + grad_out + grad_in
     }
 
     /// The backward of rows r0..r0+tr (one tile of the chunk `out`): parameter gradients into
@@ -390,6 +424,9 @@ impl Mlp {
         scratch.da.resize(len, T::ZERO);
         scratch.db.resize(len, T::ZERO);
         let (da, db) = (&mut scratch.da[..], &mut scratch.db[..]);
+        // dz_1 pulled over both groupings, dA and dB written and read again, h read, dh += .
+        let pulled = 2 * traffic::of::<T>(dz1.len()) + 2 * traffic::of::<u32>(dz1.len() / d1.max(1));
+        traffic::add(Pass::SplitNodes, pulled + traffic::of::<T>(4 * n * d1 + 3 * n * h_dim));
         pull(dz1, d1, out_edges, da);
         pull(dz1, d1, in_edges, db);
         let (da, db) = (&*da, &*db);

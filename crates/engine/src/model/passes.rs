@@ -3,6 +3,7 @@
 //! cache, the checkpointed and rolling forwards and the checkpointed backward.
 
 use super::*;
+use crate::ops::aggregate::Grouping;
 
 impl<T: Real> InteractionGnn<T> {
     /// Backward of an edge update e_next = \[e_prev +\] edge_net(h_in\[src\], h_in\[dst\], e_prev), with
@@ -49,15 +50,16 @@ impl<T: Real> InteractionGnn<T> {
     ) {
         let (ps, h, aggs) = (&self.params, self.cfg.hidden, &self.cfg.aggregation);
         let ld = (1 + 2 * aggs.len()) * h;
+        traffic::add(Pass::Elementwise, traffic::of::<T>(ws.dnode_in.len()));
         ws.dnode_in.iter_mut().for_each(|v| *v = T::ZERO);
         let input = Input::Dense { x: node_in, dim: ld };
         node_net.backward(ps, input, acts, DOut::Given(&ws.dh), grad, DInput::Dense(&mut ws.dnode_in));
         set_or_zero(&mut ws.dh_prev, &ws.dh, self.cfg.residual);
         add_columns(&ws.dnode_in, ld, 0, h, &mut ws.dh_prev);
         let dn = &ws.dnode_in;
-        aggregate::backward(e_agg, h, &g.in_edges, &g.dst, aggs, dn, ld, h, agg.0, &mut ws.de);
-        let out_col = (1 + aggs.len()) * h;
-        aggregate::backward(e_agg, h, &g.out_edges, &g.src, aggs, dn, ld, out_col, agg.1, &mut ws.de);
+        let incoming = Grouping { csr: &g.in_edges, node_of_edge: &g.dst, col0: h, cache: agg.0 };
+        let outgoing = Grouping { csr: &g.out_edges, node_of_edge: &g.src, col0: (1 + aggs.len()) * h, cache: agg.1 };
+        aggregate::backward(e_agg, h, &[incoming, outgoing], aggs, dn, ld, &mut ws.de);
     }
 
     /// Backward of the encoders, both passes' last step: the edge encoder from dL/de_0 in
@@ -111,9 +113,9 @@ impl<T: Real> InteractionGnn<T> {
             edge_net.split_precompute(ps, h_in, h, &mut scratch.a, &mut scratch.b);
             let (a, b) = (&scratch.a[..], &scratch.b[..]);
             let input = Input::Split { a, b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((e_prev, h)) };
-            edge_net.forward_nocache(ps, input, e, e_next);
-            if self.cfg.residual {
-                add_into(e_next, e_prev);
+            match self.cfg.residual {
+                true => edge_net.forward_nocache_residual(ps, input, e, e_next, e_prev),
+                false => edge_net.forward_nocache(ps, input, e, e_next),
             }
         };
         if !node_first {
@@ -121,9 +123,9 @@ impl<T: Real> InteractionGnn<T> {
         }
         self.node_input(g, h_prev, if node_first { e_prev } else { e_next }, scratch);
         let input = Input::Dense { x: &scratch.node_in, dim: ld };
-        node_net.forward_nocache(ps, input, n, h_next);
-        if self.cfg.residual {
-            add_into(h_next, h_prev);
+        match self.cfg.residual {
+            true => node_net.forward_nocache_residual(ps, input, n, h_next, h_prev),
+            false => node_net.forward_nocache(ps, input, n, h_next),
         }
         g.exchange_states(h_next, h);
         if node_first {
@@ -323,6 +325,7 @@ impl<T: Real> InteractionGnn<T> {
         }
         ws.de.clear();
         ws.de.resize(e * h, T::ZERO);
+        traffic::add(Pass::Elementwise, traffic::of::<T>(e * h + 2 * n * h));
         let (src, dst) = (&g.src[..], &g.dst[..]);
         let (o, i) = (&g.out_edges, &g.in_edges);
         // bf16 saved states are unpacked into these when used, one edge state at a time.

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::real::Real;
+use crate::traffic::{self, Pass};
 
 /// An aggregation of the messages arriving at (or leaving) a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +65,13 @@ pub fn forward<T: Real>(
     assert!(out.len() >= n * ld && col0 + aggs.len() * h <= ld, "aggregate: out shape");
     let has_max = aggs.contains(&Aggr::Max);
     let has_std = aggs.contains(&Aggr::Std);
+    // The messages once (std's variance reads them again), the edge lists, the output columns
+    // and the caches.
+    let e = csr.edges.len();
+    let reads = traffic::of::<T>(e * h * (1 + usize::from(has_std))) + traffic::of::<u32>(e + n + 1);
+    let writes = traffic::of::<T>(n * h * (aggs.len() + 2 * usize::from(has_std)))
+        + traffic::of::<u32>(n * h * usize::from(has_max));
+    traffic::add(Pass::Aggregation, reads + writes);
     cache.argmax.clear();
     cache.argmax.resize(if has_max { n * h } else { 0 }, u32::MAX);
     cache.mean.clear();
@@ -167,23 +175,45 @@ crate::dispatch! {
     }
 }
 
-/// Backward of [`forward`]: accumulates into `dx` (E × h) the gradient from `dout` (columns
-/// `col0 ..` of an N × ld matrix). `node_of_edge` is the array `csr` was built from.
-#[allow(clippy::too_many_arguments)]
+/// One edge grouping of a backward ([`backward`]): the aggregation over `csr` whose output
+/// is in columns `col0 ..` of the output gradient, `node_of_edge` the array `csr` was built
+/// from (`dst` for incoming edges, `src` for outgoing), `cache` its forward's.
+#[derive(Clone, Copy)]
+pub struct Grouping<'a, T> {
+    /// Each node's edges.
+    pub csr: &'a Csr,
+    /// The node of each edge in this grouping.
+    pub node_of_edge: &'a [u32],
+    /// The first column of this aggregation's blocks in the output gradient.
+    pub col0: usize,
+    /// Its forward's cache.
+    pub cache: &'a AggCache<T>,
+}
+
+/// Backward of [`forward`] over one or more groupings of the same messages `x` (E × h):
+/// accumulates into `dx` (E × h) the gradient from `dout` (an N × ld matrix), grouping after
+/// grouping for each edge, in one pass over `dx` (the bits of one call per grouping in turn).
 pub fn backward<T: Real>(
     x: &[T],
     h: usize,
-    csr: &Csr,
-    node_of_edge: &[u32],
+    groups: &[Grouping<'_, T>],
     aggs: &[Aggr],
     dout: &[T],
     ld: usize,
-    col0: usize,
-    cache: &AggCache<T>,
     dx: &mut [T],
 ) {
+    // Per edge and grouping: its node's output-gradient columns and cache rows, its message
+    // (std), its node; dx read and written once.
+    let e = dx.len() / h.max(1);
+    let has = |a| usize::from(aggs.contains(&a));
+    let per_group =
+        traffic::of::<T>(h * (aggs.len() + 3 * has(Aggr::Std))) + traffic::of::<u32>(1 + h * has(Aggr::Max));
+    let offsets: usize = groups.iter().map(|g| traffic::of::<u32>(g.csr.num_nodes() + 1)).sum();
+    traffic::add(Pass::Aggregation, e * (groups.len() * per_group + traffic::of::<T>(2 * h)) + offsets);
     dx.par_chunks_mut(EDGE_CHUNK * h).enumerate().for_each(|(c, dx_c)| {
-        backward_chunk(x, h, csr, node_of_edge, aggs, dout, ld, col0, cache, c * EDGE_CHUNK, dx_c);
+        for g in groups {
+            backward_chunk(x, h, g.csr, g.node_of_edge, aggs, dout, ld, g.col0, g.cache, c * EDGE_CHUNK, dx_c);
+        }
     });
 }
 
@@ -286,7 +316,8 @@ mod tests {
         }
         let w: Vec<f64> = (0..n * ld).map(|_| rng.normal()).collect();
         let mut dx = vec![0.0; e * h];
-        backward(&x, h, &csr, &dst, &aggs, &w, ld, 2, &cache, &mut dx);
+        let grouping = Grouping { csr: &csr, node_of_edge: &dst, col0: 2, cache: &cache };
+        backward(&x, h, &[grouping], &aggs, &w, ld, &mut dx);
         let loss = |x: &[f64]| run(x).0.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
         for i in 0..e * h {
             let (mut xp, mut xm) = (x.clone(), x.clone());
@@ -295,5 +326,34 @@ mod tests {
             let fd = (loss(&xp) - loss(&xm)) / 2e-6;
             assert!((fd - dx[i]).abs() < 1e-5 * (1.0 + fd.abs()), "dx[{i}]: {fd} vs {}", dx[i]);
         }
+    }
+
+    #[test]
+    fn one_pass_over_both_groupings_has_the_bits_of_one_pass_per_grouping() {
+        let mut rng = Rng::new(5);
+        // More edges than one work item, so chunks meet both groupings' nodes.
+        let (n, e, h) = (300usize, 2500usize, 4usize);
+        let src: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let dst: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
+        let x: Vec<f32> = (0..e * h).map(|_| rng.normal() as f32).collect();
+        let aggs = [Aggr::Sum, Aggr::Mean, Aggr::Max, Aggr::Std];
+        let (csr_in, csr_out) = (Csr::build(&dst, n), Csr::build(&src, n));
+        let ld = (1 + 2 * aggs.len()) * h;
+        let mut out = vec![0.0f32; n * ld];
+        let (mut c_in, mut c_out) = (AggCache::default(), AggCache::default());
+        forward(&x, h, &csr_in, &aggs, &mut out, ld, h, &mut c_in);
+        forward(&x, h, &csr_out, &aggs, &mut out, ld, (1 + aggs.len()) * h, &mut c_out);
+        let w: Vec<f32> = (0..n * ld).map(|_| rng.normal() as f32).collect();
+        let incoming = Grouping { csr: &csr_in, node_of_edge: &dst, col0: h, cache: &c_in };
+        let outgoing = Grouping { csr: &csr_out, node_of_edge: &src, col0: (1 + aggs.len()) * h, cache: &c_out };
+        let start: Vec<f32> = (0..e * h).map(|_| rng.normal() as f32).collect();
+        let mut both = start.clone();
+        backward(&x, h, &[incoming, outgoing], &aggs, &w, ld, &mut both);
+        let mut each = start.clone();
+        backward(&x, h, &[incoming], &aggs, &w, ld, &mut each);
+        backward(&x, h, &[outgoing], &aggs, &w, ld, &mut each);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&both), bits(&each));
+        assert_ne!(bits(&both), bits(&start), "the gradient reached dx");
     }
 }

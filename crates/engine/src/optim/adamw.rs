@@ -193,6 +193,9 @@ impl AdamW {
     fn begin_step(&mut self, params: &[f32], grads: &[f32], lr: f64) -> Scalars {
         assert_eq!(params.len(), self.m.len(), "AdamW::step: params has the wrong length");
         assert_eq!(grads.len(), self.m.len(), "AdamW::step: grads has the wrong length");
+        // Parameters, m and v read and written, the gradients (and AMSGrad's max) read.
+        let tensors = 7 + 2 * usize::from(self.v_max.is_some());
+        crate::traffic::add(crate::traffic::Pass::Optimizer, crate::traffic::of::<f32>(tensors * params.len()));
         self.step += 1;
         let (b1, b2) = self.cfg.betas;
         // β^t in f64; exponents beyond i32 only happen when β^t has long underflowed to 0.
