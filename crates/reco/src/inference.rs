@@ -51,10 +51,7 @@ use crate::phoenix::TrackPoints;
 use crate::quality::{
     CandidateSource, Features, QualityModel, add_fit_features, candidate_features, fake_candidates, select_by_quality,
 };
-use crate::submission::{
-    event_track_ids, parameters_file_name, singleton_track_ids, submission_file_name, write_parameters,
-    write_submission,
-};
+use crate::submission::{event_track_ids, parameters_file_name, write_event_submission, write_parameters};
 use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
@@ -495,13 +492,7 @@ impl Reconstructor {
             }
             let fit_seconds = t.elapsed().as_secs_f64();
             let t = Instant::now();
-            let ids = singleton_track_ids(&reco.hit_tracks)?;
-            write_submission(
-                &out.join(submission_file_name(event.event_id)),
-                event.event_id,
-                &event.hits.hit_id,
-                &ids,
-            )?;
+            write_event_submission(out, event.event_id, &event.hits.hit_id, &reco.hit_tracks)?;
             let write_seconds = t.elapsed().as_secs_f64();
             let fitted_tracks = if self.fit { fits.tracks.len() } else { 0 };
             if let Some(d) = &display {

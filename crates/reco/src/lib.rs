@@ -89,7 +89,7 @@ pub use plots::{plot_efficiency, plot_track_efficiency};
 pub use quality::{QualityModel, QualitySamples, candidate_features, fake_candidates, select_by_quality};
 pub use submission::{
     Submission, TrackParameters, event_track_ids, parameters_file_name, read_parameters, read_submission,
-    singleton_track_ids, submission_file_name, write_parameters, write_submission,
+    singleton_track_ids, submission_file_name, write_event_submission, write_parameters, write_submission,
 };
 pub use tracks::{
     CandidateScore, DEFAULT_MIN_HITS, FollowConfig, NO_TRACK, ScoredEdges, TrackBuilder, TrackBuilderConfig,

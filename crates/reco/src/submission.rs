@@ -104,6 +104,15 @@ fn hit_index(hit_ids: &[u64], context: &str) -> Result<HashMap<u64, usize>> {
     Ok(index)
 }
 
+/// Writes a reconstructed event's submission into the directory `out` under its standard name
+/// ([`submission_file_name`]): the hits without a track ([`NO_TRACK`]) get singleton ids first
+/// ([`singleton_track_ids`]), as a TrackML submission needs. What the GNN chain and the CKF
+/// write for each event.
+pub fn write_event_submission(out: &Path, event_id: u64, hit_ids: &[u64], hit_tracks: &[u32]) -> Result<()> {
+    let ids = singleton_track_ids(hit_tracks)?;
+    write_submission(&out.join(submission_file_name(event_id)), event_id, hit_ids, &ids)
+}
+
 /// Writes an event's submission: one `event_id,hit_id,track_id` row per hit, in the order
 /// given. Every hit of the event must be listed once; a hit id given twice is an
 /// [`Error::DuplicateHit`] and nothing is written. Ids are written as given (see the

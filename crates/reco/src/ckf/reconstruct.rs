@@ -22,9 +22,7 @@ use crate::error::{Error, Result};
 use crate::inference::score_against_truth;
 use crate::kalman::{FitContext, FittedTrack, KalmanFitter, MeasurementModel, fit_candidate};
 use crate::metrics::{MetricsConfig, TrackMetrics};
-use crate::submission::{
-    parameters_file_name, singleton_track_ids, submission_file_name, write_parameters, write_submission,
-};
+use crate::submission::{parameters_file_name, write_event_submission, write_parameters};
 use crate::tracks::NO_TRACK;
 
 /// Seconds one event spent in each stage of [`Ckf::event`].
@@ -264,13 +262,7 @@ impl Ckf {
                 e => e,
             })?;
             let t = Instant::now();
-            let ids = singleton_track_ids(&reco.hit_tracks)?;
-            write_submission(
-                &out.join(submission_file_name(event.event_id)),
-                event.event_id,
-                &event.hits.hit_id,
-                &ids,
-            )?;
+            write_event_submission(out, event.event_id, &event.hits.hit_id, &reco.hit_tracks)?;
             let fitted = if self.config.fit {
                 let fitted = fitted_tracks(&reco);
                 write_parameters(&out.join(parameters_file_name(event.event_id)), &fitted)?;

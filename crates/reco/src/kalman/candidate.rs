@@ -20,6 +20,8 @@
 
 use std::f64::consts::PI;
 
+use rayon::prelude::*;
+
 use super::fitter::{BoundState, FitResult, KalmanFitter, Measurement};
 use super::outliers::{CleanFit, OutlierRemoval, fit_without_outliers};
 use super::params::{BoundMatrix, BoundVector, LOC0, LOC1, PHI, QOVERP, ReferenceSurface, THETA};
@@ -243,23 +245,30 @@ pub fn fit_event_tracks(
     let mut by_track: Vec<(u32, usize)> =
         hit_tracks.iter().enumerate().filter(|(_, t)| **t != NO_TRACK).map(|(i, &t)| (t, i)).collect();
     by_track.sort_by_key(|&(t, _)| t);
-    let mut out = EventFits::default();
-    for group in by_track.chunk_by(|a, b| a.0 == b.0) {
-        let mut track: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
-        // In path order, as `order_along_path` puts them (ties by module, then by hit).
-        let d2 = |i: usize| hits[i].global.iter().map(|v| v * v).sum::<f64>();
-        track.sort_by(|&a, &b| d2(a).total_cmp(&d2(b)).then(hits[a].module.cmp(&hits[b].module)).then(a.cmp(&b)));
-        let track_hits: Vec<CandidateHit> = track.iter().map(|&i| hits[i]).collect();
-        let fit = match removal {
-            Some(r) => fit_without_outliers(fitter, &track_hits, r).ok(),
-            None => fit_candidate(fitter, &track_hits).ok().map(|fit| CleanFit { fit, removed: Vec::new() }),
-        };
-        let Some(clean) = fit else { continue };
-        if let Some(mut f) = FittedTrack::of(group[0].0, &clean.fit) {
+    let groups: Vec<&[(u32, usize)]> = by_track.chunk_by(|a, b| a.0 == b.0).collect();
+    // Tracks are fitted independently, in parallel; collected in track order, so the result
+    // does not depend on the thread count.
+    let fitted: Vec<(FittedTrack, Vec<usize>)> = groups
+        .par_iter()
+        .filter_map(|group| {
+            let mut track: Vec<usize> = group.iter().map(|&(_, i)| i).collect();
+            // In path order, as `order_along_path` puts them (ties by module, then by hit).
+            let d2 = |i: usize| hits[i].global.iter().map(|v| v * v).sum::<f64>();
+            track.sort_by(|&a, &b| d2(a).total_cmp(&d2(b)).then(hits[a].module.cmp(&hits[b].module)).then(a.cmp(&b)));
+            let track_hits: Vec<CandidateHit> = track.iter().map(|&i| hits[i]).collect();
+            let clean = match removal {
+                Some(r) => fit_without_outliers(fitter, &track_hits, r).ok(),
+                None => fit_candidate(fitter, &track_hits).ok().map(|fit| CleanFit { fit, removed: Vec::new() }),
+            }?;
+            let mut f = FittedTrack::of(group[0].0, &clean.fit)?;
             f.outliers = clean.removed.len();
-            out.tracks.push(f);
-            out.outlier_hits.extend(clean.removed.iter().map(|&k| track[k]));
-        }
+            Some((f, clean.removed.iter().map(|&k| track[k]).collect()))
+        })
+        .collect();
+    let mut out = EventFits::default();
+    for (f, outliers) in fitted {
+        out.tracks.push(f);
+        out.outlier_hits.extend(outliers);
     }
     out.outlier_hits.sort_unstable();
     out
@@ -345,5 +354,38 @@ mod tests {
         assert!(m > 20.0 * t, "mixed candidates' median χ²/ndf {m} vs true {t}");
         // Every mixed candidate is worse than the typical true one.
         assert!(mixed_chi2.iter().all(|&c| c > 3.0 * t), "mixed χ²/ndf {mixed_chi2:?}");
+    }
+
+    #[test]
+    fn an_events_fits_are_the_same_at_any_thread_count() {
+        let single = SingleParticles::new(ChargedSpecies::Muon, 40, [1.0, 10.0], [-2.0, 2.0]);
+        let g = Generator::new(
+            Detector::trackml(),
+            SimConfig { single: Some(single), noise_fraction: 0.0, ..SimConfig::default() },
+        );
+        let ctx = FitContext::new(g.detector(), g.field(), g.config().material(), PION_MASS);
+        let fitter = KalmanFitter::new(ctx, MeasurementModel::default());
+        let (event, _) = g.event(30, 7);
+        let store = HitStore::new(g.detector(), &event).unwrap();
+        // One track per particle (its id in particle order), in hit order.
+        let truth = event.truth.as_ref().unwrap();
+        let mut ids: HashMap<ParticleId, u32> = HashMap::new();
+        let hit_tracks: Vec<u32> = truth
+            .particle_id
+            .iter()
+            .map(|p| {
+                let next = ids.len() as u32 + 1;
+                *ids.entry(*p).or_insert(next)
+            })
+            .collect();
+        let hits = store.candidate_hits();
+        let fits = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| fit_event_tracks(&fitter, &hits, &hit_tracks, Some(&OutlierRemoval::default())))
+        };
+        let one = fits(1);
+        assert!(one.tracks.len() >= 30, "{} of {} tracks fitted", one.tracks.len(), ids.len());
+        assert!(one.tracks.windows(2).all(|w| w[0].track_id < w[1].track_id), "tracks in id order");
+        assert_eq!(fits(3), one);
     }
 }

@@ -118,7 +118,7 @@ fn far(a: &BoundVector, b: &BoundVector) -> bool {
 }
 
 /// H: the measured coordinates (u, v) of bound parameters.
-fn projector() -> SMatrix<f64, 2, 5> {
+pub(super) fn projector() -> SMatrix<f64, 2, 5> {
     SMatrix::<f64, 2, 5>::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
 }
 

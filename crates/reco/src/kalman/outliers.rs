@@ -8,10 +8,10 @@
 //! true track holding one foreign hit (`tools/recipes/results/kalman.md`), and dropping that
 //! hit both purifies the track and leaves χ²/ndf to flag the fakes.
 
-use nalgebra::{Matrix2, SMatrix, Vector2};
+use nalgebra::{Matrix2, Vector2};
 
 use super::candidate::{CandidateHit, fit_candidate};
-use super::fitter::{FitResult, KalmanFitter, TrackState};
+use super::fitter::{FitResult, KalmanFitter, TrackState, projector};
 use super::params::{PHI, THETA, direction};
 use crate::error::{Error, Result};
 
@@ -65,7 +65,7 @@ pub fn smoothed_chi2(fitter: &KalmanFitter<'_>, state: &TrackState) -> f64 {
     let dir = direction(s.params[PHI], s.params[THETA]);
     let m = fitter.measurement.corrected(det, module, state.measurement.local);
     let v = fitter.measurement.hit_covariance(det, module, [dir[0], dir[1], dir[2]], m);
-    let h = SMatrix::<f64, 2, 5>::new(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0);
+    let h = projector();
     let r = Vector2::new(m[0], m[1]) - h * s.params;
     let unbiased: Matrix2<f64> = v - h * s.cov * h.transpose();
     let positive = unbiased[(0, 0)] > 0.0 && unbiased.determinant() > 0.0;
