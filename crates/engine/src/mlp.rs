@@ -510,26 +510,13 @@ impl Mlp {
         cache: &mut MlpCache<T>,
         out: &mut [T],
     ) {
-        self.forward_plus(ps, input, rows, cache, out, None);
+        self.forward_residual(ps, input, rows, cache, out, None);
     }
 
-    /// [`Mlp::forward`] with a residual connection: out = MLP(input) + `residual` (rows ×
-    /// dout), added as each tile's output is stored (the bits of adding it afterwards, without
-    /// the pass over both arrays).
+    /// [`Mlp::forward`] with a residual connection when `residual` is given: out = MLP(input) +
+    /// residual (rows × dout), added as each tile's output is stored (the bits of adding it
+    /// afterwards, without the pass over both arrays).
     pub fn forward_residual<T: Real>(
-        &self,
-        ps: &ParamStore<T>,
-        input: Input<'_, T>,
-        rows: usize,
-        cache: &mut MlpCache<T>,
-        out: &mut [T],
-        residual: &[T],
-    ) {
-        assert_eq!(residual.len(), out.len(), "mlp forward: residual shape");
-        self.forward_plus(ps, input, rows, cache, out, Some(residual));
-    }
-
-    fn forward_plus<T: Real>(
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
@@ -541,6 +528,7 @@ impl Mlp {
         let n_layers = self.layers.len();
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
+        assert!(residual.is_none_or(|r| r.len() == out.len()), "mlp forward: residual shape");
         cache.rows = rows;
         let res = residual.map_or(0, <[T]>::len);
         let io = self.input_bytes(input, rows) + traffic::of::<T>(out.len() + res);
@@ -640,23 +628,12 @@ impl Mlp {
     /// Forward over `rows` rows keeping nothing for the backward (activation checkpointing:
     /// [`Acts::Recompute`] rebuilds each tile's activations inside the backward).
     pub fn forward_nocache<T: Real>(&self, ps: &ParamStore<T>, input: Input<'_, T>, rows: usize, out: &mut [T]) {
-        self.forward_nocache_plus(ps, input, rows, out, None);
+        self.forward_nocache_residual(ps, input, rows, out, None);
     }
 
-    /// [`Mlp::forward_nocache`] with a residual connection, as [`Mlp::forward_residual`].
+    /// [`Mlp::forward_nocache`] with a residual connection when `residual` is given, as
+    /// [`Mlp::forward_residual`].
     pub fn forward_nocache_residual<T: Real>(
-        &self,
-        ps: &ParamStore<T>,
-        input: Input<'_, T>,
-        rows: usize,
-        out: &mut [T],
-        residual: &[T],
-    ) {
-        assert_eq!(residual.len(), out.len(), "mlp forward: residual shape");
-        self.forward_nocache_plus(ps, input, rows, out, Some(residual));
-    }
-
-    fn forward_nocache_plus<T: Real>(
         &self,
         ps: &ParamStore<T>,
         input: Input<'_, T>,
@@ -666,6 +643,7 @@ impl Mlp {
     ) {
         let dout = self.dout();
         assert_eq!(out.len(), rows * dout, "mlp forward: out shape");
+        assert!(residual.is_none_or(|r| r.len() == out.len()), "mlp forward: residual shape");
         let res = residual.map_or(0, <[T]>::len);
         traffic::add(Pass::MlpForward, self.input_bytes(input, rows) + traffic::of::<T>(out.len() + res));
         let width = self.width();
@@ -738,7 +716,7 @@ fn prefetch_rows<T>(x: &[T], d: usize, edges: &[u32]) {
 
 crate::dispatch! {
     /// out += r, element-wise (a residual connection).
-    fn add_rows<T: Real>(out: &mut [T], r: &[T]) {
+    pub(crate) fn add_rows<T: Real>(out: &mut [T], r: &[T]) {
         out.iter_mut().zip(r).for_each(|(o, &v)| *o += v);
     }
 }
@@ -910,10 +888,10 @@ mod tests {
             mlp.forward(&ps, input, e, &mut MlpCache::default(), &mut after);
             after.iter_mut().zip(&rest).for_each(|(o, &r)| *o += r);
             let mut fused = vec![0.0f32; e * h];
-            mlp.forward_residual(&ps, input, e, &mut MlpCache::default(), &mut fused, &rest);
+            mlp.forward_residual(&ps, input, e, &mut MlpCache::default(), &mut fused, Some(&rest));
             assert_eq!(bits(&fused), bits(&after), "{precision:?} forward");
             let mut nocache = vec![0.0f32; e * h];
-            mlp.forward_nocache_residual(&ps, input, e, &mut nocache, &rest);
+            mlp.forward_nocache_residual(&ps, input, e, &mut nocache, Some(&rest));
             assert_eq!(bits(&nocache), bits(&after), "{precision:?} forward without cache");
         }
     }

@@ -377,10 +377,8 @@ impl<T: Real> InteractionGnn<T> {
             if !node_first {
                 edge_net.split_precompute(ps, h_prev, h, &mut a, &mut b);
                 let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
-                match self.cfg.residual {
-                    true => edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, e_prev),
-                    false => edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next),
-                }
+                let residual = self.cfg.residual.then_some(&e_prev[..]);
+                edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, residual);
             }
             let e_agg: &[T] = if node_first { e_prev } else { e_next };
             let node_in = &mut cache.node_in[it];
@@ -389,18 +387,14 @@ impl<T: Real> InteractionGnn<T> {
             aggregate::forward(e_agg, h, &g.in_edges, aggs, node_in, ld, h, agg_in);
             aggregate::forward(e_agg, h, &g.out_edges, aggs, node_in, ld, (1 + k) * h, agg_out);
             let input = Input::Dense { x: node_in, dim: ld };
-            match self.cfg.residual {
-                true => node_net.forward_residual(ps, input, n, &mut cache.node_net[it], h_next, h_prev),
-                false => node_net.forward(ps, input, n, &mut cache.node_net[it], h_next),
-            }
+            let residual = self.cfg.residual.then_some(&h_prev[..]);
+            node_net.forward_residual(ps, input, n, &mut cache.node_net[it], h_next, residual);
             g.exchange_states(h_next, h);
             if node_first {
                 edge_net.split_precompute(ps, h_next, h, &mut a, &mut b);
                 let input = Input::Split { a: &a, b: &b, src, dst, h_dim: h, rest: Some((e_prev, h)) };
-                match self.cfg.residual {
-                    true => edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, e_prev),
-                    false => edge_net.forward(ps, input, e, &mut cache.edge_net[it], e_next),
-                }
+                let residual = self.cfg.residual.then_some(&e_prev[..]);
+                edge_net.forward_residual(ps, input, e, &mut cache.edge_net[it], e_next, residual);
             }
         }
         // Classifier.
@@ -723,9 +717,7 @@ fn set_or_zero<T: Real>(dst: &mut [T], src: &[T], copy: bool) {
 
 fn add_into<T: Real>(a: &mut [T], b: &[T]) {
     traffic::add(Pass::Elementwise, traffic::of::<T>(3 * a.len()));
-    a.par_chunks_mut(1 << 14)
-        .zip(b.par_chunks(1 << 14))
-        .for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(x, &y)| *x += y));
+    a.par_chunks_mut(1 << 14).zip(b.par_chunks(1 << 14)).for_each(|(a, b)| crate::mlp::add_rows(a, b));
 }
 
 /// Copies `src` (rows × w) into columns col0.. of `dst` (rows × ld).

@@ -113,20 +113,14 @@ impl<T: Real> InteractionGnn<T> {
             edge_net.split_precompute(ps, h_in, h, &mut scratch.a, &mut scratch.b);
             let (a, b) = (&scratch.a[..], &scratch.b[..]);
             let input = Input::Split { a, b, src: &g.src, dst: &g.dst, h_dim: h, rest: Some((e_prev, h)) };
-            match self.cfg.residual {
-                true => edge_net.forward_nocache_residual(ps, input, e, e_next, e_prev),
-                false => edge_net.forward_nocache(ps, input, e, e_next),
-            }
+            edge_net.forward_nocache_residual(ps, input, e, e_next, self.cfg.residual.then_some(e_prev));
         };
         if !node_first {
             edge_update(h_prev, e_next, scratch);
         }
         self.node_input(g, h_prev, if node_first { e_prev } else { e_next }, scratch);
         let input = Input::Dense { x: &scratch.node_in, dim: ld };
-        match self.cfg.residual {
-            true => node_net.forward_nocache_residual(ps, input, n, h_next, h_prev),
-            false => node_net.forward_nocache(ps, input, n, h_next),
-        }
+        node_net.forward_nocache_residual(ps, input, n, h_next, self.cfg.residual.then_some(h_prev));
         g.exchange_states(h_next, h);
         if node_first {
             edge_update(h_next, e_next, scratch);
