@@ -167,7 +167,7 @@ impl PyRun {
     /// The GNN's edge logits of `graph` (the scores before the sigmoid), `[E]` float32.
     fn logits<'py>(&self, py: Python<'py>, graph: &PyGraph) -> PyResult<Bound<'py, PyArray1<f32>>> {
         self.check_features(graph)?;
-        let logits = py.detach(|| self.rec.logits(&graph.graph));
+        let logits = py.detach(|| self.rec.logits(&graph.graph)).map_err(to_py)?;
         Ok(PyArray1::from_vec(py, logits))
     }
 

@@ -10,7 +10,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,10 +74,20 @@ pub enum DeviceError {
     #[error("unknown device `{0}`: expected `cpu`, `cuda` or `cuda:N`")]
     Unknown(String),
     /// This binary has no backend for the device.
-    #[error("{device}: this build of trackgnn has no backend for it (only the CPU engine); use `cpu`")]
+    #[error(
+        "{device}: this build of trackgnn has no backend for it (only the CPU engine); use `cpu`, or build with the `cuda` feature"
+    )]
     NotBuilt {
         /// The device asked for.
         device: Device,
+    },
+    /// The device's backend failed: a missing library, an unsupported GPU, out of memory.
+    #[error("{device}: {message}")]
+    Failed {
+        /// The device.
+        device: Device,
+        /// What failed, as the backend says it.
+        message: String,
     },
 }
 
@@ -120,11 +130,11 @@ pub trait GnnExecutor: Send + Sync {
     ///
     /// # Panics
     /// If the graph's feature widths differ from the model's.
-    fn forward(&mut self, graph: &GraphInput<f32>) -> &[f32];
+    fn forward(&mut self, graph: &GraphInput<f32>) -> Result<&[f32], DeviceError>;
 
     /// Adds the gradients of the parameters, given the gradient of the loss with respect to the
     /// logits of the last [`forward`](Self::forward), which must have been on `graph`.
-    fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]);
+    fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]) -> Result<(), DeviceError>;
 
     /// The auxiliary pT head's predictions of log10 pT of the last
     /// [`forward`](Self::forward), one per edge (empty for a model without the head).
@@ -132,13 +142,13 @@ pub trait GnnExecutor: Send + Sync {
 
     /// [`backward`](Self::backward) with the gradient of the loss with respect to the
     /// auxiliary head's predictions too (see [`InteractionGnn::backward_aux`]).
-    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]);
+    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) -> Result<(), DeviceError>;
 
     /// Sets the gradients to zero.
     fn zero_grad(&mut self);
 
     /// One AdamW update of the parameters from the gradients, at learning rate `lr`.
-    fn optimizer_step(&mut self, lr: f64);
+    fn optimizer_step(&mut self, lr: f64) -> Result<(), DeviceError>;
 
     /// The optimiser's state, for a checkpoint.
     fn optimizer_state(&self) -> AdamWState;
@@ -148,11 +158,11 @@ pub trait GnnExecutor: Send + Sync {
 
     /// The logits of `graph`'s edges with the least memory, nothing kept for a backward.
     /// Callers on several threads each get buffers of their own.
-    fn infer(&self, graph: &GraphInput<f32>) -> Vec<f32>;
+    fn infer(&self, graph: &GraphInput<f32>) -> Result<Vec<f32>, DeviceError>;
 
     /// [`infer`](Self::infer) with the auxiliary head's predictions (empty without the head):
     /// (logits, predicted log10 pT).
-    fn infer_aux(&self, graph: &GraphInput<f32>) -> (Vec<f32>, Vec<f32>);
+    fn infer_aux(&self, graph: &GraphInput<f32>) -> Result<(Vec<f32>, Vec<f32>), DeviceError>;
 
     /// Bytes of the buffers a training step holds now (activations, gradient workspace).
     fn buffer_bytes(&self) -> usize;
@@ -166,6 +176,19 @@ pub trait GnnExecutor: Send + Sync {
     fn release_buffers(&mut self);
 }
 
+/// A GPU backend's constructor: `model` on GPU `ordinal` with an AdamW of these settings.
+pub type GpuExecutorFactory =
+    fn(ordinal: usize, model: InteractionGnn<f32>, optimizer: AdamWConfig) -> Result<Box<dyn GnnExecutor>, DeviceError>;
+
+/// The CUDA backend, once a crate that provides it registered it ([`register_cuda_backend`]).
+static CUDA_BACKEND: OnceLock<GpuExecutorFactory> = OnceLock::new();
+
+/// Makes `cuda:N` devices available to [`executor_on`]: called once by the program that links
+/// the CUDA backend (`trackgnn_cuda::register`), since the engine cannot depend on it.
+pub fn register_cuda_backend(factory: GpuExecutorFactory) {
+    let _ = CUDA_BACKEND.set(factory);
+}
+
 /// `model` (its configuration, parameters, precision and checkpointing mode) on `device`, with
 /// an AdamW optimiser of `optimizer`'s settings and zero moments.
 pub fn executor_on(
@@ -175,7 +198,10 @@ pub fn executor_on(
 ) -> Result<Box<dyn GnnExecutor>, DeviceError> {
     match device {
         Device::Cpu => Ok(Box::new(CpuExecutor::new(model, optimizer))),
-        Device::Cuda(_) => Err(DeviceError::NotBuilt { device }),
+        Device::Cuda(ordinal) => match CUDA_BACKEND.get() {
+            Some(factory) => factory(ordinal, model, optimizer),
+            None => Err(DeviceError::NotBuilt { device }),
+        },
     }
 }
 
@@ -246,31 +272,34 @@ impl GnnExecutor for CpuExecutor {
         &mut self.model.params
     }
 
-    fn forward(&mut self, graph: &GraphInput<f32>) -> &[f32] {
+    fn forward(&mut self, graph: &GraphInput<f32>) -> Result<&[f32], DeviceError> {
         self.model.forward(graph, &mut self.cache);
-        &self.cache.logits
+        Ok(&self.cache.logits)
     }
 
-    fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]) {
+    fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]) -> Result<(), DeviceError> {
         self.model.backward(graph, &mut self.cache, dlogits);
+        Ok(())
     }
 
     fn aux(&self) -> &[f32] {
         &self.cache.aux
     }
 
-    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) {
+    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) -> Result<(), DeviceError> {
         self.model.backward_aux(graph, &mut self.cache, dlogits, Some(daux));
+        Ok(())
     }
 
     fn zero_grad(&mut self) {
         self.model.params.zero_grad();
     }
 
-    fn optimizer_step(&mut self, lr: f64) {
+    fn optimizer_step(&mut self, lr: f64) -> Result<(), DeviceError> {
         let params = &mut self.model.params;
         let opt = self.opt.get_or_insert_with(|| AdamW::new(params.len(), self.adam));
         opt.step(&mut params.data, &params.grad, lr);
+        Ok(())
     }
 
     fn optimizer_state(&self) -> AdamWState {
@@ -284,22 +313,22 @@ impl GnnExecutor for CpuExecutor {
         self.opt = Some(AdamW::from_state(self.adam, state));
     }
 
-    fn infer(&self, graph: &GraphInput<f32>) -> Vec<f32> {
+    fn infer(&self, graph: &GraphInput<f32>) -> Result<Vec<f32>, DeviceError> {
         // A second caller (or a rayon task stolen while the first waits) gets fresh buffers
         // instead of waiting for the lock.
         let mut guard = self.infer_cache.try_lock();
-        match guard.as_deref_mut() {
+        Ok(match guard.as_deref_mut() {
             Ok(cache) => self.model.infer(graph, cache),
             Err(_) => self.model.infer(graph, &mut ForwardCache::default()),
-        }
+        })
     }
 
-    fn infer_aux(&self, graph: &GraphInput<f32>) -> (Vec<f32>, Vec<f32>) {
+    fn infer_aux(&self, graph: &GraphInput<f32>) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
         let mut guard = self.infer_cache.try_lock();
-        match guard.as_deref_mut() {
+        Ok(match guard.as_deref_mut() {
             Ok(cache) => self.model.infer_aux(graph, cache),
             Err(_) => self.model.infer_aux(graph, &mut ForwardCache::default()),
-        }
+        })
     }
 
     fn buffer_bytes(&self) -> usize {
@@ -368,16 +397,16 @@ mod tests {
             opt.step(&mut direct.params.data, &direct.params.grad, 1e-2);
 
             exec.zero_grad();
-            let logits = exec.forward(&g).to_vec();
+            let logits = exec.forward(&g).unwrap().to_vec();
             assert_eq!(logits, cache.logits);
             let mut dl2 = vec![0.0; 6];
             bce_with_logits(&logits, &y, None, 1.0, &mut dl2);
-            exec.backward(&g, &dl2);
+            exec.backward(&g, &dl2).unwrap();
             assert_eq!(exec.params().grad, direct.params.grad);
-            exec.optimizer_step(1e-2);
+            exec.optimizer_step(1e-2).unwrap();
             assert_eq!(exec.params().data, direct.params.data);
         }
-        assert_eq!(exec.infer(&g), direct.infer(&g, &mut ForwardCache::default()));
+        assert_eq!(exec.infer(&g).unwrap(), direct.infer(&g, &mut ForwardCache::default()));
         assert_eq!(exec.optimizer_state().step, 3);
         assert!(exec.buffer_bytes() > 0);
         exec.release_buffers();

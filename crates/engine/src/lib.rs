@@ -66,7 +66,9 @@ pub mod traffic;
 pub use checkpointing::Checkpointing;
 pub use config::{ConfigError, ModelConfig, Norm, Precision, UpdateOrder};
 pub use dense::{DenseNet, DenseNetConfig};
-pub use executor::{CpuExecutor, Device, DeviceError, GnnExecutor, executor_on};
+pub use executor::{
+    CpuExecutor, Device, DeviceError, GnnExecutor, GpuExecutorFactory, executor_on, register_cuda_backend,
+};
 pub use graph_input::GraphInput;
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};

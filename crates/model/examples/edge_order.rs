@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for round in 0..2 {
             for (name, input) in &inputs {
                 let t = Instant::now();
-                let logits = m.executor().infer(input);
+                let logits = m.executor().infer(input)?;
                 let s = t.elapsed().as_secs_f64();
                 let sum: f64 = logits.iter().map(|&v| v as f64).sum();
                 if round == 1 {

@@ -83,14 +83,14 @@ impl TrainedModel {
         &*self.executor
     }
 
-    /// The edge scores (probabilities) of a graph.
-    pub fn scores(&self, graph: &Graph) -> Vec<f32> {
-        self.logits(graph).iter().map(|&x| sigmoid(x)).collect()
+    /// The edge scores (probabilities) of a graph; an error only where the device fails.
+    pub fn scores(&self, graph: &Graph) -> Result<Vec<f32>> {
+        Ok(self.logits(graph)?.iter().map(|&x| sigmoid(x)).collect())
     }
 
     /// The edge logits of a graph (scores before the sigmoid).
-    pub fn logits(&self, graph: &Graph) -> Vec<f32> {
-        self.executor.infer(&graph_input(graph))
+    pub fn logits(&self, graph: &Graph) -> Result<Vec<f32>> {
+        Ok(self.executor.infer(&graph_input(graph))?)
     }
 }
 

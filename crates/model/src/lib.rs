@@ -16,7 +16,7 @@
 //! let trained = TrainedModel::for_recipe(&run, &Weights::Best, &recipe)?;
 //! let graph = trackgnn_graph::read_graph("graphs/event000001000.graph".as_ref())?;
 //! let input = graph_input(&graph);
-//! let scores = trained.scores(&graph);
+//! let scores = trained.scores(&graph)?;
 //! println!("{} edges, {} scores", input.num_edges(), scores.len());
 //! # Ok(()) }
 //! ```

@@ -382,13 +382,13 @@ impl Reconstructor {
         }
         match &self.logits_hook {
             Some(hook) => Ok(hook.logits(self.model.executor(), graph)?.into_iter().map(sigmoid).collect()),
-            None => Ok(self.model.scores(graph)),
+            None => Ok(self.model.scores(graph)?),
         }
     }
 
     /// The GNN's logits of `graph`'s edges (the scores before the sigmoid).
-    pub fn logits(&self, graph: &Graph) -> Vec<f32> {
-        self.model.logits(graph)
+    pub fn logits(&self, graph: &Graph) -> Result<Vec<f32>> {
+        Ok(self.model.logits(graph)?)
     }
 
     /// A track id per hit of `event` (in its hit order) from the `scores` of `graph`'s edges,

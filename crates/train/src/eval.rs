@@ -53,7 +53,12 @@ pub fn evaluate(
         let s = loader.next_sample().expect("one sample per path")?;
         // Inference keeps two states, not a backward's worth: whole events fit where training
         // needed sectors.
-        let (logits, aux) = if has_aux { model.infer_aux(&s.input) } else { (model.infer(&s.input), Vec::new()) };
+        let device = |e| crate::Error::Model(trackgnn_model::Error::from(e));
+        let (logits, aux) = if has_aux {
+            model.infer_aux(&s.input).map_err(device)?
+        } else {
+            (model.infer(&s.input).map_err(device)?, Vec::new())
+        };
         let mut dl = vec![0.0f32; s.input.num_edges()];
         let loss = bce_with_logits(&logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
         let aux_loss = if has_aux { mse_over(&aux, &s.log_pt, &s.aux_weight, s.aux_edges, &mut dl) } else { 0.0 };

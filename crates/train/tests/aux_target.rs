@@ -91,7 +91,7 @@ fn an_aux_target_trains_is_logged_and_stored_and_the_run_loads_for_inference() {
     let model = TrainedModel::open(&rd, &Weights::Best, trained.node_dim, trained.edge_dim).unwrap();
     assert!(model.model().has_aux_head());
     let g = read_graph(&t.graph_set().files[t.split().val[0]].1).unwrap();
-    let logits = model.logits(&g);
+    let logits = model.logits(&g).unwrap();
     assert_eq!(logits.len(), g.num_edges());
     // The head changes no logit: the same weights without it score the same.
     let mut headless = plain.clone();

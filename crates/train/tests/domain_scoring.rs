@@ -44,7 +44,7 @@ fn split_logits(m: &InteractionGnn<f32>, graph: &Graph, parts: usize) -> Vec<f32
                 s.spawn(move || partition_logits(&*executor, graph, p, Arc::new(halo)))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("rank thread")).collect()
+        handles.into_iter().map(|h| h.join().expect("rank thread").unwrap()).collect()
     });
     for (e, l) in per_rank.into_iter().flatten() {
         assert!(all[e as usize].is_nan(), "edge {e} counted by two partitions");
@@ -58,7 +58,8 @@ fn an_event_scored_across_partitions_gets_the_whole_graphs_logits() {
     let graph = event_graph();
     for precision in [Precision::F32, Precision::Bf16] {
         let m = model(&graph, precision);
-        let whole = executor_on(Device::Cpu, m.clone(), AdamWConfig::default()).unwrap().infer(&graph_input(&graph));
+        let whole =
+            executor_on(Device::Cpu, m.clone(), AdamWConfig::default()).unwrap().infer(&graph_input(&graph)).unwrap();
         for parts in [2, 3] {
             let split = split_logits(&m, &graph, parts);
             let worst = whole.iter().zip(&split).map(|(a, b)| (a - b).abs() / a.abs().max(1e-3)).fold(0.0, f32::max);

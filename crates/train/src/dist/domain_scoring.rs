@@ -65,7 +65,7 @@ impl DomainScoring {
         // An edge's logit travels from the partition that counts it; the others add zero, so
         // the sum is that logit exactly (f32 → f64 → f32 round-trips).
         let mut all = vec![0.0f64; graph.num_edges()];
-        for (e, logit) in partition_logits(executor, graph, p, halo) {
+        for (e, logit) in partition_logits(executor, graph, p, halo)? {
             all[e as usize] = f64::from(logit);
         }
         comm.allreduce_sum_f64(&mut all)?;
@@ -97,8 +97,8 @@ pub fn partition_logits(
     graph: &Graph,
     p: &Partition,
     halo: Arc<dyn HaloExchange<f32>>,
-) -> Vec<(u32, f32)> {
+) -> Result<Vec<(u32, f32)>> {
     let local = p.local_input(&graph_input(graph)).with_halo(halo);
-    let logits = executor.infer(&local);
-    p.edges.iter().zip(&p.edge_counted).zip(logits).filter(|((_, c), _)| **c).map(|((&e, _), l)| (e, l)).collect()
+    let logits = executor.infer(&local).map_err(trackgnn_model::Error::from)?;
+    Ok(p.edges.iter().zip(&p.edge_counted).zip(logits).filter(|((_, c), _)| **c).map(|((&e, _), l)| (e, l)).collect())
 }

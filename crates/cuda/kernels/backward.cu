@@ -1,0 +1,134 @@
+/* The backward kernels: a layer's activation and LayerNorm backward, the recomputed
+ * activations, fixed-order column sums (bias and norm gradients), the CSR pulls of the split
+ * Linear's node side, the aggregations' backward and the residual bookkeeping. */
+
+/* dL/dz of one layer from dL/d(its output) in g_in, a warp per row: with y = x̂·γ + β (or z
+ * without a norm; x̂ or z in pre), gy = g_in ⊙ act'(y), written to
+ * gy_out when it is not null (the norm's γ, β gradients read it); then, with a norm,
+ * dz = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)) with dx̂ = gy·γ; else dz = gy. dz goes to dz_out
+ * (which may be g_in itself). */
+KERNEL void layer_backward(const float* g_in, const float* __restrict__ pre, const float* __restrict__ rstd,
+                           const float* __restrict__ gamma, const float* __restrict__ beta, int norm, int act,
+                           float* gy_out, float* dz_out, int rows, int d) {
+    long r = warp_row();
+    int lane = lane_id();
+    if (r >= rows) return;
+    const float* x = pre + r * d;
+    const float* gi = g_in + r * d;
+    float* gz = dz_out + r * d;
+    float* gy = gy_out ? gy_out + r * d : 0;
+    float s = 0.0f, sx = 0.0f;
+    for (int j = lane; j < d; j += WARP) {
+        float y = x[j];
+        if (norm && gamma) y = y * gamma[j] + beta[j];
+        float g = gi[j] * act_df(act, y);
+        if (gy) gy[j] = g;
+        float dxh = (norm && gamma) ? g * gamma[j] : g;
+        s += dxh;
+        sx += dxh * x[j];
+        gz[j] = dxh;
+    }
+    if (!norm) return;
+    float mean_g = warp_sum(s) / (float)d;
+    float mean_gx = warp_sum(sx) / (float)d;
+    float rs = rstd[r];
+    for (int j = lane; j < d; j += WARP) gz[j] = rs * (gz[j] - mean_g - x[j] * mean_gx);
+}
+
+/* out = act(x̂·γ + β) (or act(z)): a layer's output recomputed from what its forward kept, the
+ * next layer's input for its weight gradient; a thread per element. */
+KERNEL void recompute_act(const float* __restrict__ pre, const float* __restrict__ gamma,
+                          const float* __restrict__ beta, int act, float* __restrict__ out, int rows, int d) {
+    long i = thread_index();
+    if (i >= (long)rows * d) return;
+    int j = (int)(i % d);
+    float y = pre[i];
+    if (gamma) y = y * gamma[j] + beta[j];
+    out[i] = act_f(act, y);
+}
+
+/* Rows per partial sum of column_partials: the chunking depends on the row count only, so the
+ * sums are the same on every run and every GPU. */
+#define COLUMN_CHUNK 1024
+
+/* partial[c][j] = Σ over rows c·COLUMN_CHUNK .. of a[r][j] (· b[r][j] when b is not null), in
+ * row order; a thread per (chunk, column). */
+KERNEL void column_partials(const float* __restrict__ a, const float* __restrict__ b, int rows, int d,
+                            float* __restrict__ partial) {
+    long i = thread_index();
+    int chunks = (rows + COLUMN_CHUNK - 1) / COLUMN_CHUNK;
+    if (i >= (long)chunks * d) return;
+    int c = (int)(i / d), j = (int)(i % d);
+    int r1 = (c + 1) * COLUMN_CHUNK < rows ? (c + 1) * COLUMN_CHUNK : rows;
+    float acc = 0.0f;
+    for (int r = c * COLUMN_CHUNK; r < r1; r++) {
+        float v = a[(long)r * d + j];
+        acc += b ? v * b[(long)r * d + j] : v;
+    }
+    partial[i] = acc;
+}
+
+/* out[j] += Σ over chunks of partial[c][j], in chunk order; a thread per column. */
+KERNEL void column_total(const float* __restrict__ partial, int chunks, int d, float* __restrict__ out) {
+    long j = thread_index();
+    if (j >= d) return;
+    float acc = 0.0f;
+    for (int c = 0; c < chunks; c++) acc += partial[(long)c * d + j];
+    out[j] += acc;
+}
+
+/* out[v] = Σ over node v's edges (a CSR) of x[e], rows of width d, in edge order; a thread per
+ * node and channel. */
+KERNEL void csr_pull(const float* __restrict__ x, int d, const unsigned* __restrict__ offsets,
+                     const unsigned* __restrict__ edges, int n, float* __restrict__ out) {
+    long i = thread_index();
+    if (i >= (long)n * d) return;
+    long v = i / d;
+    int j = (int)(i % d);
+    float acc = 0.0f;
+    for (unsigned k = offsets[v]; k < offsets[v + 1]; k++) acc += x[(long)edges[k] * d + j];
+    out[i] = acc;
+}
+
+/* The aggregations' backward for one grouping (each edge's node in node_of_edge, the node's
+ * edge count from the CSR offsets): dx[e] += the gradient of every aggregation in `kinds` (kind
+ * of aggregation j in bits 4j.., `count` of them, their gradient columns col0 + j·h of dout, row
+ * stride ld); a thread per edge and channel, so no two threads write one value. */
+KERNEL void aggregate_backward(const float* __restrict__ x, int h, const unsigned* __restrict__ node_of_edge,
+                               const unsigned* __restrict__ offsets, int kinds, int count,
+                               const float* __restrict__ dout, int ld, int col0,
+                               const unsigned* __restrict__ argmax, const float* __restrict__ mean,
+                               const float* __restrict__ std, float* __restrict__ dx, int e) {
+    long i = thread_index();
+    if (i >= (long)e * h) return;
+    long edge = i / h;
+    int j = (int)(i % h);
+    unsigned node = node_of_edge[edge];
+    float inv = 1.0f / (float)(offsets[node + 1] - offsets[node]);
+    const float* row = dout + (long)node * ld + col0 + j;
+    long nj = (long)node * h + j;
+    float acc = dx[i];
+    for (int k = 0; k < count; k++) {
+        float g = row[k * h];
+        switch ((kinds >> (4 * k)) & 15) {
+        case AGG_SUM: acc += g; break;
+        case AGG_MEAN: acc += g * inv; break;
+        case AGG_MAX:
+            if (argmax[nj] == (unsigned)edge) acc += g;
+            break;
+        case AGG_STD: acc += g * (x[i] - mean[nj]) * inv / std[nj]; break;
+        }
+    }
+    dx[i] = acc;
+}
+
+/* dh_prev = (dh when residual, else 0) + the first h columns of dnode_in (row stride ld): the
+ * node update's gradient with respect to its input state; a thread per element. */
+KERNEL void node_state_grad(const float* __restrict__ dh, const float* __restrict__ dnode_in, int ld, int residual,
+                            float* __restrict__ dh_prev, int rows, int h) {
+    long i = thread_index();
+    if (i >= (long)rows * h) return;
+    long r = i / h;
+    float v = dnode_in[r * ld + i % h];
+    dh_prev[i] = residual ? dh[i] + v : v;
+}

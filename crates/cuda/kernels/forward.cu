@@ -1,0 +1,119 @@
+/* The forward kernels: an MLP layer's epilogue, aggregation over the edge groupings, column
+ * copies. Row-major f32 throughout; the Linear products themselves are cuBLAS calls. */
+
+/* A Linear layer's epilogue, one warp per row of z (rows × d, holding the product x·Wᵀ):
+ *   split 1: z += ga[src] + gb[dst] (the split first layer: its node products gathered);
+ *   split 2: z  = ga[src] + gb[dst] (a split layer without a third block: z is not read);
+ * then z += bias; LayerNorm when `norm` (z becomes x̂, rstd[row] = 1/σ; y = x̂·γ + β with
+ * `gamma`, `beta` or x̂ when they are null); out = act(y) (+ residual when not null). z keeps
+ * what the backward reads: x̂, or the biased z without a norm, rounded to bfloat16 when
+ * `round_saved` (bf16 training: the forward's output is computed before the rounding). */
+KERNEL void mlp_layer_post(float* __restrict__ z, const float* __restrict__ bias,
+                           const float* __restrict__ ga, const float* __restrict__ gb,
+                           const unsigned* __restrict__ src, const unsigned* __restrict__ dst, int split,
+                           const float* __restrict__ gamma, const float* __restrict__ beta, int norm,
+                           float* __restrict__ rstd, int act, const float* __restrict__ residual,
+                           float* __restrict__ out, int round_saved, int rows, int d) {
+    long r = warp_row();
+    int lane = lane_id();
+    if (r >= rows) return;
+    float* zr = z + r * d;
+    const float* ar = split ? ga + (long)src[r] * d : 0;
+    const float* br = split ? gb + (long)dst[r] * d : 0;
+    float s = 0.0f;
+    for (int j = lane; j < d; j += WARP) {
+        float v = split == 2 ? 0.0f : zr[j];
+        if (split) v += ar[j] + br[j];
+        v += bias[j];
+        zr[j] = v;
+        s += v;
+    }
+    float mean = 0.0f, rs = 1.0f;
+    if (norm) {
+        mean = warp_sum(s) / (float)d;
+        float q = 0.0f;
+        for (int j = lane; j < d; j += WARP) {
+            float c = zr[j] - mean;
+            q += c * c;
+        }
+        rs = 1.0f / sqrtf(warp_sum(q) / (float)d + 1e-5f);
+        if (lane == 0) rstd[r] = rs;
+    }
+    const float* res = residual ? residual + r * d : 0;
+    float* o = out + r * d;
+    for (int j = lane; j < d; j += WARP) {
+        float y = zr[j];
+        if (norm) y = (y - mean) * rs;
+        zr[j] = round_saved ? bf16_round(y) : y;
+        if (norm && gamma) y = y * gamma[j] + beta[j];
+        y = act_f(act, y);
+        if (res) y += res[j];
+        o[j] = y;
+    }
+}
+
+/* Aggregation kinds, numbered as the host's `Aggr`. */
+#define AGG_SUM 0
+#define AGG_MEAN 1
+#define AGG_MAX 2
+#define AGG_STD 3
+
+/* One aggregation of edge rows x (E × h) over each node's edges (a CSR: offsets, edges in
+ * increasing order), into columns col .. col+h of out (n rows, stride ld); a thread per node and
+ * channel, each summing its own edges in order (no atomics). Mean: Σ/n (0 without edges); max:
+ * the first largest, its edge in argmax (0xffffffff and 0 without edges); std: √(var + 1e-5)
+ * with var = Σ(x − μ)²/n, its μ and σ in mean_out, std_out. */
+KERNEL void aggregate_forward(const float* __restrict__ x, int h, const unsigned* __restrict__ offsets,
+                              const unsigned* __restrict__ edges, int n, int kind, float* __restrict__ out,
+                              int ld, int col, unsigned* __restrict__ argmax, float* __restrict__ mean_out,
+                              float* __restrict__ std_out) {
+    long i = thread_index();
+    if (i >= (long)n * h) return;
+    long node = i / h;
+    int j = (int)(i % h);
+    unsigned lo = offsets[node], hi = offsets[node + 1];
+    float inv = hi > lo ? 1.0f / (float)(hi - lo) : 0.0f;
+    float acc = 0.0f;
+    if (kind == AGG_MAX) {
+        unsigned arg = 0xffffffffu;
+        for (unsigned k = lo; k < hi; k++) {
+            unsigned e = edges[k];
+            float v = x[(long)e * h + j];
+            if (k == lo || v > acc) {
+                acc = v;
+                arg = e;
+            }
+        }
+        argmax[i] = arg;
+    } else {
+        for (unsigned k = lo; k < hi; k++) acc += x[(long)edges[k] * h + j];
+        if (kind == AGG_MEAN) acc *= inv;
+        if (kind == AGG_STD) {
+            float m = acc * inv, q = 0.0f;
+            for (unsigned k = lo; k < hi; k++) {
+                float c = x[(long)edges[k] * h + j] - m;
+                q += c * c;
+            }
+            acc = sqrtf(q * inv + 1e-5f);
+            mean_out[i] = m;
+            std_out[i] = acc;
+        }
+    }
+    out[node * ld + col + j] = acc;
+}
+
+/* dst[:, col .. col+d] = src (rows × d) in a matrix of row stride ld; a thread per element. */
+KERNEL void copy_columns(const float* __restrict__ src, int d, float* __restrict__ dst, int ld, int col, int rows) {
+    long i = thread_index();
+    if (i >= (long)rows * d) return;
+    long r = i / d;
+    dst[r * ld + col + i % d] = src[i];
+}
+
+/* out (rows × cols, packed) = x (rows × cols at row stride ld) rounded to bfloat16: a matrix
+ * product's operand in bf16 training; a thread per element. */
+KERNEL void to_bf16(const float* __restrict__ x, int rows, int cols, int ld, unsigned short* __restrict__ out) {
+    long i = thread_index();
+    if (i >= (long)rows * cols) return;
+    out[i] = bf16_bits(x[(i / cols) * ld + i % cols]);
+}

@@ -1,0 +1,264 @@
+//! What the model code asks of a device: memory, copies, kernel launches and matrix products.
+//! [`crate::Emulator`] runs it on the CPU (tests, CI); `CudaBackend` (feature `cuda`) on a GPU.
+
+use std::sync::Arc;
+
+use crate::kernels::{KERNELS, ParamKind};
+
+/// A device address (a `CUdeviceptr`, or a host address in the emulator).
+pub type DevPtr = u64;
+
+/// One launch argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    /// A device pointer (0 for a null pointer).
+    Ptr(DevPtr),
+    /// `int`.
+    I32(i32),
+    /// `unsigned`.
+    U32(u32),
+    /// `float`.
+    F32(f32),
+}
+
+impl Arg {
+    /// Its kind.
+    pub fn kind(&self) -> ParamKind {
+        match self {
+            Arg::Ptr(_) => ParamKind::Ptr,
+            Arg::I32(_) => ParamKind::I32,
+            Arg::U32(_) => ParamKind::U32,
+            Arg::F32(_) => ParamKind::F32,
+        }
+    }
+
+    /// An `int` argument from a size (sizes are checked to fit when a graph is uploaded).
+    pub fn int(v: usize) -> Arg {
+        Arg::I32(i32::try_from(v).expect("size fits a kernel's int"))
+    }
+}
+
+/// A matrix product on row-major matrices: C (m × n) = α·op(A)·op(B) + β·C, op(A) m × k and
+/// op(B) k × n; `trans_a`: A is stored k × m (row stride `lda`), else m × k; likewise B.
+#[derive(Clone, Copy, Debug)]
+pub struct Gemm {
+    /// Rows of C.
+    pub m: usize,
+    /// Columns of C.
+    pub n: usize,
+    /// The inner dimension.
+    pub k: usize,
+    /// A.
+    pub a: DevPtr,
+    /// A's row stride.
+    pub lda: usize,
+    /// Whether A is stored transposed.
+    pub trans_a: bool,
+    /// B.
+    pub b: DevPtr,
+    /// B's row stride.
+    pub ldb: usize,
+    /// Whether B is stored transposed.
+    pub trans_b: bool,
+    /// C.
+    pub c: DevPtr,
+    /// C's row stride.
+    pub ldc: usize,
+    /// α.
+    pub alpha: f32,
+    /// β (0: C is only written).
+    pub beta: f32,
+    /// Round A and B to bfloat16 and accumulate in f32 (`--precision bf16`), else f32 without
+    /// TF32.
+    pub bf16: bool,
+}
+
+/// Why a device operation failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// A library the backend loads at run time is missing.
+    #[error("{library} not found: {hint}")]
+    MissingLibrary {
+        /// The library (`libcuda`, `libnvrtc`, `libcublas`).
+        library: &'static str,
+        /// Where it is looked for and how to provide it.
+        hint: String,
+    },
+    /// The device has too little free memory for an allocation.
+    #[error("{device}: out of memory allocating {bytes} bytes ({free} free of {total})")]
+    OutOfMemory {
+        /// The device.
+        device: String,
+        /// The allocation asked for.
+        bytes: usize,
+        /// Free bytes at the time.
+        free: usize,
+        /// Total bytes.
+        total: usize,
+    },
+    /// A launch whose arguments do not match the kernel's parameters.
+    #[error("kernel {kernel}: {message}")]
+    BadLaunch {
+        /// The kernel.
+        kernel: String,
+        /// What does not match.
+        message: String,
+    },
+    /// The kernels did not compile.
+    #[error("NVRTC could not compile the kernels for {arch}:\n{log}")]
+    Compile {
+        /// The target architecture (`sm_90`).
+        arch: String,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// Any other failure of the driver, NVRTC, cuBLAS or the emulator, as it reported it.
+    #[error("{0}")]
+    Device(String),
+}
+
+/// A device that runs the kernels of [`crate::kernels`] and row-major matrix products.
+/// Operations are ordered as issued (one stream); `download` waits for what came before.
+pub trait Backend: Send + Sync {
+    /// The device, for messages (`cuda:0 (NVIDIA H200)`, `emulator`).
+    fn name(&self) -> String;
+
+    /// `bytes` of device memory, zeroed.
+    fn alloc(&self, bytes: usize) -> Result<DevPtr, BackendError>;
+
+    /// Frees what [`alloc`](Self::alloc) returned.
+    fn free(&self, ptr: DevPtr);
+
+    /// Copies host bytes to the device.
+    fn upload(&self, dst: DevPtr, src: &[u8]) -> Result<(), BackendError>;
+
+    /// Copies device bytes to the host, after every operation issued before.
+    fn download(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), BackendError>;
+
+    /// Sets `bytes` bytes at `ptr` to zero.
+    fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<(), BackendError>;
+
+    /// Launches kernel number `kernel` of [`KERNELS`] on `grid` blocks of `block` threads
+    /// (arguments already checked by [`launch`]).
+    fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError>;
+
+    /// A row-major matrix product: f32 without TF32, or bf16 operands with f32 accumulation.
+    fn gemm(&self, g: &Gemm) -> Result<(), BackendError>;
+}
+
+/// Launches kernel `name` with `threads` threads in blocks of [`BLOCK`] after checking `args`
+/// against its parameters.
+pub fn launch(dev: &dyn Backend, name: &str, threads: usize, args: &[Arg]) -> Result<(), BackendError> {
+    let bad = |message: String| BackendError::BadLaunch { kernel: name.to_string(), message };
+    let index = crate::kernels::index_of(name).ok_or_else(|| bad("no such kernel".into()))?;
+    let sig = &KERNELS[index];
+    if sig.kinds.len() != args.len() {
+        return Err(bad(format!("{} arguments given, {} expected", args.len(), sig.kinds.len())));
+    }
+    if let Some(i) = (0..args.len()).find(|&i| args[i].kind() != sig.kinds[i]) {
+        return Err(bad(format!(
+            "argument {} (`{}`) is {:?}, expected {:?}",
+            i,
+            sig.names[i],
+            args[i].kind(),
+            sig.kinds[i]
+        )));
+    }
+    if threads == 0 {
+        return Ok(());
+    }
+    let grid = u32::try_from(threads.div_ceil(BLOCK)).map_err(|_| bad(format!("{threads} threads")))?;
+    dev.launch_checked(index, grid, BLOCK as u32, args)
+}
+
+/// Threads per block of every launch (the kernels' `BLOCK`).
+pub const BLOCK: usize = 256;
+/// Threads per warp.
+pub const WARP: usize = 32;
+
+/// A device buffer of `len` values of `T`, freed on drop.
+pub struct DevBuf<T> {
+    dev: Arc<dyn Backend>,
+    ptr: DevPtr,
+    len: usize,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy + Default> DevBuf<T> {
+    /// `len` zeros.
+    pub fn zeros(dev: &Arc<dyn Backend>, len: usize) -> Result<Self, BackendError> {
+        let ptr = if len == 0 { 0 } else { dev.alloc(len * size_of::<T>())? };
+        Ok(DevBuf { dev: dev.clone(), ptr, len, _t: std::marker::PhantomData })
+    }
+
+    /// A copy of `host`.
+    pub fn from_host(dev: &Arc<dyn Backend>, host: &[T]) -> Result<Self, BackendError> {
+        let b = Self::zeros(dev, host.len())?;
+        b.upload(host)?;
+        Ok(b)
+    }
+
+    /// Overwrites the buffer with `host` (same length).
+    pub fn upload(&self, host: &[T]) -> Result<(), BackendError> {
+        assert_eq!(host.len(), self.len, "upload: length");
+        if self.len > 0 {
+            // SAFETY: T is plain data (f32, u32), viewed as its bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), size_of_val(host)) };
+            self.dev.upload(self.ptr, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The values, in host memory.
+    pub fn to_host(&self) -> Result<Vec<T>, BackendError> {
+        let mut v = vec![T::default(); self.len];
+        if self.len > 0 {
+            // SAFETY: as in `upload`; every bit pattern is a valid f32 or u32.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), size_of_val(&v[..])) };
+            self.dev.download(self.ptr, bytes)?;
+        }
+        Ok(v)
+    }
+
+    /// Sets every value to zero.
+    pub fn zero(&self) -> Result<(), BackendError> {
+        if self.len > 0 {
+            self.dev.zero(self.ptr, self.len * size_of::<T>())?;
+        }
+        Ok(())
+    }
+
+    /// The device address (0 when empty).
+    pub fn ptr(&self) -> DevPtr {
+        self.ptr
+    }
+
+    /// The address of element `i`.
+    pub fn at(&self, i: usize) -> DevPtr {
+        assert!(i <= self.len, "device buffer index {i} of {}", self.len);
+        self.ptr + (i * size_of::<T>()) as u64
+    }
+
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no values.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// As a launch argument.
+    pub fn arg(&self) -> Arg {
+        Arg::Ptr(self.ptr)
+    }
+}
+
+impl<T> Drop for DevBuf<T> {
+    fn drop(&mut self) {
+        if self.ptr != 0 {
+            self.dev.free(self.ptr);
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! The InteractionGNN's hand-derived backward on a device, the CPU engine's in the same order:
+//! each MLP from its last layer to its first (the epilogue's backward in one kernel, the weight
+//! gradients as products, the bias and norm gradients as fixed-order column sums), the split
+//! first Linear's node side through CSR pulls, the aggregations' backward per edge.
+
+use trackgnn_engine::UpdateOrder;
+use trackgnn_engine::ops::Aggr;
+
+use crate::backend::{Arg, BackendError, DevPtr, Gemm, WARP, launch};
+use crate::graph::{DeviceCsr, DeviceGraph};
+use crate::layout::MlpLayout;
+use crate::model::{AggCache, DeviceCache, DeviceModel, Input, MlpCache, Slot};
+
+/// Where an MLP's backward puts the gradient with respect to its input.
+#[derive(Clone, Copy)]
+pub enum DInput {
+    /// Nowhere.
+    None,
+    /// dx (rows × dim), added to (`accumulate`) or overwritten.
+    Dense {
+        /// The buffer.
+        dx: DevPtr,
+        /// Add instead of overwrite.
+        accumulate: bool,
+    },
+    /// A split first layer: dz_1 written to `dz1` (rows × d1); the rest block's gradient to
+    /// `drest` (added or overwritten), the node states' gradient added to `dh`.
+    Split {
+        /// dz of the first layer.
+        dz1: DevPtr,
+        /// The rest block's gradient and whether to add to it.
+        drest: Option<(DevPtr, bool)>,
+        /// dL/dh of the node states the split products read.
+        dh: DevPtr,
+    },
+}
+
+/// The backward's device buffers, reused from step to step.
+#[derive(Default)]
+pub struct Workspace {
+    /// dL/dz of a split first layer (E × d1).
+    pub dz1: Slot<f32>,
+    /// dL/dh of the current iteration (N × H).
+    pub dh: Slot<f32>,
+    /// dL/dh of the previous iteration (N × H).
+    pub dh_prev: Slot<f32>,
+    /// dL/de, updated in place from iteration to iteration (E × H).
+    pub de: Slot<f32>,
+    /// dL/d(node-network input) (N × (1 + 2K)·H).
+    pub dnode_in: Slot<f32>,
+    /// dz_1 pulled over each node's outgoing edges (N × d1).
+    pub da: Slot<f32>,
+    /// dz_1 pulled over each node's incoming edges (N × d1).
+    pub db: Slot<f32>,
+    /// Layer gradients, two to alternate between layers.
+    pub g: [Slot<f32>; 2],
+    /// dL/dy of an affine norm's output, for its γ and β gradients.
+    pub gy: Slot<f32>,
+    /// A layer's input activations, recomputed.
+    pub acts: Slot<f32>,
+    /// Partial column sums.
+    pub partial: Slot<f32>,
+    /// The upstream gradients uploaded: dL/dlogits, dL/daux.
+    pub upstream: [Slot<f32>; 2],
+}
+
+impl Workspace {
+    /// Bytes held on the device.
+    pub fn bytes(&self) -> usize {
+        [&self.dz1, &self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
+            .iter()
+            .chain(
+                [&self.g[0], &self.g[1], &self.gy, &self.acts, &self.partial, &self.upstream[0], &self.upstream[1]]
+                    .iter(),
+            )
+            .map(|s| s.bytes())
+            .sum()
+    }
+}
+
+/// Rows per partial of the column sums (the kernels' `COLUMN_CHUNK`).
+const COLUMN_CHUNK: usize = 1024;
+
+/// The kernels' number of an aggregation.
+pub(crate) fn aggr_code(a: Aggr) -> i32 {
+    match a {
+        Aggr::Sum => 0,
+        Aggr::Mean => 1,
+        Aggr::Max => 2,
+        Aggr::Std => 3,
+    }
+}
+
+impl DeviceModel {
+    /// out (d) += Σ over rows of a (rows × d), times b element-wise when given; fixed order.
+    fn column_sums(
+        &self,
+        a: DevPtr,
+        b: Option<DevPtr>,
+        rows: usize,
+        d: usize,
+        out: DevPtr,
+        partial: &mut Slot<f32>,
+    ) -> Result<(), BackendError> {
+        let chunks = rows.div_ceil(COLUMN_CHUNK);
+        if chunks == 0 {
+            return Ok(());
+        }
+        let p = partial.scratch(&self.dev, chunks * d)?.ptr();
+        let dev = self.dev.as_ref();
+        launch(
+            dev,
+            "column_partials",
+            chunks * d,
+            &[Arg::Ptr(a), Arg::Ptr(b.unwrap_or(0)), Arg::int(rows), Arg::int(d), Arg::Ptr(p)],
+        )?;
+        launch(dev, "column_total", d, &[Arg::Ptr(p), Arg::int(chunks), Arg::int(d), Arg::Ptr(out)])
+    }
+
+    /// C (+)= op(A)·op(B) on row-major matrices.
+    #[allow(clippy::too_many_arguments)]
+    fn product(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        a: (DevPtr, usize, bool),
+        b: (DevPtr, usize, bool),
+        c: (DevPtr, usize),
+        accumulate: bool,
+    ) -> Result<(), BackendError> {
+        self.dev.gemm(&Gemm {
+            m,
+            n,
+            k,
+            a: a.0,
+            lda: a.1,
+            trans_a: a.2,
+            b: b.0,
+            ldb: b.1,
+            trans_b: b.2,
+            c: c.0,
+            ldc: c.1,
+            alpha: 1.0,
+            beta: if accumulate { 1.0 } else { 0.0 },
+            bf16: self.precision == trackgnn_engine::Precision::Bf16,
+        })
+    }
+
+    /// Backward of one MLP application over `rows` rows: from dL/d(output) in `dy`, adds its
+    /// parameters' gradients into `grad` and the input's as `din` asks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn mlp_backward(
+        &self,
+        g: &DeviceGraph,
+        mlp: &MlpLayout,
+        input: Input,
+        rows: usize,
+        cache: &MlpCache,
+        dy: DevPtr,
+        din: DInput,
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let dev = &self.dev;
+        let n_layers = mlp.layers.len();
+        let width = mlp.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        let gw = |offset: usize| grad + (offset * 4) as u64;
+        let mut g_in = dy;
+        for l in (0..n_layers).rev() {
+            let layer = &mlp.layers[l];
+            let d = layer.dout;
+            let dz = match (l, din) {
+                (0, DInput::Split { dz1, .. }) => dz1,
+                _ => ws.g[l % 2].scratch(dev, rows * width)?.ptr(),
+            };
+            let gy = if layer.affine.is_some() { ws.gy.scratch(dev, rows * width)?.ptr() } else { 0 };
+            let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
+            let pre = cache.pre[l].ptr();
+            launch(
+                dev.as_ref(),
+                "layer_backward",
+                rows * WARP,
+                &[
+                    Arg::Ptr(g_in),
+                    Arg::Ptr(pre),
+                    Arg::Ptr(cache.rstd[l].ptr()),
+                    Arg::Ptr(gamma),
+                    Arg::Ptr(beta),
+                    Arg::I32(layer.norm.into()),
+                    Arg::I32(layer.act),
+                    Arg::Ptr(gy),
+                    Arg::Ptr(dz),
+                    Arg::int(rows),
+                    Arg::int(d),
+                ],
+            )?;
+            if let Some((gi, bi)) = layer.affine {
+                self.column_sums(gy, Some(pre), rows, d, gw(gi), &mut ws.partial)?;
+                self.column_sums(gy, None, rows, d, gw(bi), &mut ws.partial)?;
+            }
+            self.column_sums(dz, None, rows, d, gw(layer.b), &mut ws.partial)?;
+            let din_w = layer.din;
+            if l > 0 {
+                // dW_l += dzᵀ·a_{l−1}, with a_{l−1} recomputed; dL/da_{l−1} = dz·W_l.
+                let prev = &mlp.layers[l - 1];
+                let acts = ws.acts.scratch(dev, rows * width)?.ptr();
+                let (pg, pb) = prev.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
+                launch(
+                    dev.as_ref(),
+                    "recompute_act",
+                    rows * din_w,
+                    &[
+                        Arg::Ptr(cache.pre[l - 1].ptr()),
+                        Arg::Ptr(pg),
+                        Arg::Ptr(pb),
+                        Arg::I32(prev.act),
+                        Arg::Ptr(acts),
+                        Arg::int(rows),
+                        Arg::int(din_w),
+                    ],
+                )?;
+                self.product((d, din_w, rows), (dz, d, true), (acts, din_w, false), (gw(layer.w), din_w), true)?;
+                let next = ws.g[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
+                self.product((rows, din_w, d), (dz, d, false), (self.w(layer.w), din_w, false), (next, din_w), false)?;
+                g_in = next;
+                continue;
+            }
+            match (input, din) {
+                (Input::Dense { x, dim }, _) => {
+                    self.product((d, dim, rows), (dz, d, true), (x, dim, false), (gw(layer.w), din_w), true)?;
+                    if let DInput::Dense { dx, accumulate } = din {
+                        self.product(
+                            (rows, dim, d),
+                            (dz, d, false),
+                            (self.w(layer.w), din_w, false),
+                            (dx, dim),
+                            accumulate,
+                        )?;
+                    }
+                }
+                (Input::Split { h, nodes, h_dim, rest }, DInput::Split { dz1, drest, dh }) => {
+                    if let Some((r, rd)) = rest {
+                        let wc = 2 * h_dim;
+                        self.product(
+                            (d, rd, rows),
+                            (dz, d, true),
+                            (r, rd, false),
+                            (gw(layer.w) + (wc * 4) as u64, din_w),
+                            true,
+                        )?;
+                        if let Some((dr, accumulate)) = drest {
+                            let w = self.w(layer.w) + (wc * 4) as u64;
+                            self.product((rows, rd, d), (dz, d, false), (w, din_w, false), (dr, rd), accumulate)?;
+                        }
+                    }
+                    self.split_backward_nodes(g, layer.w, (d, din_w), dz1, (h, nodes, h_dim), dh, grad, ws)?;
+                }
+                (Input::Split { .. }, _) => unreachable!("a split input's gradient is DInput::Split"),
+            }
+        }
+        Ok(())
+    }
+
+    /// The node side of a split first layer (weight at `w`, d1 × din): dA, dB = dz_1 pulled
+    /// over each node's outgoing and incoming edges; dW_a += dAᵀ·h, dW_b += dBᵀ·h;
+    /// dh += dA·W_a + dB·W_b.
+    #[allow(clippy::too_many_arguments)]
+    fn split_backward_nodes(
+        &self,
+        g: &DeviceGraph,
+        w: usize,
+        (d1, din): (usize, usize),
+        dz1: DevPtr,
+        (h, nodes, h_dim): (DevPtr, usize, usize),
+        dh: DevPtr,
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let dev = &self.dev;
+        let da = ws.da.scratch(dev, nodes * d1)?.ptr();
+        let db = ws.db.scratch(dev, nodes * d1)?.ptr();
+        self.pull(dz1, d1, &g.out_edges, nodes, da)?;
+        self.pull(dz1, d1, &g.in_edges, nodes, db)?;
+        let gwa = grad + (w * 4) as u64;
+        let gwb = gwa + (h_dim * 4) as u64;
+        self.product((d1, h_dim, nodes), (da, d1, true), (h, h_dim, false), (gwa, din), true)?;
+        self.product((d1, h_dim, nodes), (db, d1, true), (h, h_dim, false), (gwb, din), true)?;
+        let wa = self.w(w);
+        let wb = wa + (h_dim * 4) as u64;
+        self.product((nodes, h_dim, d1), (da, d1, false), (wa, din, false), (dh, h_dim), true)?;
+        self.product((nodes, h_dim, d1), (db, d1, false), (wb, din, false), (dh, h_dim), true)
+    }
+
+    /// out\[v\] = Σ over node v's edges of x\[e\] (rows of width d).
+    fn pull(&self, x: DevPtr, d: usize, csr: &DeviceCsr, nodes: usize, out: DevPtr) -> Result<(), BackendError> {
+        launch(
+            self.dev.as_ref(),
+            "csr_pull",
+            nodes * d,
+            &[Arg::Ptr(x), Arg::int(d), csr.offsets.arg(), csr.edges.arg(), Arg::int(nodes), Arg::Ptr(out)],
+        )
+    }
+
+    /// Backward of a node update h_next = \[h_in +\] node_net(node_in): from dL/dh_next in
+    /// `ws.dh`, writes dL/dh_in into `ws.dh_prev` and adds dL/de_agg into `ws.de`.
+    #[allow(clippy::too_many_arguments)]
+    fn node_update_backward(
+        &self,
+        g: &DeviceGraph,
+        node_mlp: &MlpLayout,
+        node_in: DevPtr,
+        cache: &MlpCache,
+        e_agg: DevPtr,
+        agg: &(AggCache, AggCache),
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let aggs = &self.cfg.aggregation;
+        let k = aggs.len();
+        let ld = (1 + 2 * k) * hd;
+        let dnode_in = ws.dnode_in.get(&self.dev, n * ld)?.ptr();
+        let input = Input::Dense { x: node_in, dim: ld };
+        let dh = ws.dh.ptr();
+        self.mlp_backward(
+            g,
+            node_mlp,
+            input,
+            n,
+            cache,
+            dh,
+            DInput::Dense { dx: dnode_in, accumulate: false },
+            grad,
+            ws,
+        )?;
+        let dev = self.dev.as_ref();
+        let dh_prev = ws.dh_prev.ptr();
+        launch(
+            dev,
+            "node_state_grad",
+            n * hd,
+            &[
+                Arg::Ptr(dh),
+                Arg::Ptr(dnode_in),
+                Arg::int(ld),
+                Arg::I32(self.cfg.residual.into()),
+                Arg::Ptr(dh_prev),
+                Arg::int(n),
+                Arg::int(hd),
+            ],
+        )?;
+        let kinds = aggs.iter().enumerate().fold(0, |acc, (j, &a)| acc | (aggr_code(a) << (4 * j)));
+        let groupings = [(&g.dst, &g.in_edges, hd, &agg.0), (&g.src, &g.out_edges, (1 + k) * hd, &agg.1)];
+        for (node_of_edge, csr, col0, cache) in groupings {
+            launch(
+                dev,
+                "aggregate_backward",
+                e * hd,
+                &[
+                    Arg::Ptr(e_agg),
+                    Arg::int(hd),
+                    node_of_edge.arg(),
+                    csr.offsets.arg(),
+                    Arg::I32(kinds),
+                    Arg::int(k),
+                    Arg::Ptr(dnode_in),
+                    Arg::int(ld),
+                    Arg::int(col0),
+                    Arg::Ptr(cache.argmax.ptr()),
+                    Arg::Ptr(cache.mean.ptr()),
+                    Arg::Ptr(cache.std.ptr()),
+                    Arg::Ptr(ws.de.ptr()),
+                    Arg::int(e),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The backward of the last [`forward`](DeviceModel::forward) on `g` (its `cache`), from
+    /// dL/dlogits (and dL/d(auxiliary predictions) when given): adds every parameter's gradient
+    /// into `grad` (the flat layout of the parameters).
+    #[allow(clippy::too_many_arguments)]
+    pub fn backward(
+        &self,
+        g: &DeviceGraph,
+        cache: &DeviceCache,
+        dlogits: DevPtr,
+        daux: Option<DevPtr>,
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let dev = &self.dev;
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let iters = self.cfg.iterations;
+        let lay = &self.layout;
+        let d1_max = hd.max(1);
+        ws.dz1.get(dev, e * d1_max)?;
+        for s in [&mut ws.dh, &mut ws.dh_prev] {
+            s.get(dev, n * hd)?.zero()?;
+        }
+        ws.de.get(dev, e * hd)?.zero()?;
+        let (h, es) = (&cache.h, &cache.e);
+        // Classifier: split input on h_L with e_L as its rest.
+        let input = Input::Split { h: h[iters].ptr(), nodes: n, h_dim: hd, rest: Some((es[iters].ptr(), hd)) };
+        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
+        self.mlp_backward(g, &lay.classifier, input, e, &cache.classifier, dlogits, din, grad, ws)?;
+        if let (Some(head), Some(daux)) = (&lay.aux_head, daux) {
+            let input = Input::Dense { x: es[iters].ptr(), dim: hd };
+            let din = DInput::Dense { dx: ws.de.ptr(), accumulate: true };
+            self.mlp_backward(g, head, input, e, &cache.aux_head, daux, din, grad, ws)?;
+        }
+        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
+        let residual = self.cfg.residual;
+        for it in (0..iters).rev() {
+            let (edge_mlp, node_mlp) = lay.nets(&self.cfg, it);
+            let edge_input =
+                |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((es[it].ptr(), hd)) };
+            let de = ws.de.ptr();
+            if node_first {
+                // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
+                let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh.ptr() };
+                self.mlp_backward(g, edge_mlp, edge_input(h[it + 1].ptr()), e, &cache.edge_net[it], de, din, grad, ws)?;
+                self.node_update_backward(
+                    g,
+                    node_mlp,
+                    cache.node_in[it].ptr(),
+                    &cache.node_net[it],
+                    es[it].ptr(),
+                    &cache.agg[it],
+                    grad,
+                    ws,
+                )?;
+            } else {
+                // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
+                self.node_update_backward(
+                    g,
+                    node_mlp,
+                    cache.node_in[it].ptr(),
+                    &cache.node_net[it],
+                    es[it + 1].ptr(),
+                    &cache.agg[it],
+                    grad,
+                    ws,
+                )?;
+                let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
+                self.mlp_backward(g, edge_mlp, edge_input(h[it].ptr()), e, &cache.edge_net[it], de, din, grad, ws)?;
+            }
+            std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+        }
+        // Encoders: the edge encoder from dL/de_0 (its node side into dL/dh_0), then the node
+        // encoder from dL/dh_0.
+        let rest = (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim));
+        let input = Input::Split { h: h[0].ptr(), nodes: n, h_dim: hd, rest };
+        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: None, dh: ws.dh.ptr() };
+        self.mlp_backward(g, &lay.edge_encoder, input, e, &cache.edge_encoder, ws.de.ptr(), din, grad, ws)?;
+        let input = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
+        self.mlp_backward(g, &lay.node_encoder, input, n, &cache.node_encoder, ws.dh.ptr(), DInput::None, grad, ws)
+    }
+}

@@ -1,0 +1,276 @@
+//! The device model behind the engine's seam ([`GnnExecutor`]): what the trainer, evaluation and
+//! the reconstruction call, on a GPU (or on the emulator, in tests).
+//!
+//! The parameters and gradients have a host copy in the model's [`ParamStore`] layout: the
+//! backward's gradients are copied back after each call (the trainer all-reduces and clips them
+//! there), AdamW updates the host parameters (a few hundred thousand values: microseconds), and
+//! whatever changed on the host goes to the device before the next device call.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use trackgnn_engine::optim::{AdamW, AdamWConfig, AdamWState};
+use trackgnn_engine::{
+    Device, DeviceError, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, ParamStore, Precision,
+};
+
+use crate::backend::{Backend, BackendError, DevBuf};
+use crate::backward::Workspace;
+use crate::graph::{DeviceGraph, GraphError};
+use crate::model::{DeviceCache, DeviceModel};
+
+/// A model on one device behind [`GnnExecutor`].
+pub struct DeviceExecutor {
+    device: Device,
+    dev: Arc<dyn Backend>,
+    /// The model with its parameters and gradients in host memory.
+    host: InteractionGnn<f32>,
+    model: DeviceModel,
+    /// Gradients on the device (the flat layout).
+    grad: DevBuf<f32>,
+    cache: DeviceCache,
+    ws: Workspace,
+    /// The last forward's graph, which the backward reads.
+    graph: Option<DeviceGraph>,
+    logits: Vec<f32>,
+    aux: Vec<f32>,
+    adam: AdamWConfig,
+    opt: Option<AdamW>,
+    /// The host parameters or gradients changed since they were uploaded.
+    dirty: AtomicBool,
+    /// Inference's buffers, one caller at a time.
+    infer_cache: Mutex<DeviceCache>,
+}
+
+fn failed(device: Device) -> impl Fn(BackendError) -> DeviceError {
+    move |e| DeviceError::Failed { device, message: e.to_string() }
+}
+
+fn graph_failed(device: Device) -> impl Fn(GraphError) -> DeviceError {
+    move |e| DeviceError::Failed { device, message: e.to_string() }
+}
+
+impl DeviceExecutor {
+    /// `model` on `dev` (named `device` in messages and [`GnnExecutor::device`]), with an AdamW
+    /// of `optimizer`'s settings.
+    pub fn new(
+        dev: Arc<dyn Backend>,
+        device: Device,
+        model: InteractionGnn<f32>,
+        optimizer: AdamWConfig,
+    ) -> Result<Self, DeviceError> {
+        if model.checkpointing.is_on() {
+            return Err(DeviceError::Failed {
+                device,
+                message: format!(
+                    "activation checkpointing ({}) is not in the GPU backend yet: train without `checkpointing`, or on the CPU",
+                    model.checkpointing
+                ),
+            });
+        }
+        let dm = DeviceModel::upload(&dev, &model).map_err(failed(device))?;
+        let grad = DevBuf::zeros(&dev, model.params.len()).map_err(failed(device))?;
+        Ok(DeviceExecutor {
+            device,
+            dev,
+            host: model,
+            model: dm,
+            grad,
+            cache: DeviceCache::default(),
+            ws: Workspace::default(),
+            graph: None,
+            logits: Vec::new(),
+            aux: Vec::new(),
+            adam: optimizer,
+            opt: None,
+            dirty: AtomicBool::new(false),
+            infer_cache: Mutex::new(DeviceCache::default()),
+        })
+    }
+
+    /// The backend it runs on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.dev
+    }
+
+    /// Uploads the host parameters and gradients if they changed.
+    fn sync(&self) -> Result<(), DeviceError> {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            let upload = || -> Result<(), BackendError> {
+                self.model.params.upload(&self.host.params.data)?;
+                self.grad.upload(&self.host.params.grad)
+            };
+            upload().inspect_err(|_| self.dirty.store(true, Ordering::Release)).map_err(failed(self.device))?;
+        }
+        Ok(())
+    }
+
+    #[track_caller]
+    fn upload_graph(&self, graph: &GraphInput<f32>) -> Result<DeviceGraph, DeviceError> {
+        assert_eq!(graph.node_dim, self.host.node_dim, "node feature width");
+        assert_eq!(graph.edge_dim, self.host.edge_dim, "edge feature width");
+        DeviceGraph::upload(&self.dev, graph, self.model.widest_row()).map_err(graph_failed(self.device))
+    }
+
+    fn backward_inner(
+        &mut self,
+        graph: &GraphInput<f32>,
+        dlogits: &[f32],
+        daux: Option<&[f32]>,
+    ) -> Result<(), DeviceError> {
+        self.sync()?;
+        let device = self.device;
+        let g = self.graph.as_ref().expect("backward after a forward");
+        assert_eq!(g.num_edges, graph.num_edges(), "backward: not the forward's graph");
+        assert_eq!(dlogits.len(), g.num_edges, "backward: dlogits shape");
+        let e = g.num_edges;
+        let dl = self.ws.upstream[0].get(&self.dev, e).map_err(failed(device))?;
+        dl.upload(dlogits).map_err(failed(device))?;
+        let dl = dl.ptr();
+        let da = match daux {
+            Some(d) => {
+                assert_eq!(d.len(), e, "backward_aux: daux shape");
+                let b = self.ws.upstream[1].get(&self.dev, e).map_err(failed(device))?;
+                b.upload(d).map_err(failed(device))?;
+                Some(b.ptr())
+            }
+            None => None,
+        };
+        self.model.backward(g, &self.cache, dl, da, self.grad.ptr(), &mut self.ws).map_err(failed(device))?;
+        self.host.params.grad = self.grad.to_host().map_err(failed(device))?;
+        Ok(())
+    }
+
+    fn infer_inner(&self, graph: &GraphInput<f32>, aux: bool) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+        self.sync()?;
+        let g = self.upload_graph(graph)?;
+        let mut fresh = DeviceCache::default();
+        let mut guard = self.infer_cache.try_lock();
+        let cache = match guard.as_deref_mut() {
+            Ok(c) => c,
+            Err(_) => &mut fresh,
+        };
+        let mut run = || -> Result<(Vec<f32>, Vec<f32>), BackendError> {
+            self.model.forward(&g, cache)?;
+            let logits = cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host)?;
+            let aux = match (aux, cache.aux.buf()) {
+                (true, Some(b)) => b.to_host()?,
+                _ => Vec::new(),
+            };
+            Ok((logits, aux))
+        };
+        run().map_err(failed(self.device))
+    }
+}
+
+impl GnnExecutor for DeviceExecutor {
+    fn device(&self) -> Device {
+        self.device
+    }
+
+    fn config(&self) -> &ModelConfig {
+        &self.host.cfg
+    }
+
+    fn input_widths(&self) -> (usize, usize) {
+        (self.host.node_dim, self.host.edge_dim)
+    }
+
+    fn host_model(&self) -> InteractionGnn<f32> {
+        self.host.clone()
+    }
+
+    fn set_precision(&mut self, precision: Precision) {
+        self.host.set_precision(precision);
+        self.model.precision = precision;
+        self.model.saved = self.host.saved_activations();
+    }
+
+    fn params(&self) -> &ParamStore<f32> {
+        &self.host.params
+    }
+
+    fn params_mut(&mut self) -> &mut ParamStore<f32> {
+        self.dirty.store(true, Ordering::Release);
+        &mut self.host.params
+    }
+
+    fn forward(&mut self, graph: &GraphInput<f32>) -> Result<&[f32], DeviceError> {
+        self.sync()?;
+        let device = self.device;
+        self.graph = None;
+        let g = self.upload_graph(graph)?;
+        self.model.forward(&g, &mut self.cache).map_err(failed(device))?;
+        self.logits = self.cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host).map_err(failed(device))?;
+        self.aux = match self.cache.aux.buf() {
+            Some(b) if self.host.has_aux_head() => b.to_host().map_err(failed(device))?,
+            _ => Vec::new(),
+        };
+        self.graph = Some(g);
+        Ok(&self.logits)
+    }
+
+    fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]) -> Result<(), DeviceError> {
+        self.backward_inner(graph, dlogits, None)
+    }
+
+    fn aux(&self) -> &[f32] {
+        &self.aux
+    }
+
+    fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) -> Result<(), DeviceError> {
+        assert!(self.host.has_aux_head(), "backward_aux: the model has no auxiliary head");
+        self.backward_inner(graph, dlogits, Some(daux))
+    }
+
+    fn zero_grad(&mut self) {
+        self.host.params.zero_grad();
+        // The device's copy follows at the next call.
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    fn optimizer_step(&mut self, lr: f64) -> Result<(), DeviceError> {
+        let params = &mut self.host.params;
+        let opt = self.opt.get_or_insert_with(|| AdamW::new(params.len(), self.adam));
+        opt.step(&mut params.data, &params.grad, lr);
+        self.dirty.store(true, Ordering::Release);
+        self.sync()
+    }
+
+    fn optimizer_state(&self) -> AdamWState {
+        match &self.opt {
+            Some(opt) => opt.state(),
+            None => AdamW::new(self.host.params.len(), self.adam).state(),
+        }
+    }
+
+    fn restore_optimizer(&mut self, state: AdamWState) {
+        self.opt = Some(AdamW::from_state(self.adam, state));
+    }
+
+    fn infer(&self, graph: &GraphInput<f32>) -> Result<Vec<f32>, DeviceError> {
+        Ok(self.infer_inner(graph, false)?.0)
+    }
+
+    fn infer_aux(&self, graph: &GraphInput<f32>) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+        self.infer_inner(graph, true)
+    }
+
+    fn buffer_bytes(&self) -> usize {
+        self.cache.bytes() + self.ws.bytes()
+    }
+
+    fn estimate_step_bytes(&self, nodes: usize, edges: usize) -> usize {
+        // The CPU engine's layout of the same activations, parameters and gradients; the
+        // device adds its workspace, which the estimate's gradient buffers cover.
+        self.host.estimate_step_bytes(nodes, edges)
+    }
+
+    fn release_buffers(&mut self) {
+        self.cache = DeviceCache::default();
+        self.ws = Workspace::default();
+        self.graph = None;
+        *self.infer_cache.get_mut().unwrap_or_else(|e| e.into_inner()) = DeviceCache::default();
+    }
+}
