@@ -4,25 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-// Each command's arguments live beside the command; they are named here too.
-pub use crate::commands::bench_allreduce::BenchAllreduceArgs;
-pub use crate::commands::bench_engine::BenchEngineArgs;
-pub use crate::commands::bench_io::BenchIoArgs;
-pub use crate::commands::bench_memory::BenchMemoryArgs;
-pub use crate::commands::build_graphs::BuildGraphsArgs;
-pub use crate::commands::demo::DemoArgs;
-pub use crate::commands::export::ExportArgs;
-pub use crate::commands::geometry::GeometryArgs;
-pub use crate::commands::inspect::InspectArgs;
-pub use crate::commands::metric_learning::{TrainEmbeddingArgs, TrainFilterArgs};
-pub use crate::commands::module_map::{ModuleMapBuildArgs, ModuleMapMergeArgs};
-pub use crate::commands::parity::ExportParityArgs;
-pub use crate::commands::plot_loss::PlotLossArgs;
-pub use crate::commands::reconstruct::ReconstructArgs;
-pub use crate::commands::scaling::ScalingArgs;
-pub use crate::commands::simulate::SimulateArgs;
-pub use crate::commands::train::{EvalArgs, TrainArgs};
-pub use crate::commands::train_quality::TrainQualityArgs;
+// Each command's arguments live beside the command.
+use crate::commands::*;
 
 /// trackgnn: graph neural networks for particle tracking, from one core to many MPI ranks.
 #[derive(Debug, Parser)]
@@ -37,39 +20,39 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The whole pipeline on a small generated data set in a few minutes (start here).
-    Demo(DemoArgs),
+    Demo(demo::DemoArgs),
     /// Generate TrackML-format events with the Monte Carlo generator.
-    Simulate(SimulateArgs),
+    Simulate(simulate::SimulateArgs),
     /// Write the detector geometry as detectors.csv.
-    Geometry(GeometryArgs),
+    Geometry(geometry::GeometryArgs),
     /// Summarise an event or a directory of events: realism statistics and consistency checks.
-    Inspect(InspectArgs),
+    Inspect(inspect::InspectArgs),
     /// Module maps: which module pairs real tracks join.
     #[command(subcommand, name = "module-map")]
     ModuleMap(ModuleMapCommand),
     /// Build graphs (nodes = hits, edges = candidate segments) from events.
-    BuildGraphs(BuildGraphsArgs),
+    BuildGraphs(build_graphs::BuildGraphsArgs),
     /// Train the edge classifier on a graph directory.
-    Train(TrainArgs),
+    Train(train::TrainArgs),
     /// Train the hit embedding of metric-learning graphs on events with truth.
-    TrainEmbedding(TrainEmbeddingArgs),
+    TrainEmbedding(metric_learning::TrainEmbeddingArgs),
     /// Train the edge filter that prunes an embedding's radius graph.
-    TrainFilter(TrainFilterArgs),
+    TrainFilter(metric_learning::TrainFilterArgs),
     /// Evaluate a run on graphs: the edge metrics of the reference table.
-    Eval(EvalArgs),
+    Eval(train::EvalArgs),
     /// Build track candidates with a trained run (or, `--method ckf`, a combinatorial Kalman
     /// filter with no GNN): TrackML submissions, track metrics, plots.
-    Reconstruct(ReconstructArgs),
+    Reconstruct(reconstruct::ReconstructArgs),
     /// Fit the candidate-quality model (fake probability of a track candidate) for `reconstruct --quality`.
-    TrainQuality(TrainQualityArgs),
+    TrainQuality(train_quality::TrainQualityArgs),
     /// Scaling study: train with 1, 2, … MPI ranks and compare, or predict more ranks.
-    Scaling(ScalingArgs),
+    Scaling(scaling::ScalingArgs),
     /// Write a model's weights, a graph, the loss and all gradients for tools/parity.py.
-    ExportParity(ExportParityArgs),
+    ExportParity(parity::ExportParityArgs),
     /// Export a trained run's model: ONNX for the ACTS GNN plugin, with its ACTS configuration.
-    Export(ExportArgs),
+    Export(export::ExportArgs),
     /// Several runs' training and validation loss per epoch in one figure, with their figures.
-    PlotLoss(PlotLossArgs),
+    PlotLoss(plot_loss::PlotLossArgs),
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -155,9 +138,9 @@ impl FollowArgs {
 #[derive(Debug, Subcommand)]
 pub enum ModuleMapCommand {
     /// Learn a module map from training events.
-    Build(ModuleMapBuildArgs),
+    Build(module_map::ModuleMapBuildArgs),
     /// Merge module maps learned on different events into one (ranges widened to cover all).
-    Merge(ModuleMapMergeArgs),
+    Merge(module_map::ModuleMapMergeArgs),
 }
 
 /// `--resume [auto]`.
@@ -173,14 +156,14 @@ pub enum ResumeArg {
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Event generation time and CSV write/read throughput.
-    Io(BenchIoArgs),
+    Io(bench_io::BenchIoArgs),
     /// The training step of BENCH_SPEC.md (and the default model, and the unfused forward).
-    Engine(BenchEngineArgs),
+    Engine(bench_engine::BenchEngineArgs),
     /// Memory and step time against graph size, with and without activation checkpointing.
-    Memory(BenchMemoryArgs),
+    Memory(bench_memory::BenchMemoryArgs),
     /// The gradient all-reduce's time against buffer size and its latency/bandwidth fit
     /// (run under `mpirun -np N`, N ≥ 2, with a trackgnn built with `--features mpi`).
-    Allreduce(BenchAllreduceArgs),
+    Allreduce(bench_allreduce::BenchAllreduceArgs),
 }
 
 #[cfg(test)]
@@ -216,9 +199,9 @@ mod tests {
     #[test]
     fn inspect_and_bench_parse() {
         let cli = Cli::try_parse_from(["trackgnn", "inspect", "data", "--json"]).unwrap();
-        assert!(matches!(cli.command, Command::Inspect(InspectArgs { json: JsonArg { json: true }, .. })));
+        assert!(matches!(cli.command, Command::Inspect(inspect::InspectArgs { json: JsonArg { json: true }, .. })));
         let cli = Cli::try_parse_from(["trackgnn", "bench", "io", "--events", "1"]).unwrap();
-        assert!(matches!(cli.command, Command::Bench(BenchCommand::Io(BenchIoArgs { events: 1, .. }))));
+        assert!(matches!(cli.command, Command::Bench(BenchCommand::Io(bench_io::BenchIoArgs { events: 1, .. }))));
     }
 
     #[test]

@@ -17,6 +17,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // `cuda:N` devices run on the GPU backend this build links.
+    #[cfg(feature = "cuda")]
+    trackgnn_cuda::register();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))

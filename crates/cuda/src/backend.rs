@@ -144,6 +144,70 @@ pub trait Backend: Send + Sync {
 
     /// A row-major matrix product: f32 without TF32, or bf16 operands with f32 accumulation.
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError>;
+
+    /// Copies `bytes` bytes between device buffers.
+    fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError>;
+
+    /// Waits for every operation issued so far.
+    fn synchronize(&self) -> Result<(), BackendError>;
+
+    /// Bytes allocated now, and the most allocated at once since the last
+    /// [`reset_peak`](Self::reset_peak) (the backend's own allocations: what Table 2 reports).
+    fn memory(&self) -> MemoryUse;
+
+    /// Starts the peak of [`memory`](Self::memory) afresh from what is allocated now.
+    fn reset_peak(&self);
+}
+
+/// A backend's allocations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Bytes allocated now.
+    pub current: usize,
+    /// The most allocated at once.
+    pub peak: usize,
+}
+
+/// Allocation bookkeeping shared by the backends: each live allocation's size, the current
+/// total and its peak.
+#[derive(Default)]
+pub struct Allocations {
+    inner: std::sync::Mutex<(std::collections::HashMap<DevPtr, usize>, MemoryUse)>,
+}
+
+impl Allocations {
+    /// Records an allocation.
+    pub fn add(&self, ptr: DevPtr, bytes: usize) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.insert(ptr, bytes);
+        g.1.current += bytes;
+        g.1.peak = g.1.peak.max(g.1.current);
+    }
+
+    /// Forgets an allocation; its size, if it was recorded.
+    pub fn remove(&self, ptr: DevPtr) -> Option<usize> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = g.0.remove(&ptr)?;
+        g.1.current -= bytes;
+        Some(bytes)
+    }
+
+    /// The live allocation holding `bytes` bytes from `ptr`, if any.
+    pub fn holds(&self, ptr: DevPtr, bytes: usize) -> bool {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.iter().any(|(&p, &n)| ptr >= p && ptr + bytes as u64 <= p + n as u64)
+    }
+
+    /// Current and peak bytes.
+    pub fn usage(&self) -> MemoryUse {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
+    /// Sets the peak to the current total.
+    pub fn reset_peak(&self) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.1.peak = g.1.current;
+    }
 }
 
 /// Launches kernel `name` with `threads` threads in blocks of [`BLOCK`] after checking `args`

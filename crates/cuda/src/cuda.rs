@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use cudarc::cublas::{result as blas, sys as blas_sys};
 use cudarc::driver::{result as drv, sys as drv_sys};
 
-use crate::backend::{Arg, Backend, BackendError, DevPtr, Gemm};
+use crate::backend::{Allocations, Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
 use crate::kernels::KERNELS;
 
 /// One GPU: its context, stream, kernels and cuBLAS handle.
@@ -23,6 +23,8 @@ pub struct CudaBackend {
     /// Launches and products are issued by one thread at a time (the handle and the stream
     /// are shared).
     lock: Mutex<()>,
+    /// Live allocations, for the memory figures.
+    allocations: Allocations,
 }
 
 // SAFETY: the raw handles are only used with the context made current and under `lock`.
@@ -98,7 +100,17 @@ impl CudaBackend {
                 .result()
                 .map_err(blas_err("math mode"))?;
         }
-        Ok(CudaBackend { ordinal, name, ctx, stream, functions, blas: handle, capability, lock: Mutex::new(()) })
+        Ok(CudaBackend {
+            ordinal,
+            name,
+            ctx,
+            stream,
+            functions,
+            blas: handle,
+            capability,
+            lock: Mutex::new(()),
+            allocations: Allocations::default(),
+        })
     }
 
     /// Makes the context current on the calling thread and takes the issue lock.
@@ -110,16 +122,9 @@ impl CudaBackend {
     }
 
     /// Free and total device memory, bytes.
-    pub fn memory(&self) -> Result<(usize, usize), BackendError> {
+    pub fn free_and_total(&self) -> Result<(usize, usize), BackendError> {
         let _g = self.enter()?;
         drv::mem_get_info().map_err(driver_err("memory info"))
-    }
-
-    /// Waits for everything issued so far.
-    pub fn synchronize(&self) -> Result<(), BackendError> {
-        let _g = self.enter()?;
-        // SAFETY: a live stream.
-        unsafe { drv::stream::synchronize(self.stream) }.map_err(driver_err("synchronize"))
     }
 }
 
@@ -143,12 +148,15 @@ impl Backend for CudaBackend {
         };
         // SAFETY: just allocated, `bytes` long, on this stream.
         unsafe { drv::memset_d8_async(ptr, 0, bytes, self.stream) }.map_err(driver_err("memset"))?;
+        self.allocations.add(ptr, bytes);
         Ok(ptr)
     }
 
     fn free(&self, ptr: DevPtr) {
-        if let Ok(_g) = self.enter() {
-            // SAFETY: allocated by `alloc` on this stream, freed once.
+        if self.allocations.remove(ptr).is_some()
+            && let Ok(_g) = self.enter()
+        {
+            // SAFETY: allocated by `alloc` on this stream, freed once (removed above).
             let _ = unsafe { drv::free_async(ptr, self.stream) };
         }
     }
@@ -230,9 +238,34 @@ impl Backend for CudaBackend {
         }
         .map_err(blas_err("sgemm"))
     }
+
+    fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError> {
+        self.copy_impl(dst, src, bytes)
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        let _g = self.enter()?;
+        // SAFETY: a live stream.
+        unsafe { drv::stream::synchronize(self.stream) }.map_err(driver_err("synchronize"))
+    }
+
+    fn memory(&self) -> MemoryUse {
+        self.allocations.usage()
+    }
+
+    fn reset_peak(&self) {
+        self.allocations.reset_peak();
+    }
 }
 
 impl CudaBackend {
+    /// The rest of [`Backend`] (kept apart from the products).
+    fn copy_impl(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError> {
+        let _g = self.enter()?;
+        // SAFETY: both ranges inside live allocations (the callers' buffers).
+        unsafe { drv::memcpy_dtod_async(dst, src, bytes, self.stream) }.map_err(driver_err("copy"))
+    }
+
     /// [`Backend::gemm`] with bf16 operands: A and B rounded into packed bf16 copies, then one
     /// cublasGemmEx accumulating in f32 on the tensor cores.
     fn gemm_bf16(&self, g: &Gemm) -> Result<(), BackendError> {

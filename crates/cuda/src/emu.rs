@@ -4,11 +4,10 @@
 //! tested in CI against the CPU engine. Slow (a context switch per barrier): small graphs only.
 
 use std::alloc::Layout;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use crate::backend::{Arg, Backend, BackendError, DevPtr, Gemm};
+use crate::backend::{Allocations, Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
 
 include!(concat!(env!("OUT_DIR"), "/emu_trampolines.rs"));
 
@@ -27,8 +26,8 @@ const ALIGN: usize = 256;
 /// The emulator as a [`Backend`].
 #[derive(Default)]
 pub struct Emulator {
-    /// Live allocations and their layouts.
-    allocations: Mutex<HashMap<DevPtr, Layout>>,
+    /// Live allocations and their sizes.
+    allocations: Allocations,
 }
 
 /// The scheduler's state is global: one launch at a time, whichever emulator issues it.
@@ -42,9 +41,7 @@ impl Emulator {
 
     /// Checks that `bytes` from `ptr` lie inside one live allocation.
     fn check(&self, ptr: DevPtr, bytes: usize) -> Result<(), BackendError> {
-        let allocs = self.allocations.lock().expect("emulator allocations");
-        let inside = allocs.iter().any(|(&p, l)| ptr >= p && ptr + bytes as u64 <= p + l.size() as u64);
-        if inside {
+        if self.allocations.holds(ptr, bytes) {
             Ok(())
         } else {
             Err(BackendError::Device(format!("emulator: {bytes} bytes at {ptr:#x} are not allocated")))
@@ -58,20 +55,20 @@ impl Backend for Emulator {
     }
 
     fn alloc(&self, bytes: usize) -> Result<DevPtr, BackendError> {
-        let layout = Layout::from_size_align(bytes.max(1), ALIGN).map_err(|e| BackendError::Device(e.to_string()))?;
+        let layout = layout(bytes)?;
         // SAFETY: the layout has a non-zero size.
         let p = unsafe { std::alloc::alloc_zeroed(layout) };
         if p.is_null() {
             return Err(BackendError::OutOfMemory { device: self.name(), bytes, free: 0, total: 0 });
         }
-        self.allocations.lock().expect("emulator allocations").insert(p as DevPtr, layout);
+        self.allocations.add(p as DevPtr, bytes);
         Ok(p as DevPtr)
     }
 
     fn free(&self, ptr: DevPtr) {
-        if let Some(layout) = self.allocations.lock().expect("emulator allocations").remove(&ptr) {
+        if let Some(bytes) = self.allocations.remove(ptr) {
             // SAFETY: allocated by `alloc` with this layout, freed once (removed from the map).
-            unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+            unsafe { std::alloc::dealloc(ptr as *mut u8, layout(bytes).expect("allocated with it")) };
         }
     }
 
@@ -150,6 +147,31 @@ impl Backend for Emulator {
         }
         Ok(())
     }
+
+    fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError> {
+        self.check(dst, bytes)?;
+        self.check(src, bytes)?;
+        // SAFETY: both ranges inside live allocations (checked); `copy` allows overlap.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn memory(&self) -> MemoryUse {
+        self.allocations.usage()
+    }
+
+    fn reset_peak(&self) {
+        self.allocations.reset_peak();
+    }
+}
+
+/// The host layout of an emulated allocation of `bytes`.
+fn layout(bytes: usize) -> Result<Layout, BackendError> {
+    Layout::from_size_align(bytes.max(1), ALIGN).map_err(|e| BackendError::Device(e.to_string()))
 }
 
 /// Elements spanned by `rows` rows of `cols` values at row stride `ld`.

@@ -12,6 +12,7 @@
 
 pub mod backend;
 pub mod backward;
+pub mod bench;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod emu;
@@ -22,6 +23,7 @@ pub mod layout;
 pub mod model;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+pub mod register;
 
 pub use backend::{Arg, Backend, BackendError, DevBuf, DevPtr, Gemm};
 #[cfg(feature = "cuda")]
@@ -30,3 +32,6 @@ pub use emu::Emulator;
 pub use executor::DeviceExecutor;
 pub use graph::{DeviceGraph, GraphError};
 pub use model::{DeviceCache, DeviceModel};
+pub use register::register_emulator;
+#[cfg(feature = "cuda")]
+pub use register::{gpu, register};

@@ -116,3 +116,34 @@ fn checkpointing_is_refused_with_a_message_naming_it() {
     let e = DeviceExecutor::new(emu, Device::Cuda(2), model, AdamWConfig::default()).err().unwrap();
     assert!(e.to_string().starts_with("cuda:2: activation checkpointing (per-iteration)"), "{e}");
 }
+
+#[test]
+fn the_device_bench_times_a_step_and_replays_its_products() {
+    use trackgnn_cuda::bench::{BenchRun, measure};
+    let emu: Arc<dyn trackgnn_cuda::Backend> = Arc::new(Emulator::new());
+    let model = ModelConfig { hidden: 8, iterations: 1, ..ModelConfig::bench_spec() };
+    let mut run = BenchRun {
+        variant: "bench_spec".into(),
+        model,
+        precision: Precision::F32,
+        nodes: 40,
+        edges: 160,
+        steps: 2,
+        warmup: 1,
+        inference: false,
+    };
+    let r = measure(emu.clone(), Device::Cuda(0), &run).unwrap();
+    assert_eq!((r.nodes, r.edges, r.device.as_str()), (40, 160, "emulator"));
+    assert!(r.step_seconds_mean > 0.0 && r.step_seconds_min <= r.step_seconds_mean);
+    assert!(r.loss_first.unwrap().is_finite() && r.loss_last.unwrap() < r.loss_first.unwrap());
+    // BENCH_SPEC with one iteration: encoders, edge and node networks, classifier.
+    assert!(r.gemm_calls_per_step > 20 && r.gemm_only_seconds.unwrap() > 0.0, "{r:?}");
+    assert!(r.peak_memory_bytes > 4 * r.parameters, "{r:?}");
+    assert!(r.copy_bandwidth_bytes_per_second > 0.0);
+    // Everything the step allocated is freed with it.
+    assert_eq!(emu.memory().current, 0);
+    run.inference = true;
+    let r = measure(emu, Device::Cuda(0), &run).unwrap();
+    assert_eq!(r.what, "inference");
+    assert!(r.loss_first.is_none() && r.gemm_only_seconds.is_none());
+}

@@ -47,22 +47,51 @@ impl Variant {
             Variant::Unfused => "unfused",
         }
     }
+
+    /// Its model: BENCH_SPEC's (also the unfused forward's), trackgnn's defaults or acorn's.
+    pub fn model(self) -> ModelConfig {
+        match self {
+            Variant::BenchSpec | Variant::Unfused => ModelConfig::bench_spec(),
+            Variant::Defaults => ModelConfig::default(),
+            Variant::Acorn => ModelConfig::acorn(),
+        }
+    }
+}
+
+/// What `bench engine --device cuda:N` runs besides the models: the synthetic graph's size
+/// (`bench.py`'s `--nodes`, `--edges`) and inference instead of training steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct DeviceBench {
+    /// GPU: nodes of the synthetic graph (bench.py's --nodes; the CPU runs BENCH_SPEC's 20000).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 20_000))]
+    pub nodes: usize,
+    /// GPU: edges of the synthetic graph (bench.py's --edges).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 160_000))]
+    pub edges: usize,
+    /// GPU: time inference (the forward alone, nothing kept) instead of training steps.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub inference: bool,
 }
 
 /// The spec's graph: N = 20000, E = 160000, deterministic features, edges and labels.
 pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
-    const N: usize = 20_000;
-    const E: usize = 160_000;
-    let mut x = Vec::with_capacity(N * 3);
-    for i in 0..N {
+    spec_graph_sized(20_000, 160_000)
+}
+
+/// The synthetic graph of BENCH_SPEC at other sizes: `N` nodes and `E` edges by the same
+/// formulas (`bench.py --nodes N --edges E` builds it too), edges sorted by destination.
+pub fn spec_graph_sized(n: usize, e: usize) -> (GraphInput<f32>, Vec<u8>) {
+    let mut x = Vec::with_capacity(n * 3);
+    for i in 0..n {
         x.push((i % 10) as f32 / 10.0);
         x.push((i as f64 * 0.37).sin() as f32);
         x.push((i as f64 * 0.11).cos() as f32);
     }
-    let mut edges: Vec<(u32, u32, u8)> = (0..E)
+    let mut edges: Vec<(u32, u32, u8)> = (0..e)
         .map(|k| {
-            let s = (k * 7919) % N;
-            let d = (s + 1 + (k * 104_729) % 97) % N;
+            let s = (k * 7919) % n;
+            let d = (s + 1 + (k * 104_729) % 97) % n;
             (s as u32, d as u32, (s + d).is_multiple_of(5) as u8)
         })
         .collect();
@@ -73,7 +102,7 @@ pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
     let src: Vec<u32> = edges.iter().map(|e| e.0).collect();
     let dst: Vec<u32> = edges.iter().map(|e| e.1).collect();
     let y: Vec<u8> = edges.iter().map(|e| e.2).collect();
-    (GraphInput::new(N, &x, 3, &[], 0, &src, &dst), y)
+    (GraphInput::new(n, &x, 3, &[], 0, &src, &dst), y)
 }
 
 /// The products that ran on one kernel path, per timed step.
@@ -230,11 +259,7 @@ pub struct StepRun {
 pub fn measure_step(v: Variant, run: StepRun) -> StepFigures {
     let StepRun { precision, checkpointing, steps, warmup, threads } = run;
     let (g, y) = spec_graph();
-    let cfg = match v {
-        Variant::BenchSpec | Variant::Unfused => ModelConfig::bench_spec(),
-        Variant::Defaults => ModelConfig::default(),
-        Variant::Acorn => ModelConfig::acorn(),
-    };
+    let cfg = v.model();
     let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(precision);
     model.checkpointing = checkpointing;

@@ -94,6 +94,34 @@ impl TrainedModel {
     }
 }
 
+/// How a trained model scores graphs (`--precision` and `--device` of `eval` and
+/// `reconstruct`): `None` keeps the run's precision and the CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Scoring {
+    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
+    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "f32|bf16"))]
+    pub precision: Option<Precision>,
+    /// Where the model runs: cpu (the default), or cuda:N in a build with the GPU backend.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "cpu|cuda:N"))]
+    pub device: Option<Device>,
+}
+
+impl TrainedModel {
+    /// Scores graphs as `scoring` says from now on (an error if this build cannot run on its
+    /// device).
+    pub fn apply(&mut self, scoring: &Scoring) -> Result<()> {
+        if let Some(d) = scoring.device {
+            self.set_device(d)?;
+        }
+        if let Some(p) = scoring.precision {
+            self.set_precision(p);
+        }
+        Ok(())
+    }
+}
+
 /// Scores a graph's edges some other way than one process on the whole graph: in
 /// domain-parallel inference each process scores its partition of the graph, exchanging the
 /// halo's node states with the others, and the logits are gathered

@@ -38,7 +38,7 @@ pub mod weights;
 
 pub use config::TrainConfig;
 pub use error::{Error, Result};
-pub use gnn::{LogitsHook, TrainedModel};
+pub use gnn::{LogitsHook, Scoring, TrainedModel};
 pub use graph_input::graph_input;
 pub use metrics::EdgeMetrics;
 pub use run_dir::{RunDir, Weights};

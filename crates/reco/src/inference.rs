@@ -56,7 +56,7 @@ use crate::tracks::search::{NodeLayers, Surface, module_layers, node_modules};
 use crate::tracks::{ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod, num_tracks};
 pub use report::{MeanSeconds, RecoReport};
 /// A run's GNN with its trained weights (the model crate's, here where inference uses it).
-pub use trackgnn_model::TrainedModel;
+pub use trackgnn_model::{Scoring, TrainedModel};
 
 /// Seconds one event spent in each stage of [`Reconstructor::event`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -316,13 +316,11 @@ impl Reconstructor {
         Reconstructor { truth_scores, ..self }
     }
 
-    /// The same, with the matrix products in `precision` instead of the run's own (`None`
-    /// keeps the run's).
-    pub fn with_precision(mut self, precision: Option<trackgnn_engine::Precision>) -> Reconstructor {
-        if let Some(p) = precision {
-            self.model.set_precision(p);
-        }
-        self
+    /// The same, scoring as `scoring` says: the matrix products' precision instead of the
+    /// run's own, and the device (an error if this build cannot run on it).
+    pub fn with_scoring(mut self, scoring: &trackgnn_model::Scoring) -> Result<Reconstructor> {
+        self.model.apply(scoring)?;
+        Ok(self)
     }
 
     /// The recipe graphs are built with (the run's, without truth cuts).

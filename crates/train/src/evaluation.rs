@@ -60,7 +60,7 @@ pub fn evaluate_run(
     graphs: &Path,
     split: Option<SplitPart>,
     weights: &Weights,
-    precision: Option<trackgnn_engine::Precision>,
+    scoring: &trackgnn_model::Scoring,
 ) -> Result<RunEvaluation> {
     let set = GraphSet::open(graphs, 0)?;
     let events = run.read_events()?;
@@ -80,9 +80,7 @@ pub fn evaluate_run(
     }
     let first = load_sample(&set.files[idx[0]].1, LossWeights::of(cfg))?;
     let mut trained = TrainedModel::open(run, weights, first.input.node_dim, first.input.edge_dim)?;
-    if let Some(p) = precision {
-        trained.set_precision(p);
-    }
+    trained.apply(scoring)?;
     let r = evaluate(trained.executor(), &set, &idx, cfg, &mut SingleProcess, false)?;
     let last = run.read_metrics().ok().and_then(|v| v.last().cloned());
     let (epoch_seconds, seconds_per_batch) =

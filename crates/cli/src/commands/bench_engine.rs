@@ -41,15 +41,24 @@ pub struct BenchEngineArgs {
     /// kernels on one machine); refused if the CPU cannot run it.
     #[arg(long, value_enum, value_name = "KERNEL")]
     pub bf16_kernel: Option<Bf16Path>,
+    /// Where the steps run: cpu, or cuda:N in a build with the GPU backend (docs/gpu.md).
+    #[arg(long, default_value = "cpu", value_name = "cpu|cuda:N")]
+    pub device: trackgnn_engine::Device,
+    #[command(flatten)]
+    pub gpu: trackgnn_engine::bench::DeviceBench,
     #[command(flatten)]
     pub json: crate::cli::JsonArg,
 }
 
 pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
+    if let trackgnn_engine::Device::Cuda(ordinal) = a.device {
+        anyhow::ensure!(a.only != Some(Variant::Unfused), "--only unfused is a CPU reference: not on a GPU");
+        return gpu_bench(&a, ordinal);
+    }
     let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
     if let Some(k) = a.bf16_kernel {
-        force_path(Some(k)).map_err(|why| anyhow::anyhow!("--bf16-kernel {}: {why}", kernel_name(k)))?;
+        force_path(Some(k)).map_err(|why| anyhow::anyhow!("--bf16-kernel {}: {why}", flag(k)))?;
     }
     if let Some(v) = a.only {
         let precision = a.precision.unwrap_or_default();
@@ -75,26 +84,16 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
         // The unfused forward is a reference point in f32 only (unless asked for).
         .filter(|&(v, p)| v != Variant::Unfused || a.precision.is_some() || p == Precision::F32);
     for (v, precision) in runs {
-        let name = v.to_possible_value().expect("no variant is skipped").get_name().to_owned();
+        let name = flag(v);
         let mut cmd = Command::new(&exe);
-        cmd.args([
-            "bench",
-            "engine",
-            "--only",
-            &name,
-            "--json",
-            "--steps",
-            &a.steps.to_string(),
-            "--warmup",
-            &a.warmup.to_string(),
-            "--precision",
-            &precision.to_string(),
-            "--checkpoint",
-            &a.checkpoint.to_string(),
-        ]);
-        cmd.args(["--threads", &threads.to_string()]);
+        // No value here holds a space.
+        let line = format!(
+            "bench engine --json --only {name} --steps {} --warmup {} --precision {precision} --checkpoint {} --threads {threads}",
+            a.steps, a.warmup, a.checkpoint
+        );
+        cmd.args(line.split(' '));
         if let Some(k) = a.bf16_kernel {
-            cmd.args(["--bf16-kernel", kernel_name(k)]);
+            cmd.args(["--bf16-kernel", &flag(k)]);
         }
         let out = cmd.output().context("running a benchmark variant")?;
         if !out.status.success() {
@@ -112,12 +111,27 @@ pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The flag value of a bf16 kernel.
-fn kernel_name(k: Bf16Path) -> &'static str {
-    match k {
-        Bf16Path::Amx => "amx",
-        Bf16Path::Avx512Bf16 => "avx512-bf16",
-        Bf16Path::F32Fma => "f32-fma",
-        Bf16Path::Portable => "portable",
+/// A flag's value as the command line writes it.
+fn flag(v: impl ValueEnum) -> String {
+    v.to_possible_value().expect("no value is skipped").get_name().to_owned()
+}
+
+/// `--device cuda:N`: BENCH_SPEC's and acorn's models (or `--only`'s) on GPU N.
+#[cfg(feature = "cuda")]
+fn gpu_bench(a: &BenchEngineArgs, ordinal: usize) -> Result<ExitCode> {
+    let variants = a.only.map_or(vec![Variant::BenchSpec, Variant::Acorn], |v| vec![v]);
+    let precisions = a.precision.map_or(vec![Precision::F32, Precision::Bf16], |p| vec![p]);
+    let run = trackgnn_cuda::bench::BenchRun::sized(a.gpu, a.steps, a.warmup);
+    let models: Vec<_> = variants.iter().map(|v| (v.name(), v.model())).collect();
+    let rows = trackgnn_cuda::bench::measure_all(ordinal, &models, &precisions, &run)?;
+    match a.json.json {
+        true => print_json(&json!({ "variants": rows })),
+        false => rows.iter().for_each(|r| print!("{r}")),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_bench(_: &BenchEngineArgs, ordinal: usize) -> Result<ExitCode> {
+    Err(trackgnn_engine::DeviceError::NotBuilt { device: trackgnn_engine::Device::Cuda(ordinal) }.into())
 }

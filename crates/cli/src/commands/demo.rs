@@ -103,7 +103,15 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
-        super::train::eval_run(&run, &p("graphs"), Some(SplitPart::Test), &Weights::Best, None, None, false)
+        super::train::eval_run(
+            &run,
+            &p("graphs"),
+            Some(SplitPart::Test),
+            &Weights::Best,
+            None,
+            &Default::default(),
+            false,
+        )
     })?;
     step(
         5,

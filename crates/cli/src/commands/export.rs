@@ -10,7 +10,7 @@ use clap::Args;
 use trackgnn_engine::Precision;
 use trackgnn_onnx::ExportReport;
 use trackgnn_onnx::reference::Reference;
-use trackgnn_reco::inference::{Reconstructor, TrainedModel};
+use trackgnn_reco::inference::{Reconstructor, Scoring, TrainedModel};
 use trackgnn_trackml::csv::read_event;
 use trackgnn_train::run_dir::{RunDir, Weights};
 
@@ -81,7 +81,8 @@ pub fn run(a: ExportArgs) -> Result<ExitCode> {
 /// `reference.json` into `out`; returns what reference.json holds.
 fn write_reference(a: &ExportArgs, run: &RunDir, weights: &Weights, events: &Path, out: &Path) -> Result<Reference> {
     let det = load_detector(a.detector.detector.as_deref())?;
-    let rec = Reconstructor::open(run, weights, det)?.with_precision(Some(Precision::F32));
+    let rec = Reconstructor::open(run, weights, det)?
+        .with_scoring(&Scoring { precision: Some(Precision::F32), device: None })?;
     let files = a.events.discover(events)?;
     std::fs::create_dir_all(out).with_context(|| format!("{}", out.display()))?;
     let pool = thread_pool(a.threads.threads)?;

@@ -106,10 +106,8 @@ pub struct ReconstructArgs {
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,
-    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
-    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
-    #[arg(long, value_name = "f32|bf16")]
-    pub precision: Option<trackgnn_engine::Precision>,
+    #[command(flatten)]
+    pub scoring: trackgnn_reco::inference::Scoring,
     #[command(flatten)]
     pub events: crate::cli::EventsArg,
     #[command(flatten)]
@@ -212,7 +210,7 @@ pub fn run(a: ReconstructArgs) -> Result<ExitCode> {
         .with_tracks(track_config(&a, method))?
         .with_min_particle_hits(a.min_particle_hits.map(|n| n as usize))?
         .with_truth_scores(a.truth_scores)
-        .with_precision(a.precision)
+        .with_scoring(&a.scoring)?
         .with_fit(a.fit)
         .with_outliers(OutlierRemoval::with_gate(a.outlier_chi2)?)
         .with_display(a.display.config());

@@ -80,10 +80,8 @@ pub struct EvalArgs {
     /// `best`, `last` or a safetensors file.
     #[arg(long, default_value = "best")]
     pub weights: String,
-    /// Arithmetic of the matrix products: f32, or bf16 (mixed precision: bf16 operands with
-    /// f32 accumulation; weights, optimiser, norms, loss and scores in f32). Default: the run's.
-    #[arg(long, value_name = "f32|bf16")]
-    pub precision: Option<trackgnn_engine::Precision>,
+    #[command(flatten)]
+    pub scoring: trackgnn_reco::inference::Scoring,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
     #[command(flatten)]
@@ -226,7 +224,7 @@ pub fn eval(a: EvalArgs) -> Result<ExitCode> {
     let weights = a.weights.parse::<Weights>()?;
     let pool = thread_pool(a.threads.threads)?;
     let split = (!a.all).then_some(a.split);
-    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, a.precision, a.json.json))?;
+    pool.install(|| eval_run(&run, &a.graphs, split, &weights, a.threshold, &a.scoring, a.json.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -239,7 +237,7 @@ pub fn eval_run(
     split: Option<SplitPart>,
     weights: &Weights,
     threshold: Option<f64>,
-    precision: Option<trackgnn_engine::Precision>,
+    scoring: &trackgnn_reco::inference::Scoring,
     as_json: bool,
 ) -> Result<()> {
     let mut cfg = run.read_config()?;
@@ -248,7 +246,7 @@ pub fn eval_run(
             .apply(cfg)
             .with_context(|| format!("--threshold {t}"))?;
     }
-    let r = evaluate_run(run, &cfg, graphs, split, weights, precision)?;
+    let r = evaluate_run(run, &cfg, graphs, split, weights, scoring)?;
     if as_json {
         print_json(&serde_json::to_value(&r)?);
     } else {

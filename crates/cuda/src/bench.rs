@@ -1,0 +1,302 @@
+//! `bench engine --device cuda`: the training step (forward, backward, AdamW) or the inference
+//! of a model on the synthetic graph of BENCH_SPEC at any size, timed on the device with
+//! synchronisation, beside its products alone (the same cuBLAS calls replayed), the device's
+//! copy bandwidth and the backend's peak memory.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use trackgnn_engine::bench::{DeviceBench, spec_graph_sized};
+use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::optim::AdamWConfig;
+use trackgnn_engine::{Device, DeviceError, GnnExecutor, InteractionGnn, ModelConfig, Precision};
+use trackgnn_trackml::rng::Rng;
+
+use crate::backend::{Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
+use crate::executor::DeviceExecutor;
+
+/// What [`measure`] runs.
+#[derive(Clone, Debug)]
+pub struct BenchRun {
+    /// The variant's name (`bench_spec`, `acorn`, …).
+    pub variant: String,
+    /// Its model.
+    pub model: ModelConfig,
+    /// Arithmetic of the products.
+    pub precision: Precision,
+    /// Nodes of the synthetic graph.
+    pub nodes: usize,
+    /// Edges of the synthetic graph.
+    pub edges: usize,
+    /// Timed steps.
+    pub steps: usize,
+    /// Warm-up steps.
+    pub warmup: usize,
+    /// Time inference (the forward alone, nothing kept) instead of training steps.
+    pub inference: bool,
+}
+
+impl BenchRun {
+    /// Steps on the synthetic graph `graph` says (the model and precision are set
+    /// per row by [`measure_all`]).
+    pub fn sized(graph: DeviceBench, steps: usize, warmup: usize) -> Self {
+        BenchRun {
+            variant: String::new(),
+            model: ModelConfig::default(),
+            precision: Precision::F32,
+            nodes: graph.nodes,
+            edges: graph.edges,
+            steps,
+            warmup,
+            inference: graph.inference,
+        }
+    }
+}
+
+/// One row of `bench engine --device cuda` (`--json`: one object; seconds, bytes).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GpuStepFigures {
+    /// The device (`cuda:0 (NVIDIA H200)`).
+    pub device: String,
+    /// The variant.
+    pub variant: String,
+    /// `f32` or `bf16`.
+    pub precision: String,
+    /// `forward + backward + Adam` or `inference`.
+    pub what: String,
+    /// Parameters.
+    pub parameters: usize,
+    /// Nodes.
+    pub nodes: usize,
+    /// Edges.
+    pub edges: usize,
+    /// Mean seconds per timed step (host to host: the logits and gradients copied back, the
+    /// parameters copied over after AdamW on the host).
+    pub step_seconds_mean: f64,
+    /// Fastest timed step.
+    pub step_seconds_min: f64,
+    /// Edges per second of the mean step.
+    pub edges_per_second: f64,
+    /// The loss of the first and last step (training).
+    pub loss_first: Option<f64>,
+    /// See `loss_first`.
+    pub loss_last: Option<f64>,
+    /// The last step's matrix products alone, replayed with the same shapes (training only).
+    pub gemm_only_seconds: Option<f64>,
+    /// Matrix products per step.
+    pub gemm_calls_per_step: usize,
+    /// The device's copy bandwidth (bytes read + written per second, a 1 GiB device copy).
+    pub copy_bandwidth_bytes_per_second: f64,
+    /// The most bytes the backend held at once during the timed steps (its own allocations:
+    /// activations, workspace, parameters, gradients, the graph).
+    pub peak_memory_bytes: usize,
+}
+
+impl std::fmt::Display for GpuStepFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+        writeln!(
+            f,
+            "{} {} on {}: {} of {} nodes, {} edges ({} parameters)",
+            self.variant, self.precision, self.device, self.what, self.nodes, self.edges, self.parameters
+        )?;
+        write!(
+            f,
+            "  step {:.4} s mean, {:.4} s min; {:.4} G edges/s",
+            self.step_seconds_mean,
+            self.step_seconds_min,
+            self.edges_per_second / 1e9
+        )?;
+        if let (Some(a), Some(b)) = (self.loss_first, self.loss_last) {
+            write!(f, "; loss {a:.5} -> {b:.5}")?;
+        }
+        writeln!(f)?;
+        if let Some(g) = self.gemm_only_seconds {
+            writeln!(
+                f,
+                "  products alone {g:.4} s ({} calls, {:.0}% of the step)",
+                self.gemm_calls_per_step,
+                100.0 * g / self.step_seconds_mean
+            )?;
+        }
+        writeln!(
+            f,
+            "  peak memory {:.3} GiB; device copy bandwidth {:.0} GB/s",
+            gib(self.peak_memory_bytes),
+            self.copy_bandwidth_bytes_per_second / 1e9
+        )
+    }
+}
+
+/// Times `run` on `dev` (named `device`).
+pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<GpuStepFigures, DeviceError> {
+    let failed = |e: BackendError| DeviceError::Failed { device, message: e.to_string() };
+    let recording = Arc::new(Recording { inner: dev.clone(), log: Mutex::new(None) });
+    let (g, y) = spec_graph_sized(run.nodes, run.edges);
+    let mut model = InteractionGnn::<f32>::new(run.model.clone(), 3, 0, &mut Rng::new(1));
+    model.set_precision(run.precision);
+    let parameters = model.params.len();
+    let adam = AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() };
+    let backend: Arc<dyn Backend> = recording.clone();
+    let mut exec = DeviceExecutor::new(backend, device, model, adam)?;
+    let mut dl = vec![0.0f32; g.num_edges()];
+    let (mut times, mut losses) = (Vec::new(), Vec::new());
+    for step in 0..run.warmup + run.steps {
+        if step == run.warmup {
+            dev.synchronize().map_err(failed)?;
+            dev.reset_peak();
+        }
+        let last = step + 1 == run.warmup + run.steps;
+        *recording.log.lock().unwrap_or_else(|e| e.into_inner()) = (last && !run.inference).then(Vec::new);
+        let t = Instant::now();
+        if run.inference {
+            exec.infer(&g)?;
+        } else {
+            exec.zero_grad();
+            let logits = exec.forward(&g)?;
+            losses.push(bce_with_logits(logits, &y, None, 4.0, &mut dl));
+            exec.backward(&g, &dl)?;
+            exec.optimizer_step(adam.lr)?;
+        }
+        dev.synchronize().map_err(failed)?;
+        if step >= run.warmup {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let MemoryUse { peak, .. } = dev.memory();
+    let gemms = recording.log.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+    let gemm_only = if gemms.is_empty() {
+        None
+    } else {
+        let replay = || -> Result<f64, BackendError> {
+            let t = Instant::now();
+            for g in &gemms {
+                dev.gemm(g)?;
+            }
+            dev.synchronize()?;
+            Ok(t.elapsed().as_secs_f64())
+        };
+        replay().map_err(failed)?;
+        let reps = run.steps.clamp(1, 3);
+        let mut total = 0.0;
+        for _ in 0..reps {
+            total += replay().map_err(failed)?;
+        }
+        Some(total / reps as f64)
+    };
+    let bandwidth = copy_bandwidth(dev.as_ref(), 1 << 29).map_err(failed)?;
+    let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    Ok(GpuStepFigures {
+        device: dev.name(),
+        variant: run.variant.clone(),
+        precision: run.precision.to_string(),
+        what: if run.inference { "inference" } else { "forward + backward + Adam" }.into(),
+        parameters,
+        nodes: run.nodes,
+        edges: run.edges,
+        step_seconds_mean: mean,
+        step_seconds_min: times.iter().cloned().fold(f64::INFINITY, f64::min),
+        edges_per_second: run.edges as f64 / mean,
+        loss_first: losses.first().copied(),
+        loss_last: losses.last().copied(),
+        gemm_only_seconds: gemm_only,
+        gemm_calls_per_step: gemms.len(),
+        copy_bandwidth_bytes_per_second: bandwidth,
+        peak_memory_bytes: peak,
+    })
+}
+
+/// [`measure`] for each of `models` (name, configuration) in each of `precisions` on GPU
+/// `ordinal`, the other settings from `base`.
+#[cfg(feature = "cuda")]
+pub fn measure_all(
+    ordinal: usize,
+    models: &[(&str, ModelConfig)],
+    precisions: &[Precision],
+    base: &BenchRun,
+) -> Result<Vec<GpuStepFigures>, DeviceError> {
+    let device = Device::Cuda(ordinal);
+    let dev = crate::gpu(ordinal).map_err(|e| DeviceError::Failed { device, message: e.to_string() })?;
+    let mut rows = Vec::new();
+    for (name, model) in models {
+        for &precision in precisions {
+            let run = BenchRun { variant: name.to_string(), model: model.clone(), precision, ..base.clone() };
+            rows.push(measure(dev.clone(), device, &run)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// Bytes read plus written per second copying a buffer of `bytes` into another on the device
+/// (the best of three after one to warm up).
+pub fn copy_bandwidth(dev: &dyn Backend, bytes: usize) -> Result<f64, BackendError> {
+    let a = dev.alloc(bytes)?;
+    let b = dev.alloc(bytes).inspect_err(|_| dev.free(a))?;
+    let run = || -> Result<f64, BackendError> {
+        let t = Instant::now();
+        dev.copy(b, a, bytes)?;
+        dev.synchronize()?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let best = (|| {
+        run()?;
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            best = best.min(run()?);
+        }
+        Ok(best)
+    })();
+    dev.free(a);
+    dev.free(b);
+    Ok(2.0 * bytes as f64 / best?)
+}
+
+/// A backend that passes everything through and keeps a copy of every matrix product while
+/// its log is on.
+struct Recording {
+    inner: Arc<dyn Backend>,
+    log: Mutex<Option<Vec<Gemm>>>,
+}
+
+impl Backend for Recording {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+    fn alloc(&self, bytes: usize) -> Result<DevPtr, BackendError> {
+        self.inner.alloc(bytes)
+    }
+    fn free(&self, ptr: DevPtr) {
+        self.inner.free(ptr)
+    }
+    fn upload(&self, dst: DevPtr, src: &[u8]) -> Result<(), BackendError> {
+        self.inner.upload(dst, src)
+    }
+    fn download(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), BackendError> {
+        self.inner.download(src, dst)
+    }
+    fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<(), BackendError> {
+        self.inner.zero(ptr, bytes)
+    }
+    fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError> {
+        self.inner.launch_checked(kernel, grid, block, args)
+    }
+    fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
+        if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            log.push(*g);
+        }
+        self.inner.gemm(g)
+    }
+    fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError> {
+        self.inner.copy(dst, src, bytes)
+    }
+    fn synchronize(&self) -> Result<(), BackendError> {
+        self.inner.synchronize()
+    }
+    fn memory(&self) -> MemoryUse {
+        self.inner.memory()
+    }
+    fn reset_peak(&self) {
+        self.inner.reset_peak()
+    }
+}
