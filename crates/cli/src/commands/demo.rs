@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use trackgnn_graph::dataset::{self, BuildSummary};
 use trackgnn_graph::{GraphMethod, GraphRecipe, Stages};
-use trackgnn_reco::inference::{RecoReport, Reconstructor};
+use trackgnn_reco::inference::{RecoReport, Reconstructor, Scoring};
 use trackgnn_reco::{TrackBuilderConfig, TrackMethod};
 use trackgnn_simulate::dataset::{RunRecord, write_events};
 use trackgnn_simulate::{Generator, SimConfig};
@@ -34,6 +34,9 @@ pub struct DemoArgs {
     /// 2 held-out events): checks the pipeline end to end, learns little.
     #[arg(long)]
     pub quick: bool,
+    /// Where the model trains and scores: cpu, or cuda:N in a build with the GPU backend.
+    #[arg(long, default_value = "cpu", value_name = "cpu|cuda:N")]
+    pub device: trackgnn_engine::Device,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
 }
@@ -68,13 +71,9 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
     let pool = thread_pool(a.threads.threads)?;
     let Sizes { train_events, heldout_events, pileup, epochs, hidden, iterations } = if a.quick { QUICK } else { FULL };
     let generator = Generator::new(Detector::trackml(), SimConfig { pileup, ..SimConfig::default() });
-    step(
-        1,
-        &format!(
-            "simulating {train_events} events at pile-up {pileup} for training and {heldout_events} held-out events"
-        ),
-        t0,
-    );
+    let what =
+        format!("simulating {train_events} events at pile-up {pileup} for training and {heldout_events} held-out");
+    step(1, &(what + " events"), t0);
     pool.install(|| simulate(&generator, &p("events"), 1, 1..=train_events))?;
     pool.install(|| simulate(&generator, &p("heldout"), 2, 1001..=1000 + heldout_events))?;
     step(2, "building graphs (geometric builder, all hits: no truth cuts)", t0);
@@ -87,6 +86,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         hidden: Some(hidden),
         iterations: Some(iterations),
         pos_weight: Some(2.0),
+        device: Some(a.device),
         ..Default::default()
     };
     let cfg = settings.apply(TrainConfig::default())?;
@@ -109,17 +109,15 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
             Some(SplitPart::Test),
             &Weights::Best,
             None,
-            &Default::default(),
+            &Scoring { device: Some(a.device), precision: None },
             false,
         )
     })?;
-    step(
-        5,
-        &format!("reconstructing tracks in the {heldout_events} held-out events (no truth read), then scoring them"),
-        t0,
-    );
+    let what = format!("reconstructing tracks in the {heldout_events} held-out events (no truth read)");
+    step(5, &(what + ", then scoring them"), t0);
     let tracks = TrackBuilderConfig { min_hits: 5, ..TrackBuilderConfig::for_method(TrackMethod::Follow, None) };
     let rec = Reconstructor::open(&run, &Weights::Best, generator.detector().clone())?.with_tracks(tracks)?;
+    let rec = rec.with_scoring(&Scoring { device: Some(a.device), precision: None })?;
     let done = pool.install(|| rec.reconstruct_dir(&p("heldout"), &p("tracks"), None, |_| {}))?;
     print!("{}", RecoReport::new(&p("tracks"), &rec, &done));
     step(6, "done", t0);

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The GPU checks of the CUDA backend (issue 39), on a machine with an NVIDIA GPU, the CUDA 13
+# driver and a python3 holding PyTorch, torch_geometric and PyPI's nvidia-* libraries (cuBLAS,
+# NVRTC). Parity first, then speed and memory beside PyTorch + PyG on the same GPU, then a short
+# training run. Each part has its own time limit; the whole takes about 5 minutes.
+#
+#   tools/gpu_check.sh BUNDLE OUT [PART ...]
+#
+#   BUNDLE  the folder tools/gpu_bundle.sh wrote (trackgnn, gpu_parity, bench.py)
+#   OUT     where the results go: summary.md (the tables), results.json, log.txt
+#   PART    parity, speed, inference, memory, demo (default: all of them, in that order)
+#
+# Exit code: 0 when the parity checks passed (the figures are for reading), 1 otherwise.
+set -uo pipefail
+bundle="$(cd "$1" && pwd)"
+out="$2"
+shift 2
+parts=("$@")
+[[ ${#parts[@]} -eq 0 ]] && parts=(parity speed inference memory demo)
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+work="$(mktemp -d -t trackgnn-gpu.XXXXXX)"
+log="$out/log.txt"
+: >"$log"
+say() { echo "$@" | tee -a "$log"; }
+has() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+
+# The CUDA 13 libraries of the machine's Python (PyPI's nvidia-* wheels).
+nvlibs="$(python3 - <<'PY'
+import glob, os, site, sys
+dirs = set()
+for sp in site.getsitepackages() + [site.getusersitepackages()] + sys.path:
+    for so in glob.glob(os.path.join(sp, "nvidia", "*", "lib", "lib*.so*")):
+        dirs.add(os.path.dirname(so))
+print(":".join(sorted(dirs)))
+PY
+)"
+export LD_LIBRARY_PATH="$nvlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TRACKGNN_KERNEL_CACHE="$work/kernels"
+export PYTHONUNBUFFERED=1
+tg="$bundle/trackgnn"
+say "== $(date -u +%FT%TZ) gpu_check on $(hostname)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
+say "trackgnn: $("$tg" --version)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# run NAME SECONDS CMD...: the command's output into the log and $work/NAME.out.
+run() {
+    local name="$1" secs="$2"
+    shift 2
+    say "-- $name: $*"
+    local t0=$SECONDS
+    timeout "$secs" "$@" >"$work/$name.out" 2>"$work/$name.err"
+    local rc=$?
+    cat "$work/$name.out" >>"$log"
+    tail -n 20 "$work/$name.err" >>"$log"
+    say "-- $name: exit $rc after $((SECONDS - t0)) s"
+    return $rc
+}
+
+status=0
+if has parity; then
+    run parity 150 "$bundle/gpu_parity" --out "$work/parity" --steps 200 || status=1
+fi
+torch_bench() { # NAME SECONDS ARGS...: PyTorch + PyG's bench.py on the GPU
+    local name="$1" secs="$2"
+    shift 2
+    [[ -f "$bundle/bench.py" ]] && run "$name" "$secs" python3 "$bundle/bench.py" --device cuda "$@"
+}
+if has speed; then
+    run speed 120 "$tg" bench engine --device cuda:0 --json --steps 10 --warmup 2
+    for model in spec acorn; do
+        torch_bench "torch_${model}_f32" 60 --model "$model" --variant plain --steps 10
+        torch_bench "torch_${model}_bf16" 60 --model "$model" --variant bf16 --steps 10
+    done
+fi
+if has inference; then
+    big=(--nodes 114000 --edges 1150000)
+    run inference 90 "$tg" bench engine --device cuda:0 --only acorn --inference "${big[@]}" --json --steps 5
+    torch_bench torch_inference_bf16 60 --model acorn --variant bf16 --inference "${big[@]}" --steps 5
+    torch_bench torch_inference_f32 60 --model acorn --variant plain --inference "${big[@]}" --steps 5
+fi
+if has memory; then
+    huge=(--nodes 200000 --edges 1600000)
+    run memory 120 "$tg" bench engine --device cuda:0 --only acorn --precision bf16 "${huge[@]}" --json --steps 3 --warmup 1
+    torch_bench torch_memory_bf16_ckpt 90 --model acorn --variant bf16-ckpt "${huge[@]}" --steps 3 --warmup 1
+    torch_bench torch_memory_f32 90 --model acorn --variant plain "${huge[@]}" --steps 3 --warmup 1
+fi
+if has demo; then
+    run demo 240 "$tg" demo --out "$work/demo" --device cuda:0
+fi
+
+# The tables: parity as gpu_parity wrote it, then every timing side by side.
+python3 - "$work" "$out" <<'PY' | tee -a "$log"
+import glob, json, os, re, sys
+work, out = sys.argv[1], sys.argv[2]
+res = {"parity": None, "trackgnn": {}, "pytorch": {}}
+lines = []
+p = os.path.join(work, "parity", "parity.json")
+if os.path.exists(p):
+    res["parity"] = json.load(open(p))
+    lines += [open(os.path.join(work, "parity", "parity.md")).read(), ""]
+for name in ("speed", "inference", "memory"):
+    f = os.path.join(work, name + ".out")
+    if os.path.exists(f) and os.path.getsize(f):
+        try:
+            res["trackgnn"][name] = json.load(open(f))["variants"]
+        except Exception as e:
+            res["trackgnn"][name] = {"error": str(e)}
+def torch_figures(f):
+    t = open(f).read()
+    m = re.search(r"time per step \(s\) : mean ([\d.]+)\s+min ([\d.]+)", t)
+    pk = re.search(r"GPU peak memory \(bytes\): (\d+)", t)
+    return {"step_seconds_mean": float(m.group(1)) if m else None,
+            "step_seconds_min": float(m.group(2)) if m else None,
+            "peak_memory_bytes": int(pk.group(1)) if pk else None}
+for f in sorted(glob.glob(os.path.join(work, "torch_*.out"))):
+    res["pytorch"][os.path.basename(f)[:-4]] = torch_figures(f)
+rows = []
+for name, vs in res["trackgnn"].items():
+    if not isinstance(vs, list):
+        continue
+    for v in vs:
+        rows.append((name, v))
+lines.append("| check | model | precision | nodes | edges | trackgnn s/step | products alone | peak GiB | PyTorch eager f32 | PyTorch bf16 | × eager | × bf16 |")
+lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+pt = res["pytorch"]
+for name, v in rows:
+    model = "spec" if v["variant"] == "benchspec" else v["variant"]
+    if name == "speed":
+        eager, bf = pt.get(f"torch_{model}_f32", {}), pt.get(f"torch_{model}_bf16", {})
+    elif name == "inference":
+        eager, bf = pt.get("torch_inference_f32", {}), pt.get("torch_inference_bf16", {})
+    else:
+        eager, bf = pt.get("torch_memory_f32", {}), pt.get("torch_memory_bf16_ckpt", {})
+    s = v["step_seconds_mean"]
+    e, b = eager.get("step_seconds_mean"), bf.get("step_seconds_mean")
+    g = v.get("gemm_only_seconds")
+    fmt = lambda x: "—" if x is None else f"{x:.4f}"
+    ratio = lambda x: "—" if x is None else f"{x / s:.2f}"
+    lines.append(f"| {name} | {v['variant']} | {v['precision']} | {v['nodes']} | {v['edges']} | {s:.4f} | {fmt(g)} | "
+                 f"{v['peak_memory_bytes'] / 2**30:.2f} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
+for k, v in pt.items():
+    if v.get("peak_memory_bytes"):
+        lines.append(f"\nPyTorch {k}: peak {v['peak_memory_bytes'] / 2**30:.2f} GiB, {v['step_seconds_mean']} s/step")
+json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
+open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+say "== done in $SECONDS s; parity $([[ $status -eq 0 ]] && echo passed || echo FAILED)"
+exit $status
