@@ -18,7 +18,7 @@ cp target/release/trackgnn target/release/examples/gpu_parity "$out/"
 strip "$out/trackgnn" "$out/gpu_parity"
 bench="$root/../shared/bench/torch_reference/bench.py"
 if [[ -f "$bench" ]]; then
-    cp "$bench" "$out/bench.py"
+    install -m 0644 "$bench" "$out/bench.py"
 else
     echo "gpu_bundle.sh: $bench not found: the PyTorch side of the speed checks will be skipped" >&2
 fi

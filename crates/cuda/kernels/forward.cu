@@ -117,3 +117,20 @@ KERNEL void to_bf16(const float* __restrict__ x, int rows, int cols, int ld, uns
     if (i >= (long)rows * cols) return;
     out[i] = bf16_bits(x[(i / cols) * ld + i % cols]);
 }
+
+/* A state kept in bfloat16 (checkpointing with `+bf16`): packed[i] = x[i] rounded to bf16, and
+ * x[i] = that value, so the forward goes on from what the backward will recompute from. */
+KERNEL void round_and_pack_bf16(float* __restrict__ x, int n, unsigned short* __restrict__ packed) {
+    long i = thread_index();
+    if (i >= n) return;
+    unsigned short b = bf16_bits(x[i]);
+    packed[i] = b;
+    x[i] = __uint_as_float(((unsigned)b) << 16);
+}
+
+/* x = the bf16 values of packed, as floats. */
+KERNEL void unpack_bf16(const unsigned short* __restrict__ packed, int n, float* __restrict__ x) {
+    long i = thread_index();
+    if (i >= n) return;
+    x[i] = __uint_as_float(((unsigned)packed[i]) << 16);
+}

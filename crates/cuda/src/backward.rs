@@ -9,7 +9,7 @@ use trackgnn_engine::ops::Aggr;
 use crate::backend::{Arg, BackendError, DevPtr, Gemm, WARP, launch};
 use crate::graph::{DeviceCsr, DeviceGraph};
 use crate::layout::MlpLayout;
-use crate::model::{AggCache, DeviceCache, DeviceModel, Input, MlpCache, Slot};
+use crate::model::{AggCache, DeviceCache, DeviceModel, Input, IterCache, MlpCache, Slot};
 
 /// Where an MLP's backward puts the gradient with respect to its input.
 #[derive(Clone, Copy)]
@@ -52,8 +52,10 @@ pub struct Workspace {
     pub da: Slot<f32>,
     /// dz_1 pulled over each node's incoming edges (N × d1).
     pub db: Slot<f32>,
-    /// Layer gradients, two to alternate between layers.
-    pub g: [Slot<f32>; 2],
+    /// Layer gradients in `act` (two to alternate between layers), and the checkpointed
+    /// backward's recomputed forwards, whose hidden activations are dead by the time their
+    /// backward needs gradient buffers.
+    pub sc: crate::model::Scratch,
     /// dL/dy of an affine norm's output, for its γ and β gradients.
     pub gy: Slot<f32>,
     /// A layer's input activations, recomputed.
@@ -62,6 +64,8 @@ pub struct Workspace {
     pub partial: Slot<f32>,
     /// The upstream gradients uploaded: dL/dlogits, dL/daux.
     pub upstream: [Slot<f32>; 2],
+    /// The checkpointed backward's recomputation.
+    pub recompute: crate::checkpoint::RecomputeScratch,
 }
 
 impl Workspace {
@@ -69,12 +73,11 @@ impl Workspace {
     pub fn bytes(&self) -> usize {
         [&self.dz1, &self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
             .iter()
-            .chain(
-                [&self.g[0], &self.g[1], &self.gy, &self.acts, &self.partial, &self.upstream[0], &self.upstream[1]]
-                    .iter(),
-            )
+            .chain([&self.gy, &self.acts, &self.partial, &self.upstream[0], &self.upstream[1]].iter())
             .map(|s| s.bytes())
-            .sum()
+            .sum::<usize>()
+            + self.sc.bytes()
+            + self.recompute.bytes()
     }
 }
 
@@ -162,7 +165,9 @@ impl DeviceModel {
     ) -> Result<(), BackendError> {
         let dev = &self.dev;
         let n_layers = mlp.layers.len();
-        let width = mlp.layers.iter().map(|l| l.dout.max(l.din)).max().unwrap_or(0);
+        // A layer's gradient and a hidden layer's input are as wide as some layer's output (the
+        // first layer's input gradient goes where `din` says, never into these).
+        let width = mlp.layers.iter().map(|l| l.dout).max().unwrap_or(0);
         let gw = |offset: usize| grad + (offset * 4) as u64;
         let mut g_in = dy;
         for l in (0..n_layers).rev() {
@@ -170,7 +175,7 @@ impl DeviceModel {
             let d = layer.dout;
             let dz = match (l, din) {
                 (0, DInput::Split { dz1, .. }) => dz1,
-                _ => ws.g[l % 2].scratch(dev, rows * width)?.ptr(),
+                _ => ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr(),
             };
             let gy = if layer.affine.is_some() { ws.gy.scratch(dev, rows * width)?.ptr() } else { 0 };
             let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
@@ -219,7 +224,7 @@ impl DeviceModel {
                     ],
                 )?;
                 self.product((d, din_w, rows), (dz, d, true), (acts, din_w, false), (gw(layer.w), din_w), true)?;
-                let next = ws.g[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
+                let next = ws.sc.act[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
                 self.product((rows, din_w, d), (dz, d, false), (self.w(layer.w), din_w, false), (next, din_w), false)?;
                 g_in = next;
                 continue;
@@ -376,6 +381,94 @@ impl DeviceModel {
         Ok(())
     }
 
+    /// Sizes the backward's gradient buffers and zeroes dL/dh and dL/de.
+    pub(crate) fn start_backward(&self, g: &DeviceGraph, ws: &mut Workspace) -> Result<(), BackendError> {
+        let (dev, n, e, hd) = (&self.dev, g.num_nodes, g.num_edges, self.cfg.hidden);
+        ws.dz1.scratch(dev, e * hd.max(1))?;
+        for s in [&mut ws.dh, &mut ws.dh_prev] {
+            s.get(dev, n * hd)?.zero()?;
+        }
+        ws.de.get(dev, e * hd)?.zero()?;
+        Ok(())
+    }
+
+    /// Backward of the classifier (and the auxiliary head, given dL/daux) on h_L, e_L: dL/de_L
+    /// into `ws.de`, dL/dh_L into `ws.dh`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn heads_backward(
+        &self,
+        g: &DeviceGraph,
+        (h_last, e_last): (DevPtr, DevPtr),
+        (cls, head_cache): (&MlpCache, &MlpCache),
+        (dlogits, daux): (DevPtr, Option<DevPtr>),
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd, lay) = (g.num_nodes, g.num_edges, self.cfg.hidden, &self.layout);
+        let input = Input::Split { h: h_last, nodes: n, h_dim: hd, rest: Some((e_last, hd)) };
+        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
+        self.mlp_backward(g, &lay.classifier, input, e, cls, dlogits, din, grad, ws)?;
+        if let (Some(head), Some(daux)) = (&lay.aux_head, daux) {
+            let input = Input::Dense { x: e_last, dim: hd };
+            let din = DInput::Dense { dx: ws.de.ptr(), accumulate: true };
+            self.mlp_backward(g, head, input, e, head_cache, daux, din, grad, ws)?;
+        }
+        Ok(())
+    }
+
+    /// Backward of iteration `it` (its input states h_it, e_it, its outputs h_next, e_next, its
+    /// caches `ic`): from dL/dh_next in `ws.dh` and dL/de_next in `ws.de` to dL/dh_it in `ws.dh`
+    /// and dL/de_it in `ws.de`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn iteration_backward(
+        &self,
+        g: &DeviceGraph,
+        it: usize,
+        (h_it, e_it): (DevPtr, DevPtr),
+        (h_next, e_next): (DevPtr, DevPtr),
+        ic: &IterCache,
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
+        let residual = self.cfg.residual;
+        let edge_input = |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((e_it, hd)) };
+        let de = ws.de.ptr();
+        let node_in = ic.node_in.ptr();
+        if self.cfg.update_order == UpdateOrder::NodeFirst {
+            // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
+            let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh.ptr() };
+            self.mlp_backward(g, edge_mlp, edge_input(h_next), e, &ic.edge_net, de, din, grad, ws)?;
+            self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_it, &ic.agg, grad, ws)?;
+        } else {
+            // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
+            self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_next, &ic.agg, grad, ws)?;
+            let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
+            self.mlp_backward(g, edge_mlp, edge_input(h_it), e, &ic.edge_net, de, din, grad, ws)?;
+        }
+        std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+        Ok(())
+    }
+
+    /// Backward of the encoders from dL/de_0 in `ws.de` and dL/dh_0 in `ws.dh`: the edge
+    /// encoder (its node side into dL/dh_0), then the node encoder.
+    pub(crate) fn encoders_backward(
+        &self,
+        g: &DeviceGraph,
+        h0: DevPtr,
+        (node_cache, edge_cache): (&MlpCache, &MlpCache),
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let (n, e, lay) = (g.num_nodes, g.num_edges, &self.layout);
+        let input = self.edge_encoder_input(g, h0);
+        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: None, dh: ws.dh.ptr() };
+        self.mlp_backward(g, &lay.edge_encoder, input, e, edge_cache, ws.de.ptr(), din, grad, ws)?;
+        let input = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
+        self.mlp_backward(g, &lay.node_encoder, input, n, node_cache, ws.dh.ptr(), DInput::None, grad, ws)
+    }
+
     /// The backward of the last [`forward`](DeviceModel::forward) on `g` (its `cache`), from
     /// dL/dlogits (and dL/d(auxiliary predictions) when given): adds every parameter's gradient
     /// into `grad` (the flat layout of the parameters).
@@ -389,71 +482,15 @@ impl DeviceModel {
         grad: DevPtr,
         ws: &mut Workspace,
     ) -> Result<(), BackendError> {
-        let dev = &self.dev;
-        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
         let iters = self.cfg.iterations;
-        let lay = &self.layout;
-        let d1_max = hd.max(1);
-        ws.dz1.get(dev, e * d1_max)?;
-        for s in [&mut ws.dh, &mut ws.dh_prev] {
-            s.get(dev, n * hd)?.zero()?;
-        }
-        ws.de.get(dev, e * hd)?.zero()?;
+        self.start_backward(g, ws)?;
         let (h, es) = (&cache.h, &cache.e);
-        // Classifier: split input on h_L with e_L as its rest.
-        let input = Input::Split { h: h[iters].ptr(), nodes: n, h_dim: hd, rest: Some((es[iters].ptr(), hd)) };
-        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
-        self.mlp_backward(g, &lay.classifier, input, e, &cache.classifier, dlogits, din, grad, ws)?;
-        if let (Some(head), Some(daux)) = (&lay.aux_head, daux) {
-            let input = Input::Dense { x: es[iters].ptr(), dim: hd };
-            let din = DInput::Dense { dx: ws.de.ptr(), accumulate: true };
-            self.mlp_backward(g, head, input, e, &cache.aux_head, daux, din, grad, ws)?;
-        }
-        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
-        let residual = self.cfg.residual;
+        let last = (h[iters].ptr(), es[iters].ptr());
+        self.heads_backward(g, last, (&cache.classifier, &cache.aux_head), (dlogits, daux), grad, ws)?;
         for it in (0..iters).rev() {
-            let (edge_mlp, node_mlp) = lay.nets(&self.cfg, it);
-            let edge_input =
-                |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((es[it].ptr(), hd)) };
-            let de = ws.de.ptr();
-            if node_first {
-                // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
-                let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh.ptr() };
-                self.mlp_backward(g, edge_mlp, edge_input(h[it + 1].ptr()), e, &cache.edge_net[it], de, din, grad, ws)?;
-                self.node_update_backward(
-                    g,
-                    node_mlp,
-                    cache.node_in[it].ptr(),
-                    &cache.node_net[it],
-                    es[it].ptr(),
-                    &cache.agg[it],
-                    grad,
-                    ws,
-                )?;
-            } else {
-                // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
-                self.node_update_backward(
-                    g,
-                    node_mlp,
-                    cache.node_in[it].ptr(),
-                    &cache.node_net[it],
-                    es[it + 1].ptr(),
-                    &cache.agg[it],
-                    grad,
-                    ws,
-                )?;
-                let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
-                self.mlp_backward(g, edge_mlp, edge_input(h[it].ptr()), e, &cache.edge_net[it], de, din, grad, ws)?;
-            }
-            std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+            let (cur, next) = ((h[it].ptr(), es[it].ptr()), (h[it + 1].ptr(), es[it + 1].ptr()));
+            self.iteration_backward(g, it, cur, next, &cache.iters[it], grad, ws)?;
         }
-        // Encoders: the edge encoder from dL/de_0 (its node side into dL/dh_0), then the node
-        // encoder from dL/dh_0.
-        let rest = (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim));
-        let input = Input::Split { h: h[0].ptr(), nodes: n, h_dim: hd, rest };
-        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: None, dh: ws.dh.ptr() };
-        self.mlp_backward(g, &lay.edge_encoder, input, e, &cache.edge_encoder, ws.de.ptr(), din, grad, ws)?;
-        let input = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
-        self.mlp_backward(g, &lay.node_encoder, input, n, &cache.node_encoder, ws.dh.ptr(), DInput::None, grad, ws)
+        self.encoders_backward(g, h[0].ptr(), (&cache.node_encoder, &cache.edge_encoder), grad, ws)
     }
 }

@@ -80,6 +80,20 @@ impl CudaBackend {
         let ctx = unsafe { drv::primary_ctx::retain(dev) }.map_err(driver_err("context"))?;
         unsafe { drv::ctx::set_current(ctx) }.map_err(driver_err("context"))?;
         let stream = drv::stream::create(drv::stream::StreamKind::NonBlocking).map_err(driver_err("stream"))?;
+        // The stream-ordered allocator keeps freed memory in its pool instead of returning it
+        // at each synchronisation: buffers freed between a step's phases come back at once.
+        // SAFETY: `dev` came from device::get; the attribute takes a u64.
+        unsafe {
+            let pool = drv::device::get_default_mem_pool(dev).map_err(driver_err("memory pool"))?;
+            let mut keep = u64::MAX;
+            drv_sys::cuMemPoolSetAttribute(
+                pool,
+                drv_sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            )
+            .result()
+            .map_err(driver_err("memory pool"))?;
+        }
         let arch = format!("sm_{}{}", capability.0, capability.1);
         let cubin = crate::nvrtc::cubin_for(&arch)?;
         // SAFETY: a CUBIN image NVRTC produced for this architecture.

@@ -41,6 +41,8 @@ pub struct DeviceExecutor {
     dirty: AtomicBool,
     /// Inference's buffers, one caller at a time.
     infer_cache: Mutex<DeviceCache>,
+    /// The planned step's bytes as a + b·nodes + c·edges, fitted on first use.
+    plan: std::sync::OnceLock<[f64; 3]>,
 }
 
 fn failed(device: Device) -> impl Fn(BackendError) -> DeviceError {
@@ -60,15 +62,6 @@ impl DeviceExecutor {
         model: InteractionGnn<f32>,
         optimizer: AdamWConfig,
     ) -> Result<Self, DeviceError> {
-        if model.checkpointing.is_on() {
-            return Err(DeviceError::Failed {
-                device,
-                message: format!(
-                    "activation checkpointing ({}) is not in the GPU backend yet: train without `checkpointing`, or on the CPU",
-                    model.checkpointing
-                ),
-            });
-        }
         let dm = DeviceModel::upload(&dev, &model).map_err(failed(device))?;
         let grad = DevBuf::zeros(&dev, model.params.len()).map_err(failed(device))?;
         Ok(DeviceExecutor {
@@ -86,6 +79,7 @@ impl DeviceExecutor {
             opt: None,
             dirty: AtomicBool::new(false),
             infer_cache: Mutex::new(DeviceCache::default()),
+            plan: std::sync::OnceLock::new(),
         })
     }
 
@@ -137,7 +131,13 @@ impl DeviceExecutor {
             }
             None => None,
         };
-        self.model.backward(g, &self.cache, dl, da, self.grad.ptr(), &mut self.ws).map_err(failed(device))?;
+        let ckpt = self.host.checkpointing;
+        let grad = self.grad.ptr();
+        match ckpt.is_on() {
+            true => self.model.backward_checkpointed(g, &self.cache, ckpt, dl, da, grad, &mut self.ws),
+            false => self.model.backward(g, &self.cache, dl, da, grad, &mut self.ws),
+        }
+        .map_err(failed(device))?;
         self.host.params.grad = self.grad.to_host().map_err(failed(device))?;
         Ok(())
     }
@@ -152,7 +152,7 @@ impl DeviceExecutor {
             Err(_) => &mut fresh,
         };
         let mut run = || -> Result<(Vec<f32>, Vec<f32>), BackendError> {
-            self.model.forward(&g, cache)?;
+            self.model.infer(&g, cache)?;
             let logits = cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host)?;
             let aux = match (aux, cache.aux.buf()) {
                 (true, Some(b)) => b.to_host()?,
@@ -201,7 +201,12 @@ impl GnnExecutor for DeviceExecutor {
         let device = self.device;
         self.graph = None;
         let g = self.upload_graph(graph)?;
-        self.model.forward(&g, &mut self.cache).map_err(failed(device))?;
+        let ckpt = self.host.checkpointing;
+        match ckpt.is_on() {
+            true => self.model.forward_checkpointed(&g, &mut self.cache, ckpt),
+            false => self.model.forward(&g, &mut self.cache),
+        }
+        .map_err(failed(device))?;
         self.logits = self.cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host).map_err(failed(device))?;
         self.aux = match self.cache.aux.buf() {
             Some(b) if self.host.has_aux_head() => b.to_host().map_err(failed(device))?,
@@ -262,9 +267,18 @@ impl GnnExecutor for DeviceExecutor {
     }
 
     fn estimate_step_bytes(&self, nodes: usize, edges: usize) -> usize {
-        // The CPU engine's layout of the same activations, parameters and gradients; the
-        // device adds its workspace, which the estimate's gradient buffers cover.
-        self.host.estimate_step_bytes(nodes, edges)
+        // The device's own plan: a step on the planning backend allocates what the real one
+        // does; it is affine in the node and edge counts, so three planned steps fit it.
+        let [a, b, c] = *self.plan.get_or_init(|| {
+            let at = |n, e| planned_step_bytes(&self.host, n, e) as f64;
+            let base = at(2000, 16_000);
+            [
+                base - (at(4000, 16_000) - base) - (at(2000, 32_000) - base),
+                (at(4000, 16_000) - base) / 2000.0,
+                (at(2000, 32_000) - base) / 16_000.0,
+            ]
+        });
+        (a + b * nodes as f64 + c * edges as f64).max(0.0) as usize
     }
 
     fn release_buffers(&mut self) {
@@ -273,4 +287,27 @@ impl GnnExecutor for DeviceExecutor {
         self.graph = None;
         *self.infer_cache.get_mut().unwrap_or_else(|e| e.into_inner()) = DeviceCache::default();
     }
+}
+
+/// The peak device bytes of one training step of `model` (its configuration, precision and
+/// checkpointing) on a graph of `nodes` and `edges`, planned on [`crate::Planner`]: parameters,
+/// gradients, the graph, activations and workspace.
+pub fn planned_step_bytes(model: &InteractionGnn<f32>, nodes: usize, edges: usize) -> usize {
+    let plan = Arc::new(crate::Planner::new());
+    let n = nodes.max(1) as u32;
+    let src: Vec<u32> = (0..edges as u32).map(|i| i % n).collect();
+    let dst: Vec<u32> = (0..edges as u32).map(|i| (i.wrapping_mul(7) + 1) % n).collect();
+    let x = vec![0.0f32; nodes.max(1) * model.node_dim];
+    let ea = vec![0.0f32; edges * model.edge_dim];
+    let g = GraphInput::new(nodes.max(1), &x, model.node_dim, &ea, model.edge_dim, &src, &dst);
+    let backend: Arc<dyn Backend> = plan.clone();
+    let step = || -> Result<(), DeviceError> {
+        let mut ex = DeviceExecutor::new(backend, Device::Cuda(0), model.clone(), AdamWConfig::default())?;
+        ex.forward(&g)?;
+        let dl = vec![0.0f32; edges];
+        ex.backward(&g, &dl)?;
+        ex.optimizer_step(0.0)
+    };
+    step().expect("the planning backend does not fail");
+    plan.memory().peak
 }

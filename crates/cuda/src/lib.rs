@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod backward;
 pub mod bench;
+pub mod checkpoint;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod emu;
@@ -23,6 +24,7 @@ pub mod layout;
 pub mod model;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+pub mod plan;
 pub mod register;
 
 pub use backend::{Arg, Backend, BackendError, DevBuf, DevPtr, Gemm};
@@ -32,6 +34,7 @@ pub use emu::Emulator;
 pub use executor::DeviceExecutor;
 pub use graph::{DeviceGraph, GraphError};
 pub use model::{DeviceCache, DeviceModel};
+pub use plan::Planner;
 pub use register::register_emulator;
 #[cfg(feature = "cuda")]
 pub use register::{gpu, register};

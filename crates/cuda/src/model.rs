@@ -66,7 +66,8 @@ pub struct MlpCache {
 }
 
 impl MlpCache {
-    fn bytes(&self) -> usize {
+    /// Bytes held on the device.
+    pub fn bytes(&self) -> usize {
         self.pre.iter().chain(&self.rstd).map(Slot::bytes).sum()
     }
 }
@@ -82,59 +83,103 @@ pub struct AggCache {
     pub std: Slot<f32>,
 }
 
-/// The device buffers of a forward: the states, the node networks' inputs, the caches.
+impl AggCache {
+    /// Bytes held on the device.
+    pub fn bytes(&self) -> usize {
+        self.argmax.bytes() + self.mean.bytes() + self.std.bytes()
+    }
+}
+
+/// What one message-passing iteration keeps for its backward.
+#[derive(Default)]
+pub struct IterCache {
+    /// The node network's input (N × (1 + 2K)·H).
+    pub node_in: Slot<f32>,
+    /// The aggregation caches: incoming, outgoing.
+    pub agg: (AggCache, AggCache),
+    /// The edge network's.
+    pub edge_net: MlpCache,
+    /// The node network's.
+    pub node_net: MlpCache,
+}
+
+impl IterCache {
+    /// Bytes held on the device.
+    pub fn bytes(&self) -> usize {
+        self.node_in.bytes() + self.agg.0.bytes() + self.agg.1.bytes() + self.edge_net.bytes() + self.node_net.bytes()
+    }
+}
+
+/// Buffers every pass reuses: the split Linear's node products and the MLPs' hidden
+/// activations.
+#[derive(Default)]
+pub struct Scratch {
+    /// h·W_aᵀ of a split first layer.
+    pub split_a: Slot<f32>,
+    /// h·W_bᵀ of a split first layer.
+    pub split_b: Slot<f32>,
+    /// Hidden activations of the MLPs, two to alternate between layers.
+    pub act: [Slot<f32>; 2],
+}
+
+impl Scratch {
+    /// Bytes held on the device.
+    pub fn bytes(&self) -> usize {
+        [&self.split_a, &self.split_b, &self.act[0], &self.act[1]].iter().map(|s| s.bytes()).sum()
+    }
+}
+
+/// The device buffers of a forward: the states, the caches its backward reads, the logits.
+/// With activation checkpointing only the states at segment boundaries are kept (in `h`, `e`,
+/// or rounded to bf16 in `packed_h`, `packed_e`) and the iterations' caches stay empty.
 #[derive(Default)]
 pub struct DeviceCache {
-    /// Node states h_0 … h_L (N × H).
+    /// Node states h_0 … h_L (N × H; unallocated where not kept).
     pub h: Vec<Slot<f32>>,
-    /// Edge states e_0 … e_L (E × H).
+    /// Edge states e_0 … e_L (E × H; unallocated where not kept).
     pub e: Vec<Slot<f32>>,
-    /// Node-network inputs per iteration (N × (1 + 2K)·H).
-    pub node_in: Vec<Slot<f32>>,
-    /// Aggregation caches per iteration: incoming, outgoing.
-    pub agg: Vec<(AggCache, AggCache)>,
+    /// Kept node states in bf16 (checkpointing with `+bf16`).
+    pub packed_h: Vec<Slot<u16>>,
+    /// Kept edge states in bf16.
+    pub packed_e: Vec<Slot<u16>>,
+    /// Per iteration (empty with checkpointing).
+    pub iters: Vec<IterCache>,
     /// Node encoder.
     pub node_encoder: MlpCache,
-    /// Edge encoder.
+    /// Edge encoder (empty with checkpointing).
     pub edge_encoder: MlpCache,
-    /// Edge networks per iteration.
-    pub edge_net: Vec<MlpCache>,
-    /// Node networks per iteration.
-    pub node_net: Vec<MlpCache>,
-    /// Classifier.
+    /// Classifier (empty with checkpointing).
     pub classifier: MlpCache,
-    /// Auxiliary head.
+    /// Auxiliary head (empty with checkpointing).
     pub aux_head: MlpCache,
     /// Logits (E).
     pub logits: Slot<f32>,
     /// Auxiliary predictions (E; unallocated without the head).
     pub aux: Slot<f32>,
-    /// The split Linear's node products h·W_aᵀ, h·W_bᵀ.
-    pub split_a: Slot<f32>,
-    /// See `split_a`.
-    pub split_b: Slot<f32>,
-    /// Hidden activations of the MLPs, two to alternate between layers.
-    pub act: [Slot<f32>; 2],
+    /// Two rolling states (h, e) of a forward that keeps few.
+    pub roll: [(Slot<f32>, Slot<f32>); 2],
+    /// Reused buffers.
+    pub scratch: Scratch,
 }
 
 impl DeviceCache {
     /// Bytes held on the device.
     pub fn bytes(&self) -> usize {
         let slots = |v: &[Slot<f32>]| v.iter().map(Slot::bytes).sum::<usize>();
-        let agg = |a: &AggCache| a.argmax.bytes() + a.mean.bytes() + a.std.bytes();
+        let packed = |v: &[Slot<u16>]| v.iter().map(Slot::bytes).sum::<usize>();
         slots(&self.h)
             + slots(&self.e)
-            + slots(&self.node_in)
-            + self.agg.iter().map(|(a, b)| agg(a) + agg(b)).sum::<usize>()
+            + packed(&self.packed_h)
+            + packed(&self.packed_e)
+            + self.iters.iter().map(IterCache::bytes).sum::<usize>()
             + [&self.node_encoder, &self.edge_encoder, &self.classifier, &self.aux_head]
                 .iter()
                 .map(|c| c.bytes())
                 .sum::<usize>()
-            + self.edge_net.iter().chain(&self.node_net).map(MlpCache::bytes).sum::<usize>()
-            + [&self.logits, &self.aux, &self.split_a, &self.split_b, &self.act[0], &self.act[1]]
-                .iter()
-                .map(|s| s.bytes())
-                .sum::<usize>()
+            + self.logits.bytes()
+            + self.aux.bytes()
+            + self.roll.iter().map(|(a, b)| a.bytes() + b.bytes()).sum::<usize>()
+            + self.scratch.bytes()
     }
 }
 
@@ -239,9 +284,10 @@ impl DeviceModel {
     }
 
     /// Forward of `mlp` over `rows` rows of `input` into `out` (rows × dout, plus `residual`
-    /// when given), keeping x̂ and 1/σ in `cache`; `split` and `act` are scratch.
+    /// when given), keeping x̂ and 1/σ in `cache` (at least rows long: a cache reused by MLPs of
+    /// other row counts keeps its largest buffers).
     #[allow(clippy::too_many_arguments)]
-    fn mlp_forward(
+    pub(crate) fn mlp_forward(
         &self,
         g: &DeviceGraph,
         mlp: &MlpLayout,
@@ -250,17 +296,17 @@ impl DeviceModel {
         cache: &mut MlpCache,
         out: DevPtr,
         residual: Option<DevPtr>,
-        split: (&mut Slot<f32>, &mut Slot<f32>),
-        act: &mut [Slot<f32>; 2],
+        sc: &mut Scratch,
     ) -> Result<(), BackendError> {
         let dev = &self.dev;
+        let (split, act) = ((&mut sc.split_a, &mut sc.split_b), &mut sc.act);
         let n_layers = mlp.layers.len();
         cache.pre.resize_with(n_layers, Slot::default);
         cache.rstd.resize_with(n_layers, Slot::default);
         let width = mlp.layers.iter().map(|l| l.dout).max().unwrap_or(0);
         for (l, layer) in mlp.layers.iter().enumerate() {
-            let z = cache.pre[l].get(dev, rows * layer.dout)?.ptr();
-            let rstd = if layer.norm { cache.rstd[l].get(dev, rows)?.ptr() } else { 0 };
+            let z = cache.pre[l].scratch(dev, rows * layer.dout)?.ptr();
+            let rstd = if layer.norm { cache.rstd[l].scratch(dev, rows)?.ptr() } else { 0 };
             let mut split_mode = 0;
             let (mut ga, mut gb) = (0, 0);
             if l == 0 {
@@ -337,9 +383,9 @@ impl DeviceModel {
         for (side, (csr, cache)) in [(&g.in_edges, &mut agg.0), (&g.out_edges, &mut agg.1)].into_iter().enumerate() {
             let has_max = aggs.contains(&Aggr::Max);
             let has_std = aggs.contains(&Aggr::Std);
-            let argmax = if has_max { cache.argmax.get(&self.dev, n * hd)?.ptr() } else { 0 };
+            let argmax = if has_max { cache.argmax.scratch(&self.dev, n * hd)?.ptr() } else { 0 };
             let (mean, std) = if has_std {
-                (cache.mean.get(&self.dev, n * hd)?.ptr(), cache.std.get(&self.dev, n * hd)?.ptr())
+                (cache.mean.scratch(&self.dev, n * hd)?.ptr(), cache.std.scratch(&self.dev, n * hd)?.ptr())
             } else {
                 (0, 0)
             };
@@ -375,101 +421,150 @@ impl DeviceModel {
         Ok(())
     }
 
+    /// The encoders: h_0 from the node features, e_0 from h_0 and the edge features, keeping
+    /// their caches in `node_cache` and `edge_cache`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn encoders(
+        &self,
+        g: &DeviceGraph,
+        h0: DevPtr,
+        e0: DevPtr,
+        node_cache: &mut MlpCache,
+        edge_cache: &mut MlpCache,
+        sc: &mut Scratch,
+    ) -> Result<(), BackendError> {
+        let (n, e, lay) = (g.num_nodes, g.num_edges, &self.layout);
+        let x = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
+        self.mlp_forward(g, &lay.node_encoder, x, n, node_cache, h0, None, sc)?;
+        self.mlp_forward(g, &lay.edge_encoder, self.edge_encoder_input(g, h0), e, edge_cache, e0, None, sc)
+    }
+
+    /// The edge encoder's input: its split first layer on h_0, the edge features its rest.
+    pub(crate) fn edge_encoder_input(&self, g: &DeviceGraph, h0: DevPtr) -> Input {
+        let rest = (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim));
+        Input::Split { h: h0, nodes: g.num_nodes, h_dim: self.cfg.hidden, rest }
+    }
+
+    /// Message-passing iteration `it`: (h_prev, e_prev) → (h_next, e_next), keeping its caches
+    /// in `ic`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn iteration(
+        &self,
+        g: &DeviceGraph,
+        it: usize,
+        (h_prev, e_prev): (DevPtr, DevPtr),
+        (h_next, e_next): (DevPtr, DevPtr),
+        ic: &mut IterCache,
+        sc: &mut Scratch,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
+        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
+        let residual = self.cfg.residual;
+        let edge_input = |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((e_prev, hd)) };
+        if !node_first {
+            let res = residual.then_some(e_prev);
+            self.mlp_forward(g, edge_mlp, edge_input(h_prev), e, &mut ic.edge_net, e_next, res, sc)?;
+        }
+        let e_agg = if node_first { e_prev } else { e_next };
+        let node_in = ic.node_in.scratch(&self.dev, n * self.widest_row())?.ptr();
+        self.node_input(g, h_prev, e_agg, node_in, &mut ic.agg)?;
+        let input = Input::Dense { x: node_in, dim: self.widest_row() };
+        self.mlp_forward(g, node_mlp, input, n, &mut ic.node_net, h_next, residual.then_some(h_prev), sc)?;
+        if node_first {
+            let res = residual.then_some(e_prev);
+            self.mlp_forward(g, edge_mlp, edge_input(h_next), e, &mut ic.edge_net, e_next, res, sc)?;
+        }
+        Ok(())
+    }
+
+    /// The classifier's logits from h_L, e_L into `logits`, and the auxiliary head's
+    /// predictions into `aux` when the model has it; their caches in `cls`, `head`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn heads(
+        &self,
+        g: &DeviceGraph,
+        (h_last, e_last): (DevPtr, DevPtr),
+        (logits, aux): (DevPtr, DevPtr),
+        cls: &mut MlpCache,
+        head: &mut MlpCache,
+        sc: &mut Scratch,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd, lay) = (g.num_nodes, g.num_edges, self.cfg.hidden, &self.layout);
+        let input = Input::Split { h: h_last, nodes: n, h_dim: hd, rest: Some((e_last, hd)) };
+        self.mlp_forward(g, &lay.classifier, input, e, cls, logits, None, sc)?;
+        if let Some(aux_mlp) = &lay.aux_head {
+            self.mlp_forward(g, aux_mlp, Input::Dense { x: e_last, dim: hd }, e, head, aux, None, sc)?;
+        }
+        Ok(())
+    }
+
     /// The forward on `g`: fills `cache`, its logits (and auxiliary predictions) included.
     pub fn forward(&self, g: &DeviceGraph, cache: &mut DeviceCache) -> Result<(), BackendError> {
         let dev = &self.dev;
         let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
         let iters = self.cfg.iterations;
-        let ld = self.widest_row();
+        cache.packed_h.clear();
+        cache.packed_e.clear();
         cache.h.resize_with(iters + 1, Slot::default);
         cache.e.resize_with(iters + 1, Slot::default);
-        cache.node_in.resize_with(iters, Slot::default);
-        cache.agg.resize_with(iters, Default::default);
-        cache.edge_net.resize_with(iters, Default::default);
-        cache.node_net.resize_with(iters, Default::default);
+        cache.iters.resize_with(iters, Default::default);
         for s in &mut cache.h {
             s.get(dev, n * hd)?;
         }
         for s in &mut cache.e {
             s.get(dev, e * hd)?;
         }
-        for s in &mut cache.node_in {
-            s.get(dev, n * ld)?;
-        }
         let DeviceCache {
             h,
             e: es,
-            node_in,
-            agg,
+            iters: ics,
             node_encoder,
             edge_encoder,
-            edge_net,
-            node_net,
             classifier,
             aux_head,
             logits,
             aux,
-            split_a,
-            split_b,
-            act,
+            scratch,
+            ..
         } = cache;
-        let lay = &self.layout;
-        // Encoders.
-        let x = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
-        self.mlp_forward(g, &lay.node_encoder, x, n, node_encoder, h[0].ptr(), None, (split_a, split_b), act)?;
-        let rest = (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim));
-        let input = Input::Split { h: h[0].ptr(), nodes: n, h_dim: hd, rest };
-        self.mlp_forward(g, &lay.edge_encoder, input, e, edge_encoder, es[0].ptr(), None, (split_a, split_b), act)?;
-        // Message passing.
-        let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
-        let residual = self.cfg.residual;
-        for it in 0..iters {
-            let (edge_mlp, node_mlp) = lay.nets(&self.cfg, it);
-            let (h_prev, h_next, e_prev, e_next) = (h[it].ptr(), h[it + 1].ptr(), es[it].ptr(), es[it + 1].ptr());
-            let edge_input = |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((e_prev, hd)) };
-            if !node_first {
-                let res = residual.then_some(e_prev);
-                self.mlp_forward(
-                    g,
-                    edge_mlp,
-                    edge_input(h_prev),
-                    e,
-                    &mut edge_net[it],
-                    e_next,
-                    res,
-                    (split_a, split_b),
-                    act,
-                )?;
-            }
-            let e_agg = if node_first { e_prev } else { e_next };
-            self.node_input(g, h_prev, e_agg, node_in[it].ptr(), &mut agg[it])?;
-            let input = Input::Dense { x: node_in[it].ptr(), dim: ld };
-            let res = residual.then_some(h_prev);
-            self.mlp_forward(g, node_mlp, input, n, &mut node_net[it], h_next, res, (split_a, split_b), act)?;
-            if node_first {
-                let res = residual.then_some(e_prev);
-                self.mlp_forward(
-                    g,
-                    edge_mlp,
-                    edge_input(h_next),
-                    e,
-                    &mut edge_net[it],
-                    e_next,
-                    res,
-                    (split_a, split_b),
-                    act,
-                )?;
-            }
+        self.encoders(g, h[0].ptr(), es[0].ptr(), node_encoder, edge_encoder, scratch)?;
+        for (it, ic) in ics.iter_mut().enumerate() {
+            self.iteration(g, it, (h[it].ptr(), es[it].ptr()), (h[it + 1].ptr(), es[it + 1].ptr()), ic, scratch)?;
         }
-        // Classifier, and the auxiliary head on the same e_L.
-        let out = logits.get(dev, e)?.ptr();
-        let input = Input::Split { h: h[iters].ptr(), nodes: n, h_dim: hd, rest: Some((es[iters].ptr(), hd)) };
-        self.mlp_forward(g, &lay.classifier, input, e, classifier, out, None, (split_a, split_b), act)?;
-        if let Some(head) = &lay.aux_head {
-            let out = aux.get(dev, e)?.ptr();
-            let input = Input::Dense { x: es[iters].ptr(), dim: hd };
-            self.mlp_forward(g, head, input, e, aux_head, out, None, (split_a, split_b), act)?;
+        let logits = logits.get(dev, e)?.ptr();
+        let aux = if self.layout.aux_head.is_some() { aux.get(dev, e)?.ptr() } else { 0 };
+        self.heads(g, (h[iters].ptr(), es[iters].ptr()), (logits, aux), classifier, aux_head, scratch)
+    }
+
+    /// The logits (and auxiliary predictions) of `g` with the least memory: two rolling states
+    /// and every MLP's cache in one reused buffer, nothing kept for a backward.
+    pub fn infer(&self, g: &DeviceGraph, cache: &mut DeviceCache) -> Result<(), BackendError> {
+        let dev = &self.dev;
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        cache.h.clear();
+        cache.e.clear();
+        cache.packed_h.clear();
+        cache.packed_e.clear();
+        cache.iters.truncate(1);
+        cache.iters.resize_with(1, Default::default);
+        let DeviceCache { iters, node_encoder, logits, aux, roll, scratch, .. } = cache;
+        let mut ptrs = [(0, 0); 2];
+        for (p, (hs, es)) in ptrs.iter_mut().zip(roll.iter_mut()) {
+            *p = (hs.scratch(dev, n * hd)?.ptr(), es.scratch(dev, e * hd)?.ptr());
         }
-        Ok(())
+        // One cache for every MLP, its buffers at the largest row count: the iteration's.
+        let ic = &mut iters[0];
+        let mlp = &mut ic.edge_net;
+        self.encoders(g, ptrs[0].0, ptrs[0].1, node_encoder, mlp, scratch)?;
+        for it in 0..self.cfg.iterations {
+            let (cur, next) = (ptrs[it % 2], ptrs[(it + 1) % 2]);
+            self.iteration(g, it, cur, next, ic, scratch)?;
+        }
+        let last = ptrs[self.cfg.iterations % 2];
+        let logits = logits.get(dev, e)?.ptr();
+        let aux = if self.layout.aux_head.is_some() { aux.get(dev, e)?.ptr() } else { 0 };
+        let IterCache { edge_net, node_net, .. } = &mut iters[0];
+        self.heads(g, last, (logits, aux), edge_net, node_net, scratch)
     }
 }

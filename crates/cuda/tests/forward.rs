@@ -81,10 +81,18 @@ fn emulated_forward_matches_the_cpu_engine_for_every_option_set() {
             let d = max_rel_diff(&aux, &cpu.aux);
             assert!(d < 1e-5, "{name}: aux differs by {d:e}");
         }
-        // Two runs give the same bits.
+        // Two runs give the same bits, and so does inference with its rolling states.
         let mut again = DeviceCache::default();
         dm.forward(&dg, &mut again).unwrap();
         assert_eq!(again.logits.buf().unwrap().to_host().unwrap(), logits, "{name}: second run");
+        let mut inferred = DeviceCache::default();
+        dm.infer(&dg, &mut inferred).unwrap();
+        assert_eq!(inferred.logits.buf().unwrap().to_host().unwrap(), logits, "{name}: inference");
+        if cfg.aux_pt {
+            let aux = cache.aux.buf().unwrap().to_host().unwrap();
+            assert_eq!(inferred.aux.buf().unwrap().to_host().unwrap(), aux, "{name}: inference's aux");
+        }
+        assert!(inferred.bytes() < cache.bytes(), "{name}: inference keeps less");
     }
 }
 
