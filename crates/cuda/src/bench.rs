@@ -207,17 +207,16 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     })
 }
 
-/// [`measure`] for each of `models` (name, configuration) in each of `precisions` on GPU
-/// `ordinal`, the other settings from `base`.
+/// [`measure`] for each of `models` (name, configuration) in each of `precisions` on `device`
+/// (a `cuda` one), the other settings from `base`.
 #[cfg(feature = "cuda")]
 pub fn measure_all(
-    ordinal: usize,
+    device: Device,
     models: &[(&str, ModelConfig)],
     precisions: &[Precision],
     base: &BenchRun,
 ) -> Result<Vec<GpuStepFigures>, DeviceError> {
-    let device = Device::Cuda(ordinal);
-    let dev = crate::gpu(ordinal).map_err(|e| DeviceError::Failed { device, message: e.to_string() })?;
+    let (device, dev) = crate::register::open(device)?;
     let mut rows = Vec::new();
     for (name, model) in models {
         for &precision in precisions {

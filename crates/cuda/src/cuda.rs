@@ -44,6 +44,16 @@ fn blas_err(what: &str) -> impl Fn(blas::CublasError) -> BackendError + '_ {
     move |e| BackendError::Device(format!("cuBLAS {what}: {e:?}"))
 }
 
+/// The number of CUDA devices of this machine.
+pub fn device_count() -> Result<usize, BackendError> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { drv_sys::is_culib_present() } {
+        return Err(missing("libcuda", "the NVIDIA driver's libcuda.so.1 was not found: is a driver installed?"));
+    }
+    drv::init().map_err(driver_err("init"))?;
+    Ok(drv::device::get_count().map_err(driver_err("device count"))? as usize)
+}
+
 impl CudaBackend {
     /// GPU `ordinal`, with the kernels compiled (or read from the cache) for its architecture.
     pub fn new(ordinal: usize) -> Result<Self, BackendError> {

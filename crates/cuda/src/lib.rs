@@ -35,6 +35,6 @@ pub use executor::DeviceExecutor;
 pub use graph::{DeviceGraph, GraphError};
 pub use model::{DeviceCache, DeviceModel};
 pub use plan::Planner;
-pub use register::register_emulator;
 #[cfg(feature = "cuda")]
-pub use register::{gpu, register};
+pub use register::{gpu, open, register};
+pub use register::{local_ordinal, local_rank, register_emulator};

@@ -24,8 +24,12 @@ pub enum Device {
     /// The CPU engine: every core rayon is given.
     #[default]
     Cpu,
-    /// An NVIDIA GPU, by its CUDA ordinal.
+    /// An NVIDIA GPU, by its CUDA ordinal (`cuda:N`).
     Cuda(usize),
+    /// This process's NVIDIA GPU (`cuda`): under MPI the GPU of its local rank (the local rank
+    /// modulo the node's GPUs, so that ranks share GPUs where there are more ranks than GPUs),
+    /// else GPU 0.
+    CudaLocal,
 }
 
 impl fmt::Display for Device {
@@ -33,6 +37,7 @@ impl fmt::Display for Device {
         match self {
             Device::Cpu => f.write_str("cpu"),
             Device::Cuda(i) => write!(f, "cuda:{i}"),
+            Device::CudaLocal => f.write_str("cuda"),
         }
     }
 }
@@ -40,12 +45,12 @@ impl fmt::Display for Device {
 impl FromStr for Device {
     type Err = DeviceError;
 
-    /// `cpu`, `cuda` (GPU 0) or `cuda:N`.
+    /// `cpu`, `cuda` (the local rank's GPU) or `cuda:N`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = || DeviceError::Unknown(s.to_owned());
         match s {
             "cpu" => Ok(Device::Cpu),
-            "cuda" => Ok(Device::Cuda(0)),
+            "cuda" => Ok(Device::CudaLocal),
             _ => {
                 let ordinal = s.strip_prefix("cuda:").ok_or_else(bad)?;
                 ordinal.parse().map(Device::Cuda).map_err(|_| bad())
@@ -176,9 +181,10 @@ pub trait GnnExecutor: Send + Sync {
     fn release_buffers(&mut self);
 }
 
-/// A GPU backend's constructor: `model` on GPU `ordinal` with an AdamW of these settings.
+/// A GPU backend's constructor: `model` on `device` (a `cuda` one) with an AdamW of these
+/// settings.
 pub type GpuExecutorFactory =
-    fn(ordinal: usize, model: InteractionGnn<f32>, optimizer: AdamWConfig) -> Result<Box<dyn GnnExecutor>, DeviceError>;
+    fn(device: Device, model: InteractionGnn<f32>, optimizer: AdamWConfig) -> Result<Box<dyn GnnExecutor>, DeviceError>;
 
 /// The CUDA backend, once a crate that provides it registered it ([`register_cuda_backend`]).
 static CUDA_BACKEND: OnceLock<GpuExecutorFactory> = OnceLock::new();
@@ -198,8 +204,8 @@ pub fn executor_on(
 ) -> Result<Box<dyn GnnExecutor>, DeviceError> {
     match device {
         Device::Cpu => Ok(Box::new(CpuExecutor::new(model, optimizer))),
-        Device::Cuda(ordinal) => match CUDA_BACKEND.get() {
-            Some(factory) => factory(ordinal, model, optimizer),
+        Device::Cuda(_) | Device::CudaLocal => match CUDA_BACKEND.get() {
+            Some(factory) => factory(device, model, optimizer),
             None => Err(DeviceError::NotBuilt { device }),
         },
     }
@@ -364,10 +370,11 @@ mod tests {
 
     #[test]
     fn device_names_round_trip_and_bad_ones_are_refused() {
-        for d in [Device::Cpu, Device::Cuda(0), Device::Cuda(3)] {
+        for d in [Device::Cpu, Device::Cuda(0), Device::Cuda(3), Device::CudaLocal] {
             assert_eq!(d.to_string().parse::<Device>(), Ok(d));
         }
-        assert_eq!("cuda".parse::<Device>(), Ok(Device::Cuda(0)));
+        assert_eq!("cuda".parse::<Device>(), Ok(Device::CudaLocal));
+        assert_eq!(Device::CudaLocal.to_string(), "cuda");
         for bad in ["gpu", "cuda:", "cuda:x", "CPU", ""] {
             let e = bad.parse::<Device>().unwrap_err();
             assert_eq!(e.to_string(), format!("unknown device `{bad}`: expected `cpu`, `cuda` or `cuda:N`"));

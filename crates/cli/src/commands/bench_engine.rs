@@ -51,9 +51,9 @@ pub struct BenchEngineArgs {
 }
 
 pub fn run(a: BenchEngineArgs) -> Result<ExitCode> {
-    if let trackgnn_engine::Device::Cuda(ordinal) = a.device {
+    if a.device != trackgnn_engine::Device::Cpu {
         anyhow::ensure!(a.only != Some(Variant::Unfused), "--only unfused is a CPU reference: not on a GPU");
-        return gpu_bench(&a, ordinal);
+        return gpu_bench(&a, a.device);
     }
     let pool = thread_pool(a.threads.threads)?;
     let threads = pool.current_num_threads();
@@ -118,12 +118,12 @@ fn flag(v: impl ValueEnum) -> String {
 
 /// `--device cuda:N`: BENCH_SPEC's and acorn's models (or `--only`'s) on GPU N.
 #[cfg(feature = "cuda")]
-fn gpu_bench(a: &BenchEngineArgs, ordinal: usize) -> Result<ExitCode> {
+fn gpu_bench(a: &BenchEngineArgs, device: trackgnn_engine::Device) -> Result<ExitCode> {
     let variants = a.only.map_or(vec![Variant::BenchSpec, Variant::Acorn], |v| vec![v]);
     let precisions = a.precision.map_or(vec![Precision::F32, Precision::Bf16], |p| vec![p]);
     let run = trackgnn_cuda::bench::BenchRun::sized(a.gpu, a.steps, a.warmup);
     let models: Vec<_> = variants.iter().map(|v| (v.name(), v.model())).collect();
-    let rows = trackgnn_cuda::bench::measure_all(ordinal, &models, &precisions, &run)?;
+    let rows = trackgnn_cuda::bench::measure_all(device, &models, &precisions, &run)?;
     match a.json.json {
         true => print_json(&json!({ "variants": rows })),
         false => rows.iter().for_each(|r| print!("{r}")),
@@ -132,6 +132,6 @@ fn gpu_bench(a: &BenchEngineArgs, ordinal: usize) -> Result<ExitCode> {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_bench(_: &BenchEngineArgs, ordinal: usize) -> Result<ExitCode> {
-    Err(trackgnn_engine::DeviceError::NotBuilt { device: trackgnn_engine::Device::Cuda(ordinal) }.into())
+fn gpu_bench(_: &BenchEngineArgs, device: trackgnn_engine::Device) -> Result<ExitCode> {
+    Err(trackgnn_engine::DeviceError::NotBuilt { device }.into())
 }
