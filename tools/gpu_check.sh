@@ -58,8 +58,10 @@ run() {
 }
 
 status=0
+parity="not run"
 if has parity; then
-    run parity 150 "$bundle/gpu_parity" --out "$work/parity" --steps 200 || status=1
+    parity=passed
+    run parity 150 "$bundle/gpu_parity" --out "$work/parity" --steps 200 || { status=1; parity=FAILED; }
 fi
 torch_bench() { # NAME SECONDS ARGS...: PyTorch + PyG's bench.py on the GPU
     local name="$1" secs="$2"
@@ -146,5 +148,5 @@ json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
-say "== done in $SECONDS s; parity $([[ $status -eq 0 ]] && echo passed || echo FAILED)"
+say "== done in $SECONDS s; parity $parity"
 exit $status

@@ -25,6 +25,8 @@ pub mod run;
 /// The module `trackgnn._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    #[cfg(feature = "cuda")]
+    trackgnn_cuda::register();
     errors::register(m)?;
     event::register(m)?;
     graph::register(m)?;

@@ -9,7 +9,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use trackgnn_model::run_dir::{RunDir, Weights};
-use trackgnn_reco::inference::Reconstructor;
+use trackgnn_reco::inference::{Reconstructor, Scoring};
 use trackgnn_reco::quality::QualityModel;
 use trackgnn_reco::submission::PARAMETERS_COLUMNS;
 use trackgnn_reco::{CandidateScore, ScoredEdges, TrackBuilder, TrackBuilderConfig, TrackMethod};
@@ -86,12 +86,13 @@ impl PyRun {
     /// `max_fake_probability` are dropped too (`trackgnn reconstruct --quality`), and with
     /// `rebuild` track following runs again around the candidates kept (`--rebuild`). With
     /// `truth_scores`, edges are scored from the truth instead of the GNN (`trackgnn
-    /// reconstruct --truth-scores`, a diagnostic).
+    /// reconstruct --truth-scores`, a diagnostic). `device` says where the GNN scores: `cpu`, or
+    /// `cuda`, `cuda:N` in a package built with the `cuda` feature (`--device`).
     #[new]
     #[pyo3(signature = (
         path, weights="best", method="cc", score_cut=None, min_hits=5, truth_scores=false, detector=None,
         min_candidate_score=0.0, candidate_score="weakest_link", candidate_score_max_hits=None, quality=None,
-        max_fake_probability=0.5, rebuild=false
+        max_fake_probability=0.5, rebuild=false, device="cpu"
     ))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn new(
@@ -109,7 +110,9 @@ impl PyRun {
         quality: Option<PathBuf>,
         max_fake_probability: f64,
         rebuild: bool,
+        device: &str,
     ) -> PyResult<PyRun> {
+        let device: trackgnn_engine::Device = device.parse().map_err(|e| config_error(format!("device: {e}")))?;
         let weights = Weights::from_str(weights).expect("infallible");
         let mut tracks = track_config(method, score_cut)?;
         tracks.min_hits = min_hits;
@@ -118,9 +121,9 @@ impl PyRun {
         let rec = py
             .detach(|| {
                 let run = RunDir::open(&path)?;
-                Ok::<_, trackgnn_reco::Error>(
-                    Reconstructor::open(&run, &weights, det)?.with_tracks(tracks)?.with_truth_scores(truth_scores),
-                )
+                let rec =
+                    Reconstructor::open(&run, &weights, det)?.with_tracks(tracks)?.with_truth_scores(truth_scores);
+                rec.with_scoring(&Scoring { device: Some(device), precision: None })
             })
             .map_err(|e| to_py_at(e, &path))?;
         let rec = match quality {

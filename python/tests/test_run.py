@@ -110,6 +110,12 @@ def test_run_errors(tmp_path, tiny, run, event):
     graph, _ = trackgnn.build_graph(event, recipe)
     with pytest.raises(trackgnn.ConfigError, match="edge features"):
         run.score(graph)
+    with pytest.raises(trackgnn.ConfigError, match="unknown device `gpu`"):
+        trackgnn.Run(tiny / "run", device="gpu")
+    if not trackgnn.Run(tiny / "run", device="cpu").score(graphs(tiny)[0]).size:
+        raise AssertionError("the CPU scores")
+    with pytest.raises(trackgnn.TrackgnnError, match="cuda:1: this build of trackgnn has no backend"):
+        trackgnn.Run(tiny / "run", device="cuda:1")
     no_truth = trackgnn.Event.from_columns(1, event.hits())
     with pytest.raises(trackgnn.TrackgnnError, match="truth"):
         trackgnn.track_metrics(no_truth, np.zeros(no_truth.num_hits, dtype=np.uint32))

@@ -39,7 +39,7 @@ pub struct BenchRun {
 
 impl BenchRun {
     /// Steps on the synthetic graph `graph` says (the model and precision are set
-    /// per row by [`measure_all`]).
+    /// per row by `measure_all`, feature `cuda`).
     pub fn sized(graph: DeviceBench, steps: usize, warmup: usize) -> Self {
         BenchRun {
             variant: String::new(),

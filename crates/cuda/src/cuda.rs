@@ -48,7 +48,10 @@ fn blas_err(what: &str) -> impl Fn(blas::CublasError) -> BackendError + '_ {
 pub fn device_count() -> Result<usize, BackendError> {
     // SAFETY: only tries to open the library.
     if !unsafe { drv_sys::is_culib_present() } {
-        return Err(missing("libcuda", "the NVIDIA driver's libcuda.so.1 was not found: is a driver installed?"));
+        return Err(missing(
+            "libcuda",
+            "install an NVIDIA driver for CUDA 13 (580 or later), which provides libcuda.so.1",
+        ));
     }
     drv::init().map_err(driver_err("init"))?;
     Ok(drv::device::get_count().map_err(driver_err("device count"))? as usize)
@@ -59,7 +62,10 @@ impl CudaBackend {
     pub fn new(ordinal: usize) -> Result<Self, BackendError> {
         // SAFETY: only tries to open the libraries.
         if !unsafe { drv_sys::is_culib_present() } {
-            return Err(missing("libcuda", "the NVIDIA driver's libcuda.so.1 was not found: is a driver installed?"));
+            return Err(missing(
+                "libcuda",
+                "install an NVIDIA driver for CUDA 13 (580 or later), which provides libcuda.so.1",
+            ));
         }
         if !unsafe { blas_sys::is_culib_present() } {
             return Err(missing(

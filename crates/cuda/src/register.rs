@@ -1,4 +1,4 @@
-//! Plugging the backend into the engine's seam: after [`register`], `executor_on(cuda:N, …)`
+//! Plugging the backend into the engine's seam: after `register` (feature `cuda`), `executor_on(cuda:N, …)`
 //! (and so `train --device cuda:N`, `eval`, `reconstruct`) runs on GPU N.
 
 use std::sync::Arc;

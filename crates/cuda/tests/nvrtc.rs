@@ -13,7 +13,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_warnings() {
             std::env::var_os("TRACKGNN_REQUIRE_NVRTC").is_none(),
             "TRACKGNN_REQUIRE_NVRTC is set but libnvrtc.so.13 is not on LD_LIBRARY_PATH"
         );
-        eprintln!("skipped: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.*; see crates/cuda/README.md)");
+        eprintln!("skipped: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.*; see docs/gpu.md)");
         return;
     }
     let (major, minor) = nvrtc::version().unwrap();
