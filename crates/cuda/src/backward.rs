@@ -23,11 +23,9 @@ pub enum DInput {
         /// Add instead of overwrite.
         accumulate: bool,
     },
-    /// A split first layer: dz_1 written to `dz1` (rows × d1); the rest block's gradient to
-    /// `drest` (added or overwritten), the node states' gradient added to `dh`.
+    /// A split first layer: the rest block's gradient to `drest` (added or overwritten), the
+    /// node states' gradient added to `dh` (through dz_1 summed over each node's edges).
     Split {
-        /// dz of the first layer.
-        dz1: DevPtr,
         /// The rest block's gradient and whether to add to it.
         drest: Option<(DevPtr, bool)>,
         /// dL/dh of the node states the split products read.
@@ -38,8 +36,6 @@ pub enum DInput {
 /// The backward's device buffers, reused from step to step.
 #[derive(Default)]
 pub struct Workspace {
-    /// dL/dz of a split first layer (E × d1).
-    pub dz1: Slot<f32>,
     /// dL/dh of the current iteration (N × H).
     pub dh: Slot<f32>,
     /// dL/dh of the previous iteration (N × H).
@@ -58,8 +54,6 @@ pub struct Workspace {
     pub sc: crate::model::Scratch,
     /// dL/dy of an affine norm's output, for its γ and β gradients.
     pub gy: Slot<f32>,
-    /// A layer's input activations, recomputed.
-    pub acts: Slot<f32>,
     /// Partial column sums.
     pub partial: Slot<f32>,
     /// The upstream gradients uploaded: dL/dlogits, dL/daux.
@@ -71,9 +65,9 @@ pub struct Workspace {
 impl Workspace {
     /// Bytes held on the device.
     pub fn bytes(&self) -> usize {
-        [&self.dz1, &self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
+        [&self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
             .iter()
-            .chain([&self.gy, &self.acts, &self.partial, &self.upstream[0], &self.upstream[1]].iter())
+            .chain([&self.gy, &self.partial, &self.upstream[0], &self.upstream[1]].iter())
             .map(|s| s.bytes())
             .sum::<usize>()
             + self.sc.bytes()
@@ -173,10 +167,9 @@ impl DeviceModel {
         for l in (0..n_layers).rev() {
             let layer = &mlp.layers[l];
             let d = layer.dout;
-            let dz = match (l, din) {
-                (0, DInput::Split { dz1, .. }) => dz1,
-                _ => ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr(),
-            };
+            // dz in place of the layer's output gradient where that is ours (a split first
+            // layer's dz_1 included: it never leaves this call).
+            let dz = ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr();
             let gy = if layer.affine.is_some() { ws.gy.scratch(dev, rows * width)?.ptr() } else { 0 };
             let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
             let pre = cache.pre[l].ptr();
@@ -205,9 +198,11 @@ impl DeviceModel {
             self.column_sums(dz, None, rows, d, gw(layer.b), &mut ws.partial)?;
             let din_w = layer.din;
             if l > 0 {
-                // dW_l += dzᵀ·a_{l−1}, with a_{l−1} recomputed; dL/da_{l−1} = dz·W_l.
+                // dW_l += dzᵀ·a_{l−1}, with a_{l−1} recomputed into the buffer that then takes
+                // dL/da_{l−1} = dz·W_l.
                 let prev = &mlp.layers[l - 1];
-                let acts = ws.acts.scratch(dev, rows * width)?.ptr();
+                let next = ws.sc.act[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
+                let acts = next;
                 let (pg, pb) = prev.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
                 launch(
                     dev.as_ref(),
@@ -224,7 +219,6 @@ impl DeviceModel {
                     ],
                 )?;
                 self.product((d, din_w, rows), (dz, d, true), (acts, din_w, false), (gw(layer.w), din_w), true)?;
-                let next = ws.sc.act[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
                 self.product((rows, din_w, d), (dz, d, false), (self.w(layer.w), din_w, false), (next, din_w), false)?;
                 g_in = next;
                 continue;
@@ -242,7 +236,7 @@ impl DeviceModel {
                         )?;
                     }
                 }
-                (Input::Split { h, nodes, h_dim, rest }, DInput::Split { dz1, drest, dh }) => {
+                (Input::Split { h, nodes, h_dim, rest }, DInput::Split { drest, dh }) => {
                     if let Some((r, rd)) = rest {
                         let wc = 2 * h_dim;
                         self.product(
@@ -257,7 +251,7 @@ impl DeviceModel {
                             self.product((rows, rd, d), (dz, d, false), (w, din_w, false), (dr, rd), accumulate)?;
                         }
                     }
-                    self.split_backward_nodes(g, layer.w, (d, din_w), dz1, (h, nodes, h_dim), dh, grad, ws)?;
+                    self.split_backward_nodes(g, layer.w, (d, din_w), dz, (h, nodes, h_dim), dh, grad, ws)?;
                 }
                 (Input::Split { .. }, _) => unreachable!("a split input's gradient is DInput::Split"),
             }
@@ -384,7 +378,6 @@ impl DeviceModel {
     /// Sizes the backward's gradient buffers and zeroes dL/dh and dL/de.
     pub(crate) fn start_backward(&self, g: &DeviceGraph, ws: &mut Workspace) -> Result<(), BackendError> {
         let (dev, n, e, hd) = (&self.dev, g.num_nodes, g.num_edges, self.cfg.hidden);
-        ws.dz1.scratch(dev, e * hd.max(1))?;
         for s in [&mut ws.dh, &mut ws.dh_prev] {
             s.get(dev, n * hd)?.zero()?;
         }
@@ -406,7 +399,7 @@ impl DeviceModel {
     ) -> Result<(), BackendError> {
         let (n, e, hd, lay) = (g.num_nodes, g.num_edges, self.cfg.hidden, &self.layout);
         let input = Input::Split { h: h_last, nodes: n, h_dim: hd, rest: Some((e_last, hd)) };
-        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
+        let din = DInput::Split { drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
         self.mlp_backward(g, &lay.classifier, input, e, cls, dlogits, din, grad, ws)?;
         if let (Some(head), Some(daux)) = (&lay.aux_head, daux) {
             let input = Input::Dense { x: e_last, dim: hd };
@@ -438,13 +431,13 @@ impl DeviceModel {
         let node_in = ic.node_in.ptr();
         if self.cfg.update_order == UpdateOrder::NodeFirst {
             // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
-            let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh.ptr() };
+            let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh.ptr() };
             self.mlp_backward(g, edge_mlp, edge_input(h_next), e, &ic.edge_net, de, din, grad, ws)?;
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_it, &ic.agg, grad, ws)?;
         } else {
             // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_next, &ic.agg, grad, ws)?;
-            let din = DInput::Split { dz1: ws.dz1.ptr(), drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
+            let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
             self.mlp_backward(g, edge_mlp, edge_input(h_it), e, &ic.edge_net, de, din, grad, ws)?;
         }
         std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
@@ -463,7 +456,7 @@ impl DeviceModel {
     ) -> Result<(), BackendError> {
         let (n, e, lay) = (g.num_nodes, g.num_edges, &self.layout);
         let input = self.edge_encoder_input(g, h0);
-        let din = DInput::Split { dz1: ws.dz1.ptr(), drest: None, dh: ws.dh.ptr() };
+        let din = DInput::Split { drest: None, dh: ws.dh.ptr() };
         self.mlp_backward(g, &lay.edge_encoder, input, e, edge_cache, ws.de.ptr(), din, grad, ws)?;
         let input = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
         self.mlp_backward(g, &lay.node_encoder, input, n, node_cache, ws.dh.ptr(), DInput::None, grad, ws)

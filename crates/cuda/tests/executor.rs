@@ -166,7 +166,7 @@ fn checkpointing_cuts_the_planned_peak_of_acorns_step() {
         ["none", "per-iteration", "every:2+bf16"].iter().map(|&m| (m, planned_peak(m, 20_000, 160_000))).collect();
     let (none, per_it, bf16) = (peaks[0].1, peaks[1].1, peaks[2].1);
     // Acorn at 8 iterations keeps 8 iterations' caches without checkpointing, one with it
-    // (planned at 20k nodes, 160k edges: 4.6, 1.9 and 1.4 GB).
+    // (planned at 20k nodes, 160k edges: 4.5, 1.8 and 1.3 GB).
     assert!(per_it * 2 < none, "{peaks:?}");
     assert!(bf16 < per_it, "{peaks:?}");
     // The planned peak grows with the graph: 10x the edges, about 10x the bytes.
