@@ -24,14 +24,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use trackgnn_cuda::backward::Workspace;
+use trackgnn_cuda::testing::{max_rel_diff, option_sets, random_graph};
 use trackgnn_cuda::{Backend, DevBuf, DeviceCache, DeviceExecutor, DeviceGraph, DeviceModel};
 use trackgnn_engine::loss::bce_with_logits;
-use trackgnn_engine::ops::{Activation, Aggr};
 use trackgnn_engine::optim::AdamWConfig;
-use trackgnn_engine::{
-    CpuExecutor, Device, ForwardCache, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, Norm, Precision,
-    UpdateOrder,
-};
+use trackgnn_engine::{CpuExecutor, Device, ForwardCache, GnnExecutor, GraphInput, InteractionGnn, Precision};
 use trackgnn_trackml::rng::Rng;
 
 fn main() -> ExitCode {
@@ -57,46 +54,9 @@ fn main() -> ExitCode {
 /// One forward and backward on the device: logits, gradients, the forward's buffers.
 type Pass = (Vec<f32>, Vec<f32>, DeviceCache);
 
-/// The option sets.
-fn option_sets() -> Vec<(&'static str, ModelConfig, usize)> {
-    let other = ModelConfig {
-        hidden: 48,
-        iterations: 3,
-        mlp_depth: 3,
-        classifier_depth: 2,
-        activation: Activation::Tanh,
-        output_activation: Activation::Identity,
-        norm: Norm::None,
-        output_norm: false,
-        aggregation: vec![Aggr::Std, Aggr::Max],
-        recurrent: false,
-        residual: true,
-        update_order: UpdateOrder::NodeFirst,
-        aux_pt: true,
-    };
-    vec![
-        ("default", ModelConfig::default(), 0),
-        ("acorn", ModelConfig::acorn(), 0),
-        ("bench_spec", ModelConfig::bench_spec(), 0),
-        ("other", other, 2),
-    ]
-}
-
-/// A random graph of the parity size with isolated nodes and repeated pairs.
-fn graph(n: usize, e: usize, edge_dim: usize, seed: u64) -> (GraphInput<f32>, Vec<u8>) {
-    let mut rng = Rng::new(seed);
-    let src: Vec<u32> = (0..e).map(|_| rng.below(n as u64 - 3) as u32).collect();
-    let dst: Vec<u32> = (0..e).map(|_| rng.below(n as u64 - 3) as u32).collect();
-    let x: Vec<f32> = (0..n * 3).map(|_| rng.range(-1.0, 1.0) as f32).collect();
-    let ea: Vec<f32> = (0..e * edge_dim).map(|_| rng.range(-1.0, 1.0) as f32).collect();
-    let y: Vec<u8> = (0..e).map(|_| u8::from(rng.bernoulli(0.3))).collect();
-    (GraphInput::new(n, &x, 3, &ea, edge_dim, &src, &dst), y)
-}
-
 /// max |a − b| over the largest |b| (at least 1e-3).
 fn rel(a: &[f32], b: &[f32]) -> f64 {
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
-    f64::from(a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max) / scale)
+    f64::from(max_rel_diff(a, b))
 }
 
 fn run(
@@ -121,7 +81,7 @@ fn run(
         }
         for precision in [Precision::F32, Precision::Bf16] {
             let tol = if precision == Precision::F32 { 1e-4 } else { 5e-2 };
-            let (g, y) = graph(nodes, edges, edge_dim, 7);
+            let (g, y) = random_graph(nodes, edges, edge_dim, 7);
             let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, edge_dim, &mut Rng::new(11));
             model.set_precision(precision);
             let mut rng = Rng::new(9);

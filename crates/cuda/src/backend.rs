@@ -32,6 +32,17 @@ impl Arg {
         }
     }
 
+    /// The argument's bits in a 64-bit parameter slot (a 4-byte value in the low bytes, read by
+    /// a little-endian kernel through its own type).
+    pub fn slot(&self) -> u64 {
+        match *self {
+            Arg::Ptr(p) => p,
+            Arg::I32(v) => u64::from(v as u32),
+            Arg::U32(v) => u64::from(v),
+            Arg::F32(v) => u64::from(v.to_bits()),
+        }
+    }
+
     /// An `int` argument from a size (sizes are checked to fit when a graph is uploaded).
     pub fn int(v: usize) -> Arg {
         Arg::I32(i32::try_from(v).expect("size fits a kernel's int"))

@@ -40,6 +40,16 @@ fn driver_err(what: &str) -> impl Fn(drv::DriverError) -> BackendError + '_ {
     move |e| BackendError::Device(format!("CUDA {what}: {e:?}"))
 }
 
+/// cuBLAS's operation for an operand stored transposed or not.
+fn op(transposed: bool) -> blas_sys::cublasOperation_t {
+    if transposed { blas_sys::cublasOperation_t::CUBLAS_OP_T } else { blas_sys::cublasOperation_t::CUBLAS_OP_N }
+}
+
+/// A matrix dimension as cuBLAS's `int`.
+fn int(v: usize) -> Result<i32, BackendError> {
+    i32::try_from(v).map_err(|_| BackendError::Device(format!("matrix dimension {v} exceeds cuBLAS's int")))
+}
+
 fn blas_err(what: &str) -> impl Fn(blas::CublasError) -> BackendError + '_ {
     move |e| BackendError::Device(format!("cuBLAS {what}: {e:?}"))
 }
@@ -214,15 +224,7 @@ impl Backend for CudaBackend {
     }
 
     fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError> {
-        let mut slots: Vec<u64> = args
-            .iter()
-            .map(|a| match *a {
-                Arg::Ptr(p) => p,
-                Arg::I32(v) => v as u32 as u64,
-                Arg::U32(v) => u64::from(v),
-                Arg::F32(v) => u64::from(v.to_bits()),
-            })
-            .collect();
+        let mut slots: Vec<u64> = args.iter().map(Arg::slot).collect();
         let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
         let _g = self.enter()?;
         // SAFETY: arguments checked against the kernel's parameters; little-endian slots; the
@@ -238,12 +240,6 @@ impl Backend for CudaBackend {
         if g.bf16 {
             return self.gemm_bf16(g);
         }
-        let op = |t: bool| {
-            if t { blas_sys::cublasOperation_t::CUBLAS_OP_T } else { blas_sys::cublasOperation_t::CUBLAS_OP_N }
-        };
-        let int = |v: usize| {
-            i32::try_from(v).map_err(|_| BackendError::Device(format!("matrix dimension {v} exceeds cuBLAS's int")))
-        };
         let _guard = self.enter()?;
         // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: B's memory first.
         // SAFETY: the pointers hold the matrices their shapes and strides say (the caller's
@@ -314,12 +310,6 @@ impl CudaBackend {
             };
             convert(g.a, a_rows, a_cols, g.lda, a16)?;
             convert(g.b, b_rows, b_cols, g.ldb, b16)?;
-            let op = |t: bool| {
-                if t { blas_sys::cublasOperation_t::CUBLAS_OP_T } else { blas_sys::cublasOperation_t::CUBLAS_OP_N }
-            };
-            let int = |v: usize| {
-                i32::try_from(v).map_err(|_| BackendError::Device(format!("matrix dimension {v} exceeds cuBLAS's int")))
-            };
             let bf16 = blas_sys::cudaDataType::CUDA_R_16BF;
             let _guard = self.enter()?;
             // SAFETY: packed bf16 operands of the shapes above; C as the caller's.

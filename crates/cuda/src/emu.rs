@@ -95,15 +95,7 @@ impl Backend for Emulator {
 
     fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError> {
         // Each argument by value in its own slot; the kernel reads its slot through its own type.
-        let mut slots: Vec<u64> = args
-            .iter()
-            .map(|a| match *a {
-                Arg::Ptr(p) => p,
-                Arg::I32(v) => v as u32 as u64,
-                Arg::U32(v) => u64::from(v),
-                Arg::F32(v) => u64::from(v.to_bits()),
-            })
-            .collect();
+        let mut slots: Vec<u64> = args.iter().map(Arg::slot).collect();
         let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| (s as *mut u64).cast::<c_void>()).collect();
         let _one_at_a_time = LAUNCH.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the arguments match the kernel's parameters (checked by `backend::launch`);

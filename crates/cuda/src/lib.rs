@@ -26,6 +26,7 @@ pub mod model;
 pub mod nvrtc;
 pub mod plan;
 pub mod register;
+pub mod testing;
 
 pub use backend::{Arg, Backend, BackendError, DevBuf, DevPtr, Gemm};
 #[cfg(feature = "cuda")]

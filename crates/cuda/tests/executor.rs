@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use trackgnn_cuda::testing::{max_rel_diff, random_graph};
 use trackgnn_cuda::{Backend, DeviceExecutor, Emulator};
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::optim::AdamWConfig;
@@ -10,18 +11,7 @@ use trackgnn_engine::{CpuExecutor, Device, GnnExecutor, GraphInput, InteractionG
 use trackgnn_trackml::rng::Rng;
 
 fn graph(n: usize, e: usize, seed: u64) -> (GraphInput<f32>, Vec<u8>) {
-    let mut rng = Rng::new(seed);
-    let src: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
-    let dst: Vec<u32> = (0..e).map(|_| rng.below(n as u64) as u32).collect();
-    let x: Vec<f32> = (0..n * 3).map(|_| rng.range(-1.0, 1.0) as f32).collect();
-    let y: Vec<u8> = (0..e).map(|_| u8::from(rng.bernoulli(0.3))).collect();
-    (GraphInput::new(n, &x, 3, &[], 0, &src, &dst), y)
-}
-
-fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max) / scale
+    random_graph(n, e, 0, seed)
 }
 
 /// Three AdamW steps on two graphs per step, on both executors; every step's logits, gradients
@@ -76,9 +66,10 @@ fn training_steps_match_the_cpu_engine_in_f32() {
 
 #[test]
 fn training_steps_match_the_cpu_engine_in_bf16() {
-    // Both round the products' operands to bf16 and accumulate in f32, in different orders.
+    // Both round the products' operands to bf16 and accumulate in f32, in different orders:
+    // within the CPU bf16 path's 5% after three steps of each.
     let spec = ModelConfig { hidden: 32, iterations: 2, ..ModelConfig::bench_spec() };
-    train_side_by_side(spec, Precision::Bf16, 2e-2);
+    train_side_by_side(spec, Precision::Bf16, 5e-2);
 }
 
 #[test]

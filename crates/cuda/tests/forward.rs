@@ -4,64 +4,34 @@
 use std::sync::Arc;
 
 use trackgnn_cuda::backward::Workspace;
+use trackgnn_cuda::testing::{max_rel_diff, option_sets, random_graph};
 use trackgnn_cuda::{Backend, DevBuf, DeviceCache, DeviceGraph, DeviceModel, Emulator};
-use trackgnn_engine::ops::{Activation, Aggr};
-use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, Norm, UpdateOrder};
+use trackgnn_engine::{ForwardCache, GraphInput, InteractionGnn, ModelConfig};
 use trackgnn_trackml::rng::Rng;
 
-/// A random graph of `n` nodes and `e` edges with isolated nodes and repeated pairs.
-fn graph(n: usize, e: usize, node_dim: usize, edge_dim: usize, seed: u64) -> GraphInput<f32> {
-    let mut rng = Rng::new(seed);
-    // The last two nodes get no edges (empty aggregations).
-    let node = |rng: &mut Rng| rng.below(n as u64 - 2) as u32;
-    let src: Vec<u32> = (0..e).map(|_| node(&mut rng)).collect();
-    let dst: Vec<u32> = (0..e).map(|_| node(&mut rng)).collect();
-    let x: Vec<f32> = (0..n * node_dim).map(|_| rng.range(-1.0, 1.0) as f32).collect();
-    let ea: Vec<f32> = (0..e * edge_dim).map(|_| rng.range(-1.0, 1.0) as f32).collect();
-    GraphInput::new(n, &x, node_dim, &ea, edge_dim, &src, &dst)
-}
-
-/// The option sets: trackgnn's default, acorn's, BENCH_SPEC's and one with the rest of the
-/// options (edge features, depth 3, per-iteration networks, no norm, the auxiliary head).
+/// The option sets at small sizes (widths below, at and above a warp, not multiples of it).
 fn configs() -> Vec<(&'static str, ModelConfig, usize)> {
-    let small = |c: ModelConfig| ModelConfig { hidden: 16, iterations: 2, ..c };
-    vec![
-        ("default", small(ModelConfig::default()), 0),
-        ("acorn", small(ModelConfig::acorn()), 0),
-        ("bench_spec", ModelConfig { hidden: 40, ..small(ModelConfig::bench_spec()) }, 0),
-        (
-            "other",
-            ModelConfig {
-                hidden: 36,
-                iterations: 3,
-                mlp_depth: 3,
-                classifier_depth: 2,
-                activation: Activation::Tanh,
-                output_activation: Activation::Identity,
-                norm: Norm::None,
-                output_norm: false,
-                aggregation: vec![Aggr::Std, Aggr::Max],
-                recurrent: false,
-                residual: true,
-                update_order: UpdateOrder::NodeFirst,
-                aux_pt: true,
-            },
-            2,
-        ),
-    ]
+    let hidden = [16, 16, 40, 36];
+    option_sets()
+        .into_iter()
+        .zip(hidden)
+        .map(|((name, cfg, edge_dim), hidden)| {
+            let iterations = if name == "other" { 3 } else { 2 };
+            (name, ModelConfig { hidden, iterations, ..cfg }, edge_dim)
+        })
+        .collect()
 }
 
-fn max_rel_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max) / scale
+/// A random graph of `n` nodes and `e` edges with isolated nodes and repeated pairs.
+fn graph(n: usize, e: usize, edge_dim: usize, seed: u64) -> GraphInput<f32> {
+    random_graph(n, e, edge_dim, seed).0
 }
 
 #[test]
 fn emulated_forward_matches_the_cpu_engine_for_every_option_set() {
     let dev: Arc<dyn Backend> = Arc::new(Emulator::new());
     for (name, cfg, edge_dim) in configs() {
-        let g = graph(30, 120, 3, edge_dim, 7);
+        let g = graph(30, 120, edge_dim, 7);
         let model = InteractionGnn::<f32>::new(cfg.clone(), 3, edge_dim, &mut Rng::new(11));
         let mut cpu = ForwardCache::default();
         model.forward(&g, &mut cpu);
@@ -100,7 +70,7 @@ fn emulated_forward_matches_the_cpu_engine_for_every_option_set() {
 fn emulated_backward_matches_the_cpu_engine_for_every_option_set() {
     let dev: Arc<dyn Backend> = Arc::new(Emulator::new());
     for (name, cfg, edge_dim) in configs() {
-        let g = graph(30, 120, 3, edge_dim, 5);
+        let g = graph(30, 120, edge_dim, 5);
         let mut model = InteractionGnn::<f32>::new(cfg.clone(), 3, edge_dim, &mut Rng::new(3));
         let mut rng = Rng::new(9);
         let dlogits: Vec<f32> = (0..g.num_edges()).map(|_| rng.range(-1.0, 1.0) as f32).collect();
