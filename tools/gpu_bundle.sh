@@ -15,6 +15,8 @@ cargo build --release -p trackgnn --features cuda
 cargo build --release -p trackgnn-cuda --features cuda --example gpu_parity
 mkdir -p "$out"
 cp target/release/trackgnn target/release/examples/gpu_parity "$out/"
+# The commit the binaries were built from (results name it), `+dirty` with uncommitted changes.
+echo "$(git rev-parse HEAD)$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock || echo +dirty)" >"$out/COMMIT"
 strip "$out/trackgnn" "$out/gpu_parity"
 bench="$root/../shared/bench/torch_reference/bench.py"
 if [[ -f "$bench" ]]; then

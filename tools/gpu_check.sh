@@ -6,7 +6,7 @@
 #
 #   tools/gpu_check.sh BUNDLE OUT [PART ...]
 #
-#   BUNDLE  the folder tools/gpu_bundle.sh wrote (trackgnn, gpu_parity, bench.py)
+#   BUNDLE  the folder tools/gpu_bundle.sh wrote (trackgnn, gpu_parity, bench.py, COMMIT)
 #   OUT     where the results go: summary.md (the tables), results.json, log.txt
 #   PART    parity, speed, inference, memory, demo (default: all of them, in that order)
 #
@@ -40,8 +40,11 @@ export TRACKGNN_KERNEL_CACHE="$work/kernels"
 export PYTHONUNBUFFERED=1
 tg="$bundle/trackgnn"
 say "== $(date -u +%FT%TZ) gpu_check on $(hostname)"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
-say "trackgnn: $("$tg" --version)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+    echo "trackgnn commit: $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)"
+} | tee -a "$log" >"$work/gpu.txt"
+say "trackgnn: $("$tg" --version), commit $(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # run NAME SECONDS CMD...: the command's output into the log and $work/NAME.out.
 run() {
@@ -96,7 +99,8 @@ python3 - "$work" "$out" <<'PY' | tee -a "$log"
 import glob, json, os, re, sys
 work, out = sys.argv[1], sys.argv[2]
 res = {"parity": None, "trackgnn": {}, "pytorch": {}}
-lines = []
+gpu = os.path.join(work, "gpu.txt")
+lines = ["```", open(gpu).read().strip() if os.path.exists(gpu) else "no GPU information", "```", ""]
 p = os.path.join(work, "parity", "parity.json")
 if os.path.exists(p):
     res["parity"] = json.load(open(p))
