@@ -52,10 +52,8 @@ fn on_emulator(
     optimizer: AdamWConfig,
 ) -> Result<Box<dyn GnnExecutor>, DeviceError> {
     let dev: Arc<dyn Backend> = Arc::new(Emulator::new());
-    let device = match device {
-        Device::CudaLocal => Device::Cuda(local_ordinal(local_rank(|k| std::env::var(k).ok()), 1)),
-        d => d,
-    };
+    // The emulator is one device: every rank's `cuda` is its GPU 0.
+    let device = if device == Device::CudaLocal { Device::Cuda(0) } else { device };
     Ok(Box::new(DeviceExecutor::new(dev, device, model, optimizer)?))
 }
 
