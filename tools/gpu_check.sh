@@ -86,7 +86,8 @@ if has inference; then
 fi
 if has memory; then
     huge=(--nodes 200000 --edges 1600000)
-    run memory 120 "$tg" bench engine --device cuda:0 --only acorn --precision bf16 "${huge[@]}" --json --steps 3 --warmup 1
+    run memory 120 "$tg" bench engine --device cuda:0 --only acorn --precision bf16 --checkpoint every:2+bf16 "${huge[@]}" --json --steps 3 --warmup 1
+    run memory_none 120 "$tg" bench engine --device cuda:0 --only acorn --precision bf16 "${huge[@]}" --json --steps 3 --warmup 1
     torch_bench torch_memory_bf16_ckpt 90 --model acorn --variant bf16-ckpt "${huge[@]}" --steps 3 --warmup 1
     torch_bench torch_memory_f32 90 --model acorn --variant plain "${huge[@]}" --steps 3 --warmup 1
 fi
@@ -105,7 +106,7 @@ p = os.path.join(work, "parity", "parity.json")
 if os.path.exists(p):
     res["parity"] = json.load(open(p))
     lines += [open(os.path.join(work, "parity", "parity.md")).read(), ""]
-for name in ("speed", "inference", "memory"):
+for name in ("speed", "inference", "memory", "memory_none"):
     f = os.path.join(work, name + ".out")
     if os.path.exists(f) and os.path.getsize(f):
         try:
@@ -127,8 +128,8 @@ for name, vs in res["trackgnn"].items():
         continue
     for v in vs:
         rows.append((name, v))
-lines.append("| check | model | precision | nodes | edges | trackgnn s/step | products alone | peak GiB | PyTorch eager f32 | PyTorch bf16 | × eager | × bf16 |")
-lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+lines.append("| check | model | precision | checkpointing | nodes | edges | trackgnn s/step | products alone | peak GiB | planned GiB | PyTorch eager f32 | PyTorch bf16 | × eager | × bf16 |")
+lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 pt = res["pytorch"]
 for name, v in rows:
     model = "spec" if v["variant"] == "benchspec" else v["variant"]
@@ -143,8 +144,10 @@ for name, v in rows:
     g = v.get("gemm_only_seconds")
     fmt = lambda x: "—" if x is None else f"{x:.4f}"
     ratio = lambda x: "—" if x is None else f"{x / s:.2f}"
-    lines.append(f"| {name} | {v['variant']} | {v['precision']} | {v['nodes']} | {v['edges']} | {s:.4f} | {fmt(g)} | "
-                 f"{v['peak_memory_bytes'] / 2**30:.2f} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
+    plan = v.get("planned_peak_bytes")
+    plan = "—" if plan is None else f"{plan / 2**30:.2f}"
+    lines.append(f"| {name} | {v['variant']} | {v['precision']} | {v.get('checkpointing', '—')} | {v['nodes']} | {v['edges']} | "
+                 f"{s:.4f} | {fmt(g)} | {v['peak_memory_bytes'] / 2**30:.2f} | {plan} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
 for k, v in pt.items():
     if v.get("peak_memory_bytes"):
         lines.append(f"\nPyTorch {k}: peak {v['peak_memory_bytes'] / 2**30:.2f} GiB, {v['step_seconds_mean']} s/step")

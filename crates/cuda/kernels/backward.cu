@@ -3,46 +3,44 @@
  * Linear's node side, the aggregations' backward and the residual bookkeeping. */
 
 /* dL/dz of one layer from dL/d(its output) in g_in, a warp per row: with y = x̂·γ + β (or z
- * without a norm; x̂ or z in pre), gy = g_in ⊙ act'(y), written to
- * gy_out when it is not null (the norm's γ, β gradients read it); then, with a norm,
- * dz = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)) with dx̂ = gy·γ; else dz = gy. dz goes to dz_out
- * (which may be g_in itself). */
-KERNEL void layer_backward(const float* g_in, const float* __restrict__ pre, const float* __restrict__ rstd,
-                           const float* __restrict__ gamma, const float* __restrict__ beta, int norm, int act,
-                           float* gy_out, float* dz_out, int rows, int d) {
+ * without a norm; x̂ or z in pre, bf16 bits when pre_bf16), gy = g_in ⊙ act'(y); then, with a
+ * norm, dz = rstd·(dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)) with dx̂ = gy·γ; else dz = gy. dz goes to
+ * dz_out (which may be g_in itself: the norm's γ, β partials are taken before, by
+ * norm_param_partials). */
+KERNEL void layer_backward(const float* g_in, const void* __restrict__ pre, int pre_bf16,
+                           const float* __restrict__ rstd, const float* __restrict__ gamma,
+                           const float* __restrict__ beta, int norm, int act, float* dz_out, int rows, int d) {
     long r = warp_row();
     int lane = lane_id();
     if (r >= rows) return;
-    const float* x = pre + r * d;
-    const float* gi = g_in + r * d;
-    float* gz = dz_out + r * d;
-    float* gy = gy_out ? gy_out + r * d : 0;
+    long base = r * d;
+    const float* gi = g_in + base;
+    float* gz = dz_out + base;
     float s = 0.0f, sx = 0.0f;
     for (int j = lane; j < d; j += WARP) {
-        float y = x[j];
-        if (norm && gamma) y = y * gamma[j] + beta[j];
+        float x = load_saved(pre, base + j, pre_bf16);
+        float y = (norm && gamma) ? x * gamma[j] + beta[j] : x;
         float g = gi[j] * act_df(act, y);
-        if (gy) gy[j] = g;
         float dxh = (norm && gamma) ? g * gamma[j] : g;
         s += dxh;
-        sx += dxh * x[j];
+        sx += dxh * x;
         gz[j] = dxh;
     }
     if (!norm) return;
     float mean_g = warp_sum(s) / (float)d;
     float mean_gx = warp_sum(sx) / (float)d;
     float rs = rstd[r];
-    for (int j = lane; j < d; j += WARP) gz[j] = rs * (gz[j] - mean_g - x[j] * mean_gx);
+    for (int j = lane; j < d; j += WARP) gz[j] = rs * (gz[j] - mean_g - load_saved(pre, base + j, pre_bf16) * mean_gx);
 }
 
-/* out = act(x̂·γ + β) (or act(z)): a layer's output recomputed from what its forward kept, the
- * next layer's input for its weight gradient; a thread per element. */
-KERNEL void recompute_act(const float* __restrict__ pre, const float* __restrict__ gamma,
+/* out = act(x̂·γ + β) (or act(z)): a layer's output recomputed from what its forward kept (bf16
+ * bits when pre_bf16), the next layer's input for its weight gradient; a thread per element. */
+KERNEL void recompute_act(const void* __restrict__ pre, int pre_bf16, const float* __restrict__ gamma,
                           const float* __restrict__ beta, int act, float* __restrict__ out, int rows, int d) {
     long i = thread_index();
     if (i >= (long)rows * d) return;
     int j = (int)(i % d);
-    float y = pre[i];
+    float y = load_saved(pre, i, pre_bf16);
     if (gamma) y = y * gamma[j] + beta[j];
     out[i] = act_f(act, y);
 }
@@ -66,6 +64,30 @@ KERNEL void column_partials(const float* __restrict__ a, const float* __restrict
         acc += b ? v * b[(long)r * d + j] : v;
     }
     partial[i] = acc;
+}
+
+/* An affine LayerNorm's parameter-gradient partials, read before its layer's backward may
+ * overwrite g_in: with gy = g_in ⊙ act'(x̂·γ + β) (x̂ in pre, bf16 bits when pre_bf16),
+ * pg[c][j] = Σ gy·x̂ and pb[c][j] = Σ gy over the rows of chunk c (column_partials' chunks), in
+ * row order; a thread per (chunk, column). */
+KERNEL void norm_param_partials(const float* __restrict__ g_in, const void* __restrict__ pre, int pre_bf16,
+                                const float* __restrict__ gamma, const float* __restrict__ beta, int act,
+                                int rows, int d, float* __restrict__ pg, float* __restrict__ pb) {
+    long i = thread_index();
+    int chunks = (rows + COLUMN_CHUNK - 1) / COLUMN_CHUNK;
+    if (i >= (long)chunks * d) return;
+    int c = (int)(i / d), j = (int)(i % d);
+    int r1 = (c + 1) * COLUMN_CHUNK < rows ? (c + 1) * COLUMN_CHUNK : rows;
+    float ag = 0.0f, ab = 0.0f;
+    for (int r = c * COLUMN_CHUNK; r < r1; r++) {
+        long k = (long)r * d + j;
+        float x = load_saved(pre, k, pre_bf16);
+        float g = g_in[k] * act_df(act, x * gamma[j] + beta[j]);
+        ag += g * x;
+        ab += g;
+    }
+    pg[i] = ag;
+    pb[i] = ab;
 }
 
 /* out[j] += Σ over chunks of partial[c][j], in chunk order; a thread per column. */

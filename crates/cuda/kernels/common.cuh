@@ -39,8 +39,11 @@ __device__ __forceinline__ unsigned short bf16_bits(float f) {
     return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* f rounded to bfloat16, as a float. */
-__device__ __forceinline__ float bf16_round(float f) { return __uint_as_float(((unsigned)bf16_bits(f)) << 16); }
+/* Element i of what a layer's forward saved for its backward: f32, or bfloat16 bits when
+ * `bf16` (bf16 training keeps x̂ in half the bytes). */
+__device__ __forceinline__ float load_saved(const void* p, long i, int bf16) {
+    return bf16 ? __uint_as_float(((unsigned)((const unsigned short*)p)[i]) << 16) : ((const float*)p)[i];
+}
 
 /* The sum of v over the 32 lanes of a warp, the same in every lane: a fixed butterfly, so the
  * same bits on every run. */

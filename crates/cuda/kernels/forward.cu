@@ -5,15 +5,16 @@
  *   split 1: z += ga[src] + gb[dst] (the split first layer: its node products gathered);
  *   split 2: z  = ga[src] + gb[dst] (a split layer without a third block: z is not read);
  * then z += bias; LayerNorm when `norm` (z becomes x̂, rstd[row] = 1/σ; y = x̂·γ + β with
- * `gamma`, `beta` or x̂ when they are null); out = act(y) (+ residual when not null). z keeps
- * what the backward reads: x̂, or the biased z without a norm, rounded to bfloat16 when
- * `round_saved` (bf16 training: the forward's output is computed before the rounding). */
-KERNEL void mlp_layer_post(float* __restrict__ z, const float* __restrict__ bias,
+ * `gamma`, `beta` or x̂ when they are null); out = act(y) (+ residual when not null). What the
+ * backward reads, x̂ (or the biased z without a norm), stays in z, or goes rounded to bfloat16
+ * into saved16 when that is not null (bf16 training: the forward's output is computed before
+ * the rounding); then z may be `out` itself (each lane reads an element before writing it). */
+KERNEL void mlp_layer_post(float* z, const float* __restrict__ bias,
                            const float* __restrict__ ga, const float* __restrict__ gb,
                            const unsigned* __restrict__ src, const unsigned* __restrict__ dst, int split,
                            const float* __restrict__ gamma, const float* __restrict__ beta, int norm,
                            float* __restrict__ rstd, int act, const float* __restrict__ residual,
-                           float* __restrict__ out, int round_saved, int rows, int d) {
+                           float* out, unsigned short* __restrict__ saved16, int rows, int d) {
     long r = warp_row();
     int lane = lane_id();
     if (r >= rows) return;
@@ -44,7 +45,10 @@ KERNEL void mlp_layer_post(float* __restrict__ z, const float* __restrict__ bias
     for (int j = lane; j < d; j += WARP) {
         float y = zr[j];
         if (norm) y = (y - mean) * rs;
-        zr[j] = round_saved ? bf16_round(y) : y;
+        if (saved16)
+            saved16[r * d + j] = bf16_bits(y);
+        else
+            zr[j] = y;
         if (norm && gamma) y = y * gamma[j] + beta[j];
         y = act_f(act, y);
         if (res) y += res[j];

@@ -84,6 +84,20 @@ pub struct Gemm {
     pub bf16: bool,
 }
 
+impl Gemm {
+    /// op(A)'s stored shape (rows, columns) and op(B)'s: the packed bf16 copies' sizes.
+    pub fn operand_shapes(&self) -> ((usize, usize), (usize, usize)) {
+        let a = if self.trans_a { (self.k, self.m) } else { (self.m, self.k) };
+        let b = if self.trans_b { (self.n, self.k) } else { (self.k, self.n) };
+        (a, b)
+    }
+
+    /// Whether a backend runs anything for it (an empty product with β = 1 leaves C alone).
+    pub fn is_empty(&self) -> bool {
+        self.m == 0 || self.n == 0 || (self.k == 0 && self.beta == 1.0)
+    }
+}
+
 /// Why a device operation failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BackendError {

@@ -52,8 +52,6 @@ pub struct Workspace {
     /// backward's recomputed forwards, whose hidden activations are dead by the time their
     /// backward needs gradient buffers.
     pub sc: crate::model::Scratch,
-    /// dL/dy of an affine norm's output, for its γ and β gradients.
-    pub gy: Slot<f32>,
     /// Partial column sums.
     pub partial: Slot<f32>,
     /// The upstream gradients uploaded: dL/dlogits, dL/daux.
@@ -67,7 +65,7 @@ impl Workspace {
     pub fn bytes(&self) -> usize {
         [&self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
             .iter()
-            .chain([&self.gy, &self.partial, &self.upstream[0], &self.upstream[1]].iter())
+            .chain([&self.partial, &self.upstream[0], &self.upstream[1]].iter())
             .map(|s| s.bytes())
             .sum::<usize>()
             + self.sc.bytes()
@@ -112,6 +110,50 @@ impl DeviceModel {
             &[Arg::Ptr(a), Arg::Ptr(b.unwrap_or(0)), Arg::int(rows), Arg::int(d), Arg::Ptr(p)],
         )?;
         launch(dev, "column_total", d, &[Arg::Ptr(p), Arg::int(chunks), Arg::int(d), Arg::Ptr(out)])
+    }
+
+    /// An affine norm's γ and β gradients (added at `out`) from dL/d(its layer's output) `g_in`
+    /// and the saved x̂: the column sums of gy ⊙ x̂ and of gy, gy = g_in ⊙ act'(x̂·γ + β),
+    /// without storing gy.
+    #[allow(clippy::too_many_arguments)]
+    fn norm_param_grads(
+        &self,
+        g_in: DevPtr,
+        (pre, pre_bf16): (Arg, Arg),
+        (gamma, beta, act): (DevPtr, DevPtr, i32),
+        rows: usize,
+        d: usize,
+        (out_g, out_b): (DevPtr, DevPtr),
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let chunks = rows.div_ceil(COLUMN_CHUNK);
+        if chunks == 0 {
+            return Ok(());
+        }
+        let pg = ws.partial.scratch(&self.dev, 2 * chunks * d)?.ptr();
+        let pb = pg + (chunks * d * 4) as u64;
+        let dev = self.dev.as_ref();
+        launch(
+            dev,
+            "norm_param_partials",
+            chunks * d,
+            &[
+                Arg::Ptr(g_in),
+                pre,
+                pre_bf16,
+                Arg::Ptr(gamma),
+                Arg::Ptr(beta),
+                Arg::I32(act),
+                Arg::int(rows),
+                Arg::int(d),
+                Arg::Ptr(pg),
+                Arg::Ptr(pb),
+            ],
+        )?;
+        for (p, out) in [(pg, out_g), (pb, out_b)] {
+            launch(dev, "column_total", d, &[Arg::Ptr(p), Arg::int(chunks), Arg::int(d), Arg::Ptr(out)])?;
+        }
+        Ok(())
     }
 
     /// C (+)= op(A)·op(B) on row-major matrices.
@@ -170,31 +212,30 @@ impl DeviceModel {
             // dz in place of the layer's output gradient where that is ours (a split first
             // layer's dz_1 included: it never leaves this call).
             let dz = ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr();
-            let gy = if layer.affine.is_some() { ws.gy.scratch(dev, rows * width)?.ptr() } else { 0 };
             let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
-            let pre = cache.pre[l].ptr();
+            let (pre, pre_bf16) = cache.saved(l);
+            if let Some((gi, bi)) = layer.affine {
+                // γ and β from g_in before the layer's backward overwrites it (dz may be g_in).
+                self.norm_param_grads(g_in, (pre, pre_bf16), (gamma, beta, layer.act), rows, d, (gw(gi), gw(bi)), ws)?;
+            }
             launch(
                 dev.as_ref(),
                 "layer_backward",
                 rows * WARP,
                 &[
                     Arg::Ptr(g_in),
-                    Arg::Ptr(pre),
+                    pre,
+                    pre_bf16,
                     Arg::Ptr(cache.rstd[l].ptr()),
                     Arg::Ptr(gamma),
                     Arg::Ptr(beta),
                     Arg::I32(layer.norm.into()),
                     Arg::I32(layer.act),
-                    Arg::Ptr(gy),
                     Arg::Ptr(dz),
                     Arg::int(rows),
                     Arg::int(d),
                 ],
             )?;
-            if let Some((gi, bi)) = layer.affine {
-                self.column_sums(gy, Some(pre), rows, d, gw(gi), &mut ws.partial)?;
-                self.column_sums(gy, None, rows, d, gw(bi), &mut ws.partial)?;
-            }
             self.column_sums(dz, None, rows, d, gw(layer.b), &mut ws.partial)?;
             let din_w = layer.din;
             if l > 0 {
@@ -204,12 +245,14 @@ impl DeviceModel {
                 let next = ws.sc.act[(l + 1) % 2].scratch(dev, rows * width)?.ptr();
                 let acts = next;
                 let (pg, pb) = prev.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
+                let prev_saved = cache.saved(l - 1);
                 launch(
                     dev.as_ref(),
                     "recompute_act",
                     rows * din_w,
                     &[
-                        Arg::Ptr(cache.pre[l - 1].ptr()),
+                        prev_saved.0,
+                        prev_saved.1,
                         Arg::Ptr(pg),
                         Arg::Ptr(pb),
                         Arg::I32(prev.act),

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use trackgnn_engine::bench::{DeviceBench, spec_graph_sized};
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::optim::AdamWConfig;
-use trackgnn_engine::{Device, DeviceError, GnnExecutor, InteractionGnn, ModelConfig, Precision};
+use trackgnn_engine::{Checkpointing, Device, DeviceError, GnnExecutor, InteractionGnn, ModelConfig, Precision};
 use trackgnn_trackml::rng::Rng;
 
 use crate::backend::{Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
-use crate::executor::DeviceExecutor;
+use crate::executor::{DeviceExecutor, planned_step_bytes};
 
 /// What [`measure`] runs.
 #[derive(Clone, Debug)]
@@ -35,12 +35,14 @@ pub struct BenchRun {
     pub warmup: usize,
     /// Time inference (the forward alone, nothing kept) instead of training steps.
     pub inference: bool,
+    /// Activation checkpointing of the training step.
+    pub checkpointing: Checkpointing,
 }
 
 impl BenchRun {
-    /// Steps on the synthetic graph `graph` says (the model and precision are set
-    /// per row by `measure_all`, feature `cuda`).
-    pub fn sized(graph: DeviceBench, steps: usize, warmup: usize) -> Self {
+    /// Steps on the synthetic graph `graph` says, checkpointed as `checkpointing` says (the
+    /// model and precision are set per row by `measure_all`, feature `cuda`).
+    pub fn sized(graph: DeviceBench, steps: usize, warmup: usize, checkpointing: Checkpointing) -> Self {
         BenchRun {
             variant: String::new(),
             model: ModelConfig::default(),
@@ -50,6 +52,7 @@ impl BenchRun {
             steps,
             warmup,
             inference: graph.inference,
+            checkpointing,
         }
     }
 }
@@ -65,6 +68,8 @@ pub struct GpuStepFigures {
     pub precision: String,
     /// `forward + backward + Adam` or `inference`.
     pub what: String,
+    /// Activation checkpointing of the training step (`none`, `every:2+bf16`, …).
+    pub checkpointing: String,
     /// Parameters.
     pub parameters: usize,
     /// Nodes.
@@ -91,6 +96,9 @@ pub struct GpuStepFigures {
     /// The most bytes the backend held at once during the timed steps (its own allocations:
     /// activations, workspace, parameters, gradients, the graph).
     pub peak_memory_bytes: usize,
+    /// The training step's peak as the memory planner predicts it ([`planned_step_bytes`]: the
+    /// `--max-memory` budget's figure), to hold beside the measured one (training only).
+    pub planned_peak_bytes: Option<usize>,
 }
 
 impl std::fmt::Display for GpuStepFigures {
@@ -120,12 +128,11 @@ impl std::fmt::Display for GpuStepFigures {
                 100.0 * g / self.step_seconds_mean
             )?;
         }
-        writeln!(
-            f,
-            "  peak memory {:.3} GiB; device copy bandwidth {:.0} GB/s",
-            gib(self.peak_memory_bytes),
-            self.copy_bandwidth_bytes_per_second / 1e9
-        )
+        write!(f, "  peak memory {:.3} GiB", gib(self.peak_memory_bytes))?;
+        if let Some(p) = self.planned_peak_bytes {
+            write!(f, " (planned {:.3} GiB, checkpointing {})", gib(p), self.checkpointing)?;
+        }
+        writeln!(f, "; device copy bandwidth {:.0} GB/s", self.copy_bandwidth_bytes_per_second / 1e9)
     }
 }
 
@@ -136,6 +143,8 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     let (g, y) = spec_graph_sized(run.nodes, run.edges);
     let mut model = InteractionGnn::<f32>::new(run.model.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(run.precision);
+    model.checkpointing = run.checkpointing;
+    let planned = (!run.inference).then(|| planned_step_bytes(&model, run.nodes, run.edges));
     let parameters = model.params.len();
     let adam = AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() };
     let backend: Arc<dyn Backend> = recording.clone();
@@ -192,6 +201,7 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         variant: run.variant.clone(),
         precision: run.precision.to_string(),
         what: if run.inference { "inference" } else { "forward + backward + Adam" }.into(),
+        checkpointing: run.checkpointing.to_string(),
         parameters,
         nodes: run.nodes,
         edges: run.edges,
@@ -204,6 +214,7 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         gemm_calls_per_step: gemms.len(),
         copy_bandwidth_bytes_per_second: bandwidth,
         peak_memory_bytes: peak,
+        planned_peak_bytes: planned,
     })
 }
 

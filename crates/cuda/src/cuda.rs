@@ -234,7 +234,7 @@ impl Backend for CudaBackend {
     }
 
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
-        if g.m == 0 || g.n == 0 || (g.k == 0 && g.beta == 1.0) {
+        if g.is_empty() {
             return Ok(());
         }
         if g.bf16 {
@@ -295,8 +295,7 @@ impl CudaBackend {
     /// [`Backend::gemm`] with bf16 operands: A and B rounded into packed bf16 copies, then one
     /// cublasGemmEx accumulating in f32 on the tensor cores.
     fn gemm_bf16(&self, g: &Gemm) -> Result<(), BackendError> {
-        let (a_rows, a_cols) = if g.trans_a { (g.k, g.m) } else { (g.m, g.k) };
-        let (b_rows, b_cols) = if g.trans_b { (g.n, g.k) } else { (g.k, g.n) };
+        let ((a_rows, a_cols), (b_rows, b_cols)) = g.operand_shapes();
         let a16 = self.alloc(2 * a_rows * a_cols)?;
         let b16 = self.alloc(2 * b_rows * b_cols)?;
         let result = (|| {

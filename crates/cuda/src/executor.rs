@@ -281,6 +281,12 @@ impl GnnExecutor for DeviceExecutor {
         (a + b * nodes as f64 + c * edges as f64).max(0.0) as usize
     }
 
+    fn take_peak_bytes(&mut self) -> Option<usize> {
+        let peak = self.dev.memory().peak;
+        self.dev.reset_peak();
+        Some(peak)
+    }
+
     fn release_buffers(&mut self) {
         self.cache = DeviceCache::default();
         self.ws = Workspace::default();

@@ -55,12 +55,14 @@ impl<T: Copy + Default> Slot<T> {
     }
 }
 
-/// What a forward of one MLP keeps for its backward: per layer x̂ (or z without a norm) and
-/// 1/σ per row.
+/// What a forward of one MLP keeps for its backward: per layer x̂ (or z without a norm), in
+/// f32 or (bf16 saved activations) as bf16 bits, and 1/σ per row.
 #[derive(Default)]
 pub struct MlpCache {
-    /// Per layer (rows × dout).
+    /// Per layer (rows × dout; unallocated when the layer's x̂ is in `pre16`).
     pub pre: Vec<Slot<f32>>,
+    /// Per layer, x̂ rounded to bf16 (rows × dout; unallocated when it is in `pre`).
+    pub pre16: Vec<Slot<u16>>,
     /// Per layer (rows; unallocated without a norm).
     pub rstd: Vec<Slot<f32>>,
 }
@@ -68,7 +70,16 @@ pub struct MlpCache {
 impl MlpCache {
     /// Bytes held on the device.
     pub fn bytes(&self) -> usize {
-        self.pre.iter().chain(&self.rstd).map(Slot::bytes).sum()
+        self.pre.iter().chain(&self.rstd).map(Slot::bytes).sum::<usize>()
+            + self.pre16.iter().map(Slot::bytes).sum::<usize>()
+    }
+
+    /// Layer `l`'s saved x̂ for the kernels: its address and whether it is bf16 bits.
+    pub(crate) fn saved(&self, l: usize) -> (Arg, Arg) {
+        match self.pre16.get(l).and_then(Slot::buf) {
+            Some(p) => (p.arg(), Arg::I32(1)),
+            None => (Arg::Ptr(self.pre[l].ptr()), Arg::I32(0)),
+        }
     }
 }
 
@@ -302,10 +313,23 @@ impl DeviceModel {
         let (split, act) = ((&mut sc.split_a, &mut sc.split_b), &mut sc.act);
         let n_layers = mlp.layers.len();
         cache.pre.resize_with(n_layers, Slot::default);
+        cache.pre16.resize_with(n_layers, Slot::default);
         cache.rstd.resize_with(n_layers, Slot::default);
         let width = mlp.layers.iter().map(|l| l.dout).max().unwrap_or(0);
+        let packed = self.saved == Precision::Bf16;
         for (l, layer) in mlp.layers.iter().enumerate() {
-            let z = cache.pre[l].scratch(dev, rows * layer.dout)?.ptr();
+            let last = l + 1 == n_layers;
+            let y = if last { out } else { act[l % 2].scratch(dev, rows * width)?.ptr() };
+            // With bf16 saved activations the product goes into the output, where the epilogue
+            // turns it into y in place, and x̂ into half the bytes; else it goes into the f32
+            // cache, which keeps x̂.
+            let (z, saved16) = if packed {
+                cache.pre[l] = Slot::default();
+                (y, cache.pre16[l].scratch(dev, rows * layer.dout)?.ptr())
+            } else {
+                cache.pre16[l] = Slot::default();
+                (cache.pre[l].scratch(dev, rows * layer.dout)?.ptr(), 0)
+            };
             let rstd = if layer.norm { cache.rstd[l].scratch(dev, rows)?.ptr() } else { 0 };
             let mut split_mode = 0;
             let (mut ga, mut gb) = (0, 0);
@@ -328,8 +352,6 @@ impl DeviceModel {
                 let x = act[(l - 1) % 2].ptr();
                 self.linear(x, rows, layer.din, layer.din, layer.w, layer.din, 0, layer.dout, z)?;
             }
-            let last = l + 1 == n_layers;
-            let y = if last { out } else { act[l % 2].scratch(dev, rows * width)?.ptr() };
             let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
             let res = if last { residual.unwrap_or(0) } else { 0 };
             launch(
@@ -351,7 +373,7 @@ impl DeviceModel {
                     Arg::I32(layer.act),
                     Arg::Ptr(res),
                     Arg::Ptr(y),
-                    Arg::I32((self.saved == Precision::Bf16).into()),
+                    Arg::Ptr(saved16),
                     Arg::int(rows),
                     Arg::int(layer.dout),
                 ],

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Allocations, Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
 
-/// The planning backend: allocations are counted, kernels and products do nothing, downloads
+/// The planning backend: allocations are counted (the bf16 products' packed operand copies
+/// included, as the CUDA backend makes them), kernels and products compute nothing, downloads
 /// read zeros.
 pub struct Planner {
     next: AtomicU64,
@@ -53,7 +54,14 @@ impl Backend for Planner {
     fn launch_checked(&self, _: usize, _: u32, _: u32, _: &[Arg]) -> Result<(), BackendError> {
         Ok(())
     }
-    fn gemm(&self, _: &Gemm) -> Result<(), BackendError> {
+    fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
+        // The CUDA backend's bf16 products round A and B into packed copies for the call.
+        if g.bf16 && !g.is_empty() {
+            let ((ar, ac), (br, bc)) = g.operand_shapes();
+            let (a16, b16) = (self.alloc(2 * ar * ac)?, self.alloc(2 * br * bc)?);
+            self.free(a16);
+            self.free(b16);
+        }
         Ok(())
     }
     fn copy(&self, _: DevPtr, _: DevPtr, _: usize) -> Result<(), BackendError> {

@@ -7,7 +7,9 @@ use trackgnn_cuda::testing::{max_rel_diff, random_graph};
 use trackgnn_cuda::{Backend, DeviceExecutor, Emulator};
 use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::optim::AdamWConfig;
-use trackgnn_engine::{CpuExecutor, Device, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, Precision};
+use trackgnn_engine::{
+    Checkpointing, CpuExecutor, Device, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, Precision,
+};
 use trackgnn_trackml::rng::Rng;
 
 fn graph(n: usize, e: usize, seed: u64) -> (GraphInput<f32>, Vec<u8>) {
@@ -179,6 +181,7 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
         steps: 2,
         warmup: 1,
         inference: false,
+        checkpointing: Checkpointing::NONE,
     };
     let r = measure(emu.clone(), Device::Cuda(0), &run).unwrap();
     assert_eq!((r.nodes, r.edges, r.device.as_str()), (40, 160, "emulator"));
@@ -187,6 +190,8 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
     // BENCH_SPEC with one iteration: encoders, edge and node networks, classifier.
     assert!(r.gemm_calls_per_step > 20 && r.gemm_only_seconds.unwrap() > 0.0, "{r:?}");
     assert!(r.peak_memory_bytes > 4 * r.parameters, "{r:?}");
+    // The planner's figure is the step's own peak (nothing is allocated between steps).
+    assert_eq!(r.planned_peak_bytes, Some(r.peak_memory_bytes), "{r:?}");
     assert!(r.copy_bandwidth_bytes_per_second > 0.0);
     // Everything the step allocated is freed with it.
     assert_eq!(emu.memory().current, 0);
@@ -209,4 +214,30 @@ fn the_step_estimate_is_the_devices_own_plan() {
         let off = (estimate as f64 / planned as f64 - 1.0).abs();
         assert!(off < 0.02, "{mode}: estimate {estimate} against the plan {planned}");
     }
+}
+
+#[test]
+fn bf16_training_keeps_its_saved_activations_in_half_the_bytes() {
+    // Without checkpointing the MLPs' saved x̂ are most of the step; bf16 keeps them as bf16
+    // bits (the values the CPU engine keeps rounded), f32 as f32.
+    let peak = |precision| {
+        let mut model = InteractionGnn::<f32>::new(ModelConfig::acorn(), 3, 0, &mut Rng::new(1));
+        model.set_precision(precision);
+        trackgnn_cuda::executor::planned_step_bytes(&model, 20_000, 160_000)
+    };
+    let (f32_peak, bf16_peak) = (peak(Precision::F32), peak(Precision::Bf16));
+    assert!((bf16_peak as f64) < 0.85 * f32_peak as f64, "bf16 {bf16_peak} against f32 {f32_peak}");
+}
+
+#[test]
+fn bench_memory_on_a_device_reads_its_allocator_beside_the_plan() {
+    trackgnn_cuda::register_emulator();
+    let mode = "every:2+bf16".parse().unwrap();
+    let r = trackgnn_engine::bench::measure_memory(mode, 120, 4.0, (8, 2), 1, Device::Cuda(0)).unwrap();
+    assert_eq!((r.device.as_str(), r.checkpointing.as_str(), r.edges), ("cuda:0", "every:2+bf16", 120));
+    let planned = r.planned_peak_bytes.unwrap() as f64;
+    // The estimate is the plan's affine fit; the emulator allocates what a GPU would.
+    let off = (r.counted_peak_bytes as f64 / planned - 1.0).abs();
+    assert!(off < 0.05, "device peak {} against the plan {planned}", r.counted_peak_bytes);
+    assert!(r.step_seconds.unwrap() > 0.0 && r.engine_bytes > 0);
 }

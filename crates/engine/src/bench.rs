@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use trackgnn_trackml::rng::Rng;
 
 use crate::alloc::{self, peak_rss_bytes};
-use crate::executor::{CpuExecutor, GnnExecutor};
+use crate::executor::{CpuExecutor, Device, DeviceError, GnnExecutor, executor_on};
 use crate::gemm_replay::replay;
 use crate::loss::bce_with_logits;
 use crate::matmul::stats;
@@ -453,10 +453,19 @@ pub struct MemoryFigures {
     pub hidden: usize,
     /// Message-passing iterations.
     pub iterations: usize,
+    /// Where the steps ran (`cpu`, `cuda:0`).
+    #[serde(default = "cpu_name")]
+    pub device: String,
     /// Mean seconds of a timed step.
     pub step_seconds: Option<f64>,
-    /// Peak heap bytes the counting allocator saw during the steps.
+    /// Peak bytes counted during the timed steps: on the CPU the heap's (the counting
+    /// allocator's), on a GPU the device allocator's (the backend's own buffers, as Table 2
+    /// reports a GPU's memory).
     pub counted_peak_bytes: u64,
+    /// On a GPU, the device's planned peak of the same step (the `--max-memory` budget's
+    /// figure), to hold beside the measured one; null on the CPU.
+    #[serde(default)]
+    pub planned_peak_bytes: Option<u64>,
     /// The engine's own count of its buffers, parameters and optimiser state.
     pub engine_bytes: u64,
     /// Peak RSS of the process.
@@ -465,15 +474,24 @@ pub struct MemoryFigures {
     pub skipped: bool,
 }
 
+fn cpu_name() -> String {
+    Device::Cpu.to_string()
+}
+
 /// Runs one warm-up and `steps` timed training steps of a model (`hidden`, `iterations`,
-/// checkpointing `mode`) on a [`synthetic_graph`] of `edges` edges, counting memory.
+/// checkpointing `mode`) on a [`synthetic_graph`] of `edges` edges on `device`, counting
+/// memory (a GPU's from its allocator, [`GnnExecutor::take_peak_bytes`]).
 pub fn measure_memory(
     mode: Checkpointing,
     edges: usize,
     edges_per_node: f64,
     (hidden, iterations): (usize, usize),
     steps: usize,
-) -> MemoryFigures {
+    device: Device,
+) -> Result<MemoryFigures, DeviceError> {
+    if device != Device::Cpu {
+        return measure_device_memory(mode, edges, edges_per_node, (hidden, iterations), steps, device);
+    }
     let (g, y) = synthetic_graph(edges, edges_per_node, 1);
     let cfg = ModelConfig { hidden, iterations, ..ModelConfig::default() };
     let mut model = InteractionGnn::<f32>::new(cfg, 3, 4, &mut Rng::new(1));
@@ -497,18 +515,68 @@ pub fn measure_memory(
             times.push(t.elapsed().as_secs_f64());
         }
     }
-    MemoryFigures {
+    Ok(MemoryFigures {
         checkpointing: mode.to_string(),
         edges,
         nodes: g.num_nodes,
         hidden,
         iterations,
+        device: cpu_name(),
         step_seconds: finite(times.iter().sum::<f64>() / times.len() as f64),
         counted_peak_bytes: alloc::peak_bytes().saturating_sub(heap_before) as u64,
+        planned_peak_bytes: None,
         engine_bytes: engine_peak as u64,
         peak_rss_bytes: peak_rss_bytes(),
         skipped: false,
+    })
+}
+
+/// [`measure_memory`] on a GPU: the steps through its executor, the peak from its allocator
+/// after the warm-up step, beside its planned peak.
+fn measure_device_memory(
+    mode: Checkpointing,
+    edges: usize,
+    edges_per_node: f64,
+    (hidden, iterations): (usize, usize),
+    steps: usize,
+    device: Device,
+) -> Result<MemoryFigures, DeviceError> {
+    let (g, y) = synthetic_graph(edges, edges_per_node, 1);
+    let cfg = ModelConfig { hidden, iterations, ..ModelConfig::default() };
+    let mut model = InteractionGnn::<f32>::new(cfg, 3, 4, &mut Rng::new(1));
+    model.checkpointing = mode;
+    let params = model.params.len();
+    let mut exec = executor_on(device, model, AdamWConfig::default())?;
+    let planned = exec.estimate_step_bytes(g.num_nodes, edges) as u64;
+    let mut dl = vec![0.0f32; edges];
+    let (mut times, mut engine_peak, mut peak) = (Vec::new(), 0, 0);
+    for step in 0..1 + steps {
+        let t = Instant::now();
+        exec.zero_grad();
+        bce_with_logits(exec.forward(&g)?, &y, None, 1.0, &mut dl);
+        exec.backward(&g, &dl)?;
+        exec.optimizer_step(1e-3)?;
+        engine_peak = engine_peak.max(exec.buffer_bytes() + 3 * params * 4);
+        let step_peak = exec.take_peak_bytes().unwrap_or(0);
+        if step > 0 {
+            times.push(t.elapsed().as_secs_f64());
+            peak = peak.max(step_peak);
+        }
     }
+    Ok(MemoryFigures {
+        checkpointing: mode.to_string(),
+        edges,
+        nodes: g.num_nodes,
+        hidden,
+        iterations,
+        device: exec.device().to_string(),
+        step_seconds: finite(times.iter().sum::<f64>() / times.len().max(1) as f64),
+        counted_peak_bytes: peak as u64,
+        planned_peak_bytes: Some(planned),
+        engine_bytes: engine_peak as u64,
+        peak_rss_bytes: peak_rss_bytes(),
+        skipped: false,
+    })
 }
 
 /// One row of `bench memory`: measured, or skipped because it would not fit.
@@ -644,8 +712,13 @@ impl fmt::Display for MemoryRow {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
         let gb = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.3}", v as f64 / 1e9));
         let (mode, edges, r, note) = match self {
-            MemoryRow::Ran { figures, .. } => (&figures.checkpointing, figures.edges, Some(figures), ""),
-            MemoryRow::Skipped { checkpointing, edges, note, .. } => (checkpointing, *edges, None, note.as_str()),
+            MemoryRow::Ran { figures: f, .. } => {
+                let note = f.planned_peak_bytes.map_or(String::new(), |p| {
+                    format!("{}: counted = device peak; planned {:.3} GB", f.device, p as f64 / 1e9)
+                });
+                (&f.checkpointing, f.edges, Some(f), note)
+            }
+            MemoryRow::Skipped { checkpointing, edges, note, .. } => (checkpointing, *edges, None, note.clone()),
         };
         write!(
             out,
@@ -786,8 +859,10 @@ mod tests {
             nodes: e / 15,
             hidden: 8,
             iterations: 1,
+            device: cpu_name(),
             step_seconds: Some(0.1),
             counted_peak_bytes: 100 * e as u64,
+            planned_peak_bytes: None,
             engine_bytes: 0,
             peak_rss_bytes: 0,
             skipped: false,
@@ -837,8 +912,10 @@ mod tests {
                 nodes: edges / 10,
                 hidden: 8,
                 iterations: 1,
+                device: cpu_name(),
                 step_seconds: Some(secs),
                 counted_peak_bytes: bytes,
+                planned_peak_bytes: None,
                 engine_bytes: bytes,
                 peak_rss_bytes: bytes,
                 skipped: false,

@@ -179,6 +179,13 @@ pub trait GnnExecutor: Send + Sync {
     /// Frees the buffers a training step keeps between calls (they are allocated again by the
     /// next forward).
     fn release_buffers(&mut self);
+
+    /// The most bytes the device's allocator held at once since the last call (or since the
+    /// executor was made), then starts a new count; `None` where the device has no allocator of
+    /// its own (the CPU: its buffers are the process heap's, counted by [`crate::alloc`]).
+    fn take_peak_bytes(&mut self) -> Option<usize> {
+        None
+    }
 }
 
 /// A GPU backend's constructor: `model` on `device` (a `cuda` one) with an AdamW of these
@@ -190,7 +197,9 @@ pub type GpuExecutorFactory =
 static CUDA_BACKEND: OnceLock<GpuExecutorFactory> = OnceLock::new();
 
 /// Makes `cuda:N` devices available to [`executor_on`]: called once by the program that links
-/// the CUDA backend (`trackgnn_cuda::register`), since the engine cannot depend on it.
+/// the CUDA backend (`trackgnn_cuda::register`), since the engine cannot depend on it. The first
+/// registration stays for the life of the process: a later one (a test registering the kernel
+/// emulator after the real GPU, say) is ignored.
 pub fn register_cuda_backend(factory: GpuExecutorFactory) {
     let _ = CUDA_BACKEND.set(factory);
 }

@@ -160,6 +160,14 @@ impl From<trackgnn_engine::ConfigError> for Error {
     }
 }
 
+/// A device backend's failure (out of memory, a lost GPU), through the model crate's error
+/// that already names the device.
+impl From<trackgnn_engine::DeviceError> for Error {
+    fn from(e: trackgnn_engine::DeviceError) -> Self {
+        Error::Model(trackgnn_model::Error::from(e))
+    }
+}
+
 impl Error {
     /// The model crate's [`Setting`](M::Setting): the configuration key `field` cannot be used.
     pub fn config(field: &'static str, message: impl Into<String>) -> Self {

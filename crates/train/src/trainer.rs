@@ -785,7 +785,7 @@ impl<'a> Trainer<'a> {
         }
         let update = finite && !(spike && self.cfg.loss_spike != SpikeAction::Warn);
         if update {
-            self.exec.optimizer_step(lr).map_err(device_error)?;
+            self.exec.optimizer_step(lr)?;
             self.state.accum.loss_sum += loss;
             self.state.accum.aux_loss_sum += aux_loss.unwrap_or(0.0);
             self.state.accum.grad_norm_sum += grad_norm;
@@ -879,7 +879,7 @@ impl<'a> Trainer<'a> {
                     halo_nodes += plan.halo_rows() as f64;
                 }
                 edges += s.input.num_edges() as f64;
-                let logits = self.exec.forward(&s.input).map_err(device_error)?;
+                let logits = self.exec.forward(&s.input)?;
                 let mut dl = vec![0.0f32; s.input.num_edges()];
                 let l = bce_with_logits(logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
                 loss_sum += l * s.loss_scale;
@@ -895,9 +895,9 @@ impl<'a> Trainer<'a> {
                     aux_sum += mse_over(self.exec.aux(), &s.log_pt, &s.aux_weight, s.aux_edges, &mut da);
                     let k = (lambda / gps as f64) as f32;
                     da.iter_mut().for_each(|g| *g *= k);
-                    self.exec.backward_aux(&s.input, &dl, &da).map_err(device_error)?;
+                    self.exec.backward_aux(&s.input, &dl, &da)?;
                 } else {
-                    self.exec.backward(&s.input, &dl).map_err(device_error)?;
+                    self.exec.backward(&s.input, &dl)?;
                 }
             }
         }
@@ -1076,9 +1076,4 @@ fn checksum(w: &[f32]) -> [f64; 2] {
         hi = hi.wrapping_add(b >> 16);
     }
     [(lo % (1 << 52)) as f64, (hi % (1 << 52)) as f64]
-}
-
-/// A device backend's failure (out of memory, a lost GPU) as the trainer's error.
-fn device_error(e: trackgnn_engine::DeviceError) -> Error {
-    Error::Model(trackgnn_model::Error::from(e))
 }

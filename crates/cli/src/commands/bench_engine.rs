@@ -121,7 +121,7 @@ fn flag(v: impl ValueEnum) -> String {
 fn gpu_bench(a: &BenchEngineArgs, device: trackgnn_engine::Device) -> Result<ExitCode> {
     let variants = a.only.map_or(vec![Variant::BenchSpec, Variant::Acorn], |v| vec![v]);
     let precisions = a.precision.map_or(vec![Precision::F32, Precision::Bf16], |p| vec![p]);
-    let run = trackgnn_cuda::bench::BenchRun::sized(a.gpu, a.steps, a.warmup);
+    let run = trackgnn_cuda::bench::BenchRun::sized(a.gpu, a.steps, a.warmup, a.checkpoint);
     let models: Vec<_> = variants.iter().map(|v| (v.name(), v.model())).collect();
     let rows = trackgnn_cuda::bench::measure_all(device, &models, &precisions, &run)?;
     match a.json.json {

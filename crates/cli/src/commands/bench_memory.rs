@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use trackgnn_engine::Checkpointing;
 use trackgnn_engine::bench::{
     MemoryFigures, MemoryRow, MemoryStudy, available_bytes, measure_memory, memory_header, memory_rows,
@@ -40,6 +40,9 @@ pub struct BenchMemoryArgs {
     pub steps: usize,
     #[command(flatten)]
     pub threads: crate::cli::ThreadsArg,
+    /// Where the steps run: cpu, or cuda:N (the GPU allocator's peak; docs/gpu.md).
+    #[arg(long, default_value = "cpu", value_name = "cpu|cuda:N")]
+    pub device: trackgnn_engine::Device,
     /// Directory for the memory-vs-size plot.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
@@ -56,14 +59,13 @@ fn run_in_child(a: &BenchMemoryArgs, exe: &std::path::Path, mode: Checkpointing,
     let mut cmd = Command::new(exe);
     cmd.args(["bench", "memory", "--only", &format!("{mode}@{e}"), "--hidden", &a.hidden.to_string()]);
     cmd.args(["--iters", &a.iters.to_string(), "--steps", &a.steps.to_string()]);
-    cmd.args(["--edges-per-node", &a.edges_per_node.to_string()]);
+    cmd.args(["--edges-per-node", &a.edges_per_node.to_string(), "--device", &a.device.to_string()]);
     if let Some(t) = a.threads.threads {
         cmd.args(["--threads", &t.to_string()]);
     }
     let out = cmd.output().context("running a memory row")?;
-    if !out.status.success() {
-        bail!("row {mode} @ {e} edges failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
+    let why = String::from_utf8_lossy(&out.stderr).trim().trim_start_matches("error: ").to_owned();
+    anyhow::ensure!(out.status.success(), "row {mode} @ {e} edges failed: {why}");
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
@@ -116,7 +118,7 @@ pub fn run(a: BenchMemoryArgs) -> Result<ExitCode> {
         let (m, e) = only.split_once('@').context("--only MODE@EDGES")?;
         let pool = thread_pool(a.threads.threads)?;
         let (mode, e): (Checkpointing, usize) = (m.parse().map_err(anyhow::Error::msg)?, e.parse()?);
-        let row = pool.install(|| measure_memory(mode, e, a.edges_per_node, (a.hidden, a.iters), a.steps));
+        let row = pool.install(|| measure_memory(mode, e, a.edges_per_node, (a.hidden, a.iters), a.steps, a.device))?;
         print_json(&serde_json::to_value(&row)?);
         return Ok(ExitCode::SUCCESS);
     }
