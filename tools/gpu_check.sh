@@ -128,8 +128,8 @@ for name, vs in res["trackgnn"].items():
         continue
     for v in vs:
         rows.append((name, v))
-lines.append("| check | model | precision | checkpointing | nodes | edges | trackgnn s/step | products alone | peak GiB | planned GiB | PyTorch eager f32 | PyTorch bf16 | × eager | × bf16 |")
-lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+lines.append("| check | model | precision | checkpointing | nodes | edges | trackgnn s/step | products alone | bytes bound s | step / bound | peak GiB | planned GiB | PyTorch eager f32 | PyTorch bf16 | × eager | × bf16 |")
+lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 pt = res["pytorch"]
 for name, v in rows:
     model = "spec" if v["variant"] == "benchspec" else v["variant"]
@@ -147,7 +147,8 @@ for name, v in rows:
     plan = v.get("planned_peak_bytes")
     plan = "—" if plan is None else f"{plan / 2**30:.2f}"
     lines.append(f"| {name} | {v['variant']} | {v['precision']} | {v.get('checkpointing', '—')} | {v['nodes']} | {v['edges']} | "
-                 f"{s:.4f} | {fmt(g)} | {v['peak_memory_bytes'] / 2**30:.2f} | {plan} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
+                 f"{s:.4f} | {fmt(g)} | {fmt(v.get('memory_bound_seconds'))} | {fmt(v.get('step_over_bound'))} | "
+                 f"{v['peak_memory_bytes'] / 2**30:.2f} | {plan} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
 for k, v in pt.items():
     if v.get("peak_memory_bytes"):
         lines.append(f"\nPyTorch {k}: peak {v['peak_memory_bytes'] / 2**30:.2f} GiB, {v['step_seconds_mean']} s/step")

@@ -1,7 +1,7 @@
 //! `bench engine --device cuda`: the training step (forward, backward, AdamW) or the inference
 //! of a model on the synthetic graph of BENCH_SPEC at any size, timed on the device with
-//! synchronisation, beside its products alone (the same cuBLAS calls replayed), the device's
-//! copy bandwidth and the backend's peak memory.
+//! synchronisation, beside its products alone (the same cuBLAS calls replayed), the bytes it
+//! moves ([`crate::traffic`]) at the device's copy bandwidth and the backend's peak memory.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -93,6 +93,15 @@ pub struct GpuStepFigures {
     pub gemm_calls_per_step: usize,
     /// The device's copy bandwidth (bytes read + written per second, a 1 GiB device copy).
     pub copy_bandwidth_bytes_per_second: f64,
+    /// Bytes the last step's kernels moved through device memory ([`crate::traffic`]).
+    pub kernel_bytes_per_step: u64,
+    /// Bytes the last step's matrix products moved (operands, results, bf16 packing).
+    pub gemm_bytes_per_step: u64,
+    /// Both at the copy bandwidth: the step's time if it only moved its bytes.
+    pub memory_bound_seconds: f64,
+    /// The mean step over the larger of the products alone and the memory bound (issue 39's
+    /// aim: within 2).
+    pub step_over_bound: Option<f64>,
     /// The most bytes the backend held at once during the timed steps (its own allocations:
     /// activations, workspace, parameters, gradients, the graph).
     pub peak_memory_bytes: usize,
@@ -132,14 +141,26 @@ impl std::fmt::Display for GpuStepFigures {
         if let Some(p) = self.planned_peak_bytes {
             write!(f, " (planned {:.3} GiB, checkpointing {})", gib(p), self.checkpointing)?;
         }
-        writeln!(f, "; device copy bandwidth {:.0} GB/s", self.copy_bandwidth_bytes_per_second / 1e9)
+        writeln!(f, "; device copy bandwidth {:.0} GB/s", self.copy_bandwidth_bytes_per_second / 1e9)?;
+        write!(
+            f,
+            "  bytes moved {:.3} GB (kernels {:.3}, products {:.3}): {:.4} s at the copy bandwidth",
+            (self.kernel_bytes_per_step + self.gemm_bytes_per_step) as f64 / 1e9,
+            self.kernel_bytes_per_step as f64 / 1e9,
+            self.gemm_bytes_per_step as f64 / 1e9,
+            self.memory_bound_seconds
+        )?;
+        match self.step_over_bound {
+            Some(r) => writeln!(f, "; step / max(products alone, memory bound) = {r:.2}"),
+            None => writeln!(f),
+        }
     }
 }
 
 /// Times `run` on `dev` (named `device`).
 pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<GpuStepFigures, DeviceError> {
     let failed = |e: BackendError| DeviceError::Failed { device, message: e.to_string() };
-    let recording = Arc::new(Recording { inner: dev.clone(), log: Mutex::new(None) });
+    let recording = Arc::new(Recording { inner: dev.clone(), log: Mutex::new(None), edges: run.edges });
     let (g, y) = spec_graph_sized(run.nodes, run.edges);
     let mut model = InteractionGnn::<f32>::new(run.model.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(run.precision);
@@ -157,7 +178,7 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
             dev.reset_peak();
         }
         let last = step + 1 == run.warmup + run.steps;
-        *recording.log.lock().unwrap_or_else(|e| e.into_inner()) = (last && !run.inference).then(Vec::new);
+        *recording.log.lock().unwrap_or_else(|e| e.into_inner()) = last.then(Log::default);
         let t = Instant::now();
         if run.inference {
             exec.infer(&g)?;
@@ -174,7 +195,8 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         }
     }
     let MemoryUse { peak, .. } = dev.memory();
-    let gemms = recording.log.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+    let log = recording.log.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+    let gemms = if run.inference { Vec::new() } else { log.gemms };
     let gemm_only = if gemms.is_empty() {
         None
     } else {
@@ -196,6 +218,8 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     };
     let bandwidth = copy_bandwidth(dev.as_ref(), 1 << 29).map_err(failed)?;
     let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
+    let memory_bound = (log.kernel_bytes + log.gemm_bytes) as f64 / bandwidth;
+    let bound = gemm_only.unwrap_or(0.0).max(memory_bound);
     Ok(GpuStepFigures {
         device: dev.name(),
         variant: run.variant.clone(),
@@ -213,6 +237,10 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         gemm_only_seconds: gemm_only,
         gemm_calls_per_step: gemms.len(),
         copy_bandwidth_bytes_per_second: bandwidth,
+        kernel_bytes_per_step: log.kernel_bytes,
+        gemm_bytes_per_step: log.gemm_bytes,
+        memory_bound_seconds: memory_bound,
+        step_over_bound: (bound > 0.0).then(|| mean / bound),
         peak_memory_bytes: peak,
         planned_peak_bytes: planned,
     })
@@ -262,11 +290,21 @@ pub fn copy_bandwidth(dev: &dyn Backend, bytes: usize) -> Result<f64, BackendErr
     Ok(2.0 * bytes as f64 / best?)
 }
 
-/// A backend that passes everything through and keeps a copy of every matrix product while
-/// its log is on.
+/// What [`Recording`] logs of a step: its products, and the bytes its kernels and products
+/// move.
+#[derive(Default)]
+struct Log {
+    gemms: Vec<Gemm>,
+    kernel_bytes: u64,
+    gemm_bytes: u64,
+}
+
+/// A backend that passes everything through and, while its log is on, keeps a copy of every
+/// matrix product and counts the bytes moved (on a graph of `edges` edges).
 struct Recording {
     inner: Arc<dyn Backend>,
-    log: Mutex<Option<Vec<Gemm>>>,
+    log: Mutex<Option<Log>>,
+    edges: usize,
 }
 
 impl Backend for Recording {
@@ -289,11 +327,16 @@ impl Backend for Recording {
         self.inner.zero(ptr, bytes)
     }
     fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError> {
+        if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            let sig = &crate::kernels::KERNELS[kernel];
+            log.kernel_bytes += crate::traffic::kernel_bytes(sig, args, self.edges).unwrap_or(0);
+        }
         self.inner.launch_checked(kernel, grid, block, args)
     }
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
         if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            log.push(*g);
+            log.gemms.push(*g);
+            log.gemm_bytes += crate::traffic::gemm_bytes(g);
         }
         self.inner.gemm(g)
     }

@@ -27,6 +27,7 @@ pub mod nvrtc;
 pub mod plan;
 pub mod register;
 pub mod testing;
+pub mod traffic;
 
 pub use backend::{Arg, Backend, BackendError, DevBuf, DevPtr, Gemm};
 #[cfg(feature = "cuda")]

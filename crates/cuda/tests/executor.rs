@@ -193,12 +193,16 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
     // The planner's figure is the step's own peak (nothing is allocated between steps).
     assert_eq!(r.planned_peak_bytes, Some(r.peak_memory_bytes), "{r:?}");
     assert!(r.copy_bandwidth_bytes_per_second > 0.0);
+    // Bytes moved: every E × H pass at least once (160 edges × 8 channels × 4 bytes).
+    assert!(r.kernel_bytes_per_step > 10 * 160 * 8 * 4 && r.gemm_bytes_per_step > 0, "{r:?}");
+    assert!(r.memory_bound_seconds > 0.0 && r.step_over_bound.unwrap() > 0.0, "{r:?}");
     // Everything the step allocated is freed with it.
     assert_eq!(emu.memory().current, 0);
     run.inference = true;
     let r = measure(emu, Device::Cuda(0), &run).unwrap();
     assert_eq!(r.what, "inference");
     assert!(r.loss_first.is_none() && r.gemm_only_seconds.is_none());
+    assert!(r.kernel_bytes_per_step > 0 && r.gemm_bytes_per_step > 0, "{r:?}");
 }
 
 #[test]
