@@ -96,7 +96,67 @@ impl Gemm {
     pub fn is_empty(&self) -> bool {
         self.m == 0 || self.n == 0 || (self.k == 0 && self.beta == 1.0)
     }
+
+    /// The product as pieces whose operands hold at most `max` elements each, where its shape
+    /// allows: by rows of C when A is stored m × k and B fits (a layer's forward, an input
+    /// gradient: the pieces' results are the product's), or along k when A and B are both
+    /// stored k-major (a weight gradient over the rows: the pieces accumulate, in a fixed
+    /// order). A bf16 product rounds each piece's operands into packed copies of that size, not
+    /// the whole operands.
+    pub fn pieces(&self, max: usize) -> Vec<Gemm> {
+        let ((ar, ac), (br, bc)) = self.operand_shapes();
+        let max = max.max(1);
+        if (ar * ac <= max && br * bc <= max) || self.is_empty() {
+            return vec![*self];
+        }
+        if !self.trans_a && br * bc <= max {
+            let rows = (max / self.k.max(1)).max(1);
+            return (0..self.m)
+                .step_by(rows)
+                .map(|m0| Gemm {
+                    m: rows.min(self.m - m0),
+                    a: self.a + (m0 * self.lda * 4) as u64,
+                    c: self.c + (m0 * self.ldc * 4) as u64,
+                    ..*self
+                })
+                .collect();
+        }
+        if self.trans_a && !self.trans_b && self.k > 0 {
+            let rows = (max / self.m.max(self.n)).max(1);
+            return (0..self.k)
+                .step_by(rows)
+                .map(|k0| Gemm {
+                    k: rows.min(self.k - k0),
+                    a: self.a + (k0 * self.lda * 4) as u64,
+                    b: self.b + (k0 * self.ldb * 4) as u64,
+                    beta: if k0 == 0 { self.beta } else { 1.0 },
+                    ..*self
+                })
+                .collect();
+        }
+        vec![*self]
+    }
 }
+
+/// Allocates and frees, piece by piece, the packed operand copies the CUDA backend makes for
+/// bf16 product `g`: what the planner and the emulator do in its place, so that their peak
+/// memory is a GPU's.
+pub fn mimic_bf16_copies(dev: &dyn Backend, g: &Gemm) -> Result<(), BackendError> {
+    if g.bf16 && !g.is_empty() {
+        for p in g.pieces(BF16_PIECE_ELEMENTS) {
+            let ((ar, ac), (br, bc)) = p.operand_shapes();
+            let a16 = dev.alloc(2 * ar * ac)?;
+            let b16 = dev.alloc(2 * br * bc).inspect_err(|_| dev.free(a16))?;
+            dev.free(a16);
+            dev.free(b16);
+        }
+    }
+    Ok(())
+}
+
+/// The most elements a bf16 product's packed operand copy holds (64 MiB of bf16): larger
+/// products run in [`Gemm::pieces`], so the copies stay small beside a whole event's activations.
+pub const BF16_PIECE_ELEMENTS: usize = 1 << 25;
 
 /// Why a device operation failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -349,5 +409,68 @@ impl<T> Drop for DevBuf<T> {
         if self.ptr != 0 {
             self.dev.free(self.ptr);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Emulator;
+
+    /// C of `g` (with A, B, C0 uploaded), whole and in pieces of at most `max` elements.
+    fn whole_and_pieces(g: Gemm, a: &[f32], b: &[f32], c0: &[f32], max: usize) -> (Vec<f32>, Vec<f32>, usize) {
+        let dev: Arc<dyn Backend> = Arc::new(Emulator::new());
+        let (da, db) = (DevBuf::from_host(&dev, a).unwrap(), DevBuf::from_host(&dev, b).unwrap());
+        let run = |pieces: Vec<Gemm>| {
+            let dc = DevBuf::from_host(&dev, c0).unwrap();
+            for p in &pieces {
+                let shift = |x: DevPtr, base: DevPtr, to: DevPtr| to + (x - base);
+                let p = Gemm {
+                    a: shift(p.a, g.a, da.ptr()),
+                    b: shift(p.b, g.b, db.ptr()),
+                    c: shift(p.c, g.c, dc.ptr()),
+                    ..*p
+                };
+                dev.gemm(&p).unwrap();
+            }
+            dc.to_host().unwrap()
+        };
+        let pieces = g.pieces(max);
+        let n = pieces.len();
+        (run(vec![g]), run(pieces), n)
+    }
+
+    #[test]
+    fn a_product_in_pieces_is_the_whole_product() {
+        let vals = |n: usize, s: f32| (0..n).map(|i| ((i * 37 % 101) as f32 - 50.0) * s).collect::<Vec<f32>>();
+        let base = Gemm {
+            m: 0,
+            n: 0,
+            k: 0,
+            a: 1 << 30,
+            lda: 0,
+            trans_a: false,
+            b: 2 << 30,
+            ldb: 0,
+            trans_b: false,
+            c: 3 << 30,
+            ldc: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            bf16: true,
+        };
+        // A layer's forward: x (37 × 6) · Wᵀ (W 5 × 6), by rows of C.
+        let fwd = Gemm { m: 37, n: 5, k: 6, lda: 6, trans_b: true, ldb: 6, ldc: 5, ..base };
+        let (whole, pieces, n) = whole_and_pieces(fwd, &vals(37 * 6, 0.01), &vals(30, 0.02), &[0.0; 185], 40);
+        assert_eq!((n, whole), (7, pieces));
+        // A weight gradient: dzᵀ (dz 53 × 4) · x (53 × 3), accumulated into C, along k.
+        let dw = Gemm { m: 4, n: 3, k: 53, lda: 4, trans_a: true, ldb: 3, ldc: 3, beta: 1.0, ..base };
+        let (whole, pieces, n) = whole_and_pieces(dw, &vals(212, 0.01), &vals(159, 0.02), &[0.5; 12], 40);
+        assert_eq!(n, 6);
+        for (w, p) in whole.iter().zip(&pieces) {
+            assert!((w - p).abs() <= 1e-5 * w.abs().max(1.0), "{w} against {p}");
+        }
+        // Small products stay whole.
+        assert_eq!(fwd.pieces(1 << 20).len(), 1);
     }
 }

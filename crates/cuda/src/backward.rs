@@ -42,7 +42,7 @@ pub struct Workspace {
     pub dh_prev: Slot<f32>,
     /// dL/de, updated in place from iteration to iteration (E × H).
     pub de: Slot<f32>,
-    /// dL/d(node-network input) (N × (1 + 2K)·H).
+    /// dL/d(node-network input) (N × (1 + 2K)·H), held during a node update's backward only.
     pub dnode_in: Slot<f32>,
     /// dz_1 pulled over each node's outgoing edges (N × d1).
     pub da: Slot<f32>,
@@ -415,6 +415,9 @@ impl DeviceModel {
                 ],
             )?;
         }
+        // The widest buffer of the node side goes back to the allocator until the next node
+        // update's backward: it would otherwise sit beside the edge network's backward.
+        ws.dnode_in = Slot::default();
         Ok(())
     }
 
@@ -454,7 +457,10 @@ impl DeviceModel {
 
     /// Backward of iteration `it` (its input states h_it, e_it, its outputs h_next, e_next, its
     /// caches `ic`): from dL/dh_next in `ws.dh` and dL/de_next in `ws.de` to dL/dh_it in `ws.dh`
-    /// and dL/de_it in `ws.de`.
+    /// and dL/de_it in `ws.de`. With `edge_cache` handed over (a recomputed iteration's), the
+    /// edge network's cache and the MLP buffers go back to the allocator as soon as that
+    /// network's backward is done, before the node update's (nodes first: the larger buffers
+    /// are then never alive beside the node side's).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn iteration_backward(
         &self,
@@ -463,9 +469,12 @@ impl DeviceModel {
         (h_it, e_it): (DevPtr, DevPtr),
         (h_next, e_next): (DevPtr, DevPtr),
         ic: &IterCache,
+        edge_cache: Option<MlpCache>,
         grad: DevPtr,
         ws: &mut Workspace,
     ) -> Result<(), BackendError> {
+        let handed = edge_cache.is_some();
+        let edge_net = edge_cache.as_ref().unwrap_or(&ic.edge_net);
         let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
         let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
         let residual = self.cfg.residual;
@@ -475,13 +484,17 @@ impl DeviceModel {
         if self.cfg.update_order == UpdateOrder::NodeFirst {
             // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
             let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh.ptr() };
-            self.mlp_backward(g, edge_mlp, edge_input(h_next), e, &ic.edge_net, de, din, grad, ws)?;
+            self.mlp_backward(g, edge_mlp, edge_input(h_next), e, edge_net, de, din, grad, ws)?;
+            if handed {
+                drop(edge_cache);
+                ws.sc.act = Default::default();
+            }
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_it, &ic.agg, grad, ws)?;
         } else {
             // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_next, &ic.agg, grad, ws)?;
             let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
-            self.mlp_backward(g, edge_mlp, edge_input(h_it), e, &ic.edge_net, de, din, grad, ws)?;
+            self.mlp_backward(g, edge_mlp, edge_input(h_it), e, edge_net, de, din, grad, ws)?;
         }
         std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
         Ok(())
@@ -525,7 +538,7 @@ impl DeviceModel {
         self.heads_backward(g, last, (&cache.classifier, &cache.aux_head), (dlogits, daux), grad, ws)?;
         for it in (0..iters).rev() {
             let (cur, next) = ((h[it].ptr(), es[it].ptr()), (h[it + 1].ptr(), es[it + 1].ptr()));
-            self.iteration_backward(g, it, cur, next, &cache.iters[it], grad, ws)?;
+            self.iteration_backward(g, it, cur, next, &cache.iters[it], None, grad, ws)?;
         }
         self.encoders_backward(g, h[0].ptr(), (&cache.node_encoder, &cache.edge_encoder), grad, ws)
     }

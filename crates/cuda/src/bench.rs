@@ -197,25 +197,8 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     let MemoryUse { peak, .. } = dev.memory();
     let log = recording.log.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
     let gemms = if run.inference { Vec::new() } else { log.gemms };
-    let gemm_only = if gemms.is_empty() {
-        None
-    } else {
-        let replay = || -> Result<f64, BackendError> {
-            let t = Instant::now();
-            for g in &gemms {
-                dev.gemm(g)?;
-            }
-            dev.synchronize()?;
-            Ok(t.elapsed().as_secs_f64())
-        };
-        replay().map_err(failed)?;
-        let reps = run.steps.clamp(1, 3);
-        let mut total = 0.0;
-        for _ in 0..reps {
-            total += replay().map_err(failed)?;
-        }
-        Some(total / reps as f64)
-    };
+    let gemm_only =
+        if gemms.is_empty() { None } else { Some(replay(dev.as_ref(), &gemms, run.steps).map_err(failed)?) };
     let bandwidth = copy_bandwidth(dev.as_ref(), 1 << 29).map_err(failed)?;
     let mean = times.iter().sum::<f64>() / times.len().max(1) as f64;
     let memory_bound = (log.kernel_bytes + log.gemm_bytes) as f64 / bandwidth;
@@ -244,6 +227,45 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         peak_memory_bytes: peak,
         planned_peak_bytes: planned,
     })
+}
+
+/// Seconds of `gemms` replayed alone (the mean of up to three replays after one): the same
+/// shapes, strides and flags, on three buffers of this replay's own as large as the largest A,
+/// B and C, since the step's buffers may be freed by now (transient workspace, a checkpointed
+/// backward's recomputation).
+fn replay(dev: &dyn Backend, gemms: &[Gemm], steps: usize) -> Result<f64, BackendError> {
+    let span = |rows: usize, ld: usize, cols: usize| if rows == 0 { 0 } else { 4 * ((rows - 1) * ld + cols) };
+    let mut sizes = [1usize; 3];
+    for g in gemms {
+        let ((ar, ac), (br, bc)) = g.operand_shapes();
+        for (s, b) in sizes.iter_mut().zip([span(ar, g.lda, ac), span(br, g.ldb, bc), span(g.m, g.ldc, g.n)]) {
+            *s = (*s).max(b);
+        }
+    }
+    let mut bufs = Vec::new();
+    let run = (|| {
+        for s in sizes {
+            bufs.push(dev.alloc(s)?);
+            dev.zero(*bufs.last().expect("pushed"), s)?;
+        }
+        let once = || -> Result<f64, BackendError> {
+            let t = Instant::now();
+            for g in gemms {
+                dev.gemm(&Gemm { a: bufs[0], b: bufs[1], c: bufs[2], ..*g })?;
+            }
+            dev.synchronize()?;
+            Ok(t.elapsed().as_secs_f64())
+        };
+        once()?;
+        let reps = steps.clamp(1, 3);
+        let mut total = 0.0;
+        for _ in 0..reps {
+            total += once()?;
+        }
+        Ok(total / reps as f64)
+    })();
+    bufs.into_iter().for_each(|b| dev.free(b));
+    run
 }
 
 /// [`measure`] for each of `models` (name, configuration) in each of `precisions` on `device`

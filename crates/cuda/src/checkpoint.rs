@@ -4,11 +4,12 @@
 //! backward recomputes each segment's states from its boundary, then each iteration's caches
 //! just before its backward, so one iteration's activations are alive at a time.
 
-use trackgnn_engine::Checkpointing;
+use trackgnn_engine::{Checkpointing, UpdateOrder};
 
 use crate::backend::{Arg, BackendError, DevPtr, launch};
 use crate::backward::Workspace;
 use crate::graph::DeviceGraph;
+use crate::layout::MlpLayout;
 use crate::model::{DeviceCache, DeviceModel, IterCache, MlpCache, Scratch, Slot};
 
 /// The checkpointed backward's own buffers, reused from step to step.
@@ -35,6 +36,15 @@ impl RecomputeScratch {
 }
 
 impl DeviceModel {
+    /// Where a recomputed forward of `mlp` over `rows` rows may put an output nobody reads:
+    /// the MLP buffer its last layer does not read from (sized for the MLP's widest layer
+    /// first, so the forward's own requests do not move it).
+    fn discard(&self, mlp: &MlpLayout, rows: usize, sc: &mut Scratch) -> Result<DevPtr, BackendError> {
+        let width = mlp.layers.iter().map(|l| l.dout).max().unwrap_or(0);
+        let last = mlp.layers.len().saturating_sub(1);
+        Ok(sc.act[last % 2].scratch(&self.dev, rows * width)?.ptr())
+    }
+
     /// Whether state k is kept with segments of `seg` iterations.
     fn kept(&self, k: usize, seg: usize) -> bool {
         k.is_multiple_of(seg) || k == self.cfg.iterations
@@ -163,7 +173,13 @@ impl DeviceModel {
                 hs.scratch(dev, nh)?;
                 es.scratch(dev, eh)?;
             }
-            let out = (rc.out.0.scratch(dev, nh)?.ptr(), rc.out.1.scratch(dev, eh)?.ptr());
+            // Nodes first, an iteration's backward does not read its output edge state: the
+            // recomputed one goes to a dead MLP buffer (`discard`) instead of an E × H of its own.
+            let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
+            let mut out = (rc.out.0.scratch(dev, nh)?.ptr(), 0);
+            if !node_first {
+                out.1 = rc.out.1.scratch(dev, eh)?.ptr();
+            }
             let state = |k: usize, into: (DevPtr, DevPtr)| -> Result<(), BackendError> {
                 self.restore(&cache.h[k], &cache.packed_h[k], nh, into.0)?;
                 self.restore(&cache.e[k], &cache.packed_e[k], eh, into.1)
@@ -193,8 +209,12 @@ impl DeviceModel {
                     // The iteration again, with its caches, into `out`: its outputs as the
                     // forward computed them (before any rounding of a kept state).
                     let cur = ptr(&rc.seg[it - b]);
+                    if node_first {
+                        out.1 = self.discard(self.layout.nets(&self.cfg, it).0, e, &mut ws.sc)?;
+                    }
                     self.iteration(g, it, cur, out, &mut rc.ic, &mut ws.sc)?;
-                    self.iteration_backward(g, it, cur, out, &rc.ic, grad, ws)?;
+                    let edge_cache = std::mem::take(&mut rc.ic.edge_net);
+                    self.iteration_backward(g, it, cur, out, &rc.ic, Some(edge_cache), grad, ws)?;
                 }
                 end = b;
             }
@@ -202,13 +222,14 @@ impl DeviceModel {
             let (h0, _) = ptr(&rc.seg[0]);
             state(0, ptr(&rc.seg[0]))?;
             let edge_cache = &mut rc.ic.edge_net;
+            let e0 = self.discard(&self.layout.edge_encoder, e, &mut ws.sc)?;
             self.mlp_forward(
                 g,
                 &self.layout.edge_encoder,
                 self.edge_encoder_input(g, h0),
                 e,
                 edge_cache,
-                out.1,
+                e0,
                 None,
                 &mut ws.sc,
             )?;

@@ -292,9 +292,15 @@ impl CudaBackend {
         unsafe { drv::memcpy_dtod_async(dst, src, bytes, self.stream) }.map_err(driver_err("copy"))
     }
 
-    /// [`Backend::gemm`] with bf16 operands: A and B rounded into packed bf16 copies, then one
-    /// cublasGemmEx accumulating in f32 on the tensor cores.
+    /// [`Backend::gemm`] with bf16 operands, in [`Gemm::pieces`] of at most
+    /// [`BF16_PIECE_ELEMENTS`](crate::backend::BF16_PIECE_ELEMENTS) per operand.
     fn gemm_bf16(&self, g: &Gemm) -> Result<(), BackendError> {
+        g.pieces(crate::backend::BF16_PIECE_ELEMENTS).iter().try_for_each(|p| self.gemm_bf16_piece(p))
+    }
+
+    /// One piece: A and B rounded into packed bf16 copies, then one cublasGemmEx accumulating in
+    /// f32 on the tensor cores.
+    fn gemm_bf16_piece(&self, g: &Gemm) -> Result<(), BackendError> {
         let ((a_rows, a_cols), (b_rows, b_cols)) = g.operand_shapes();
         let a16 = self.alloc(2 * a_rows * a_cols)?;
         let b16 = self.alloc(2 * b_rows * b_cols)?;

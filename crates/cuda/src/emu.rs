@@ -121,6 +121,8 @@ impl Backend for Emulator {
         self.check(g.c, 4 * span(g.m, g.ldc, g.n))?;
         let (a, b, c) = (g.a as *const f32, g.b as *const f32, g.c as *mut f32);
         let operand = |v: f32| if g.bf16 { bf16_round(v) } else { v };
+        // Rounded on the fly here, but the copies a GPU makes are allocated alike.
+        crate::backend::mimic_bf16_copies(self, g)?;
         for i in 0..g.m {
             for j in 0..g.n {
                 let mut acc = 0.0f32;

@@ -55,14 +55,7 @@ impl Backend for Planner {
         Ok(())
     }
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
-        // The CUDA backend's bf16 products round A and B into packed copies for the call.
-        if g.bf16 && !g.is_empty() {
-            let ((ar, ac), (br, bc)) = g.operand_shapes();
-            let (a16, b16) = (self.alloc(2 * ar * ac)?, self.alloc(2 * br * bc)?);
-            self.free(a16);
-            self.free(b16);
-        }
-        Ok(())
+        crate::backend::mimic_bf16_copies(self, g)
     }
     fn copy(&self, _: DevPtr, _: DevPtr, _: usize) -> Result<(), BackendError> {
         Ok(())

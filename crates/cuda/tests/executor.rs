@@ -98,7 +98,14 @@ fn the_auxiliary_head_trains_through_the_device() {
 
 #[test]
 fn checkpointed_steps_match_the_cpu_engine_and_keep_less() {
-    let cfg = ModelConfig { hidden: 16, iterations: 3, ..ModelConfig::acorn() };
+    // Nodes first (acorn: the recomputed output edge state is discarded) and edges first with
+    // residual connections (the default: it is read).
+    for base in [ModelConfig::acorn(), ModelConfig::default()] {
+        checkpointed_steps_match(ModelConfig { hidden: 16, iterations: 3, ..base });
+    }
+}
+
+fn checkpointed_steps_match(cfg: ModelConfig) {
     let (g, y) = graph(24, 90, 1);
     let mut dl = vec![0.0f32; g.num_edges()];
     let mut peaks = Vec::new();
@@ -132,6 +139,9 @@ fn checkpointed_steps_match_the_cpu_engine_and_keep_less() {
         }
         peaks.push((mode, gpu.buffer_bytes()));
     }
+    // What a checkpointed step keeps between calls: the kept states, not every iteration's
+    // activations.
+    assert!(peaks[1..].iter().all(|p| p.1 < peaks[0].1), "{peaks:?}");
 }
 
 /// The peak device bytes of one training step of acorn's model on the BENCH_SPEC graph at
@@ -197,6 +207,19 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
     assert!(r.kernel_bytes_per_step > 10 * 160 * 8 * 4 && r.gemm_bytes_per_step > 0, "{r:?}");
     assert!(r.memory_bound_seconds > 0.0 && r.step_over_bound.unwrap() > 0.0, "{r:?}");
     // Everything the step allocated is freed with it.
+    assert_eq!(emu.memory().current, 0);
+    // Checkpointed, nodes first, bf16: the replay runs on its own buffers (the step's
+    // recomputation buffers are freed by then), and the plan is still the peak.
+    let ckpt = BenchRun {
+        model: ModelConfig { hidden: 8, iterations: 2, ..ModelConfig::acorn() },
+        precision: Precision::Bf16,
+        checkpointing: "every:2+bf16".parse().unwrap(),
+        ..run.clone()
+    };
+    let r = measure(emu.clone(), Device::Cuda(0), &ckpt).unwrap();
+    assert_eq!(r.checkpointing, "every:2+bf16");
+    assert!(r.gemm_only_seconds.unwrap() > 0.0, "{r:?}");
+    assert_eq!(r.planned_peak_bytes, Some(r.peak_memory_bytes), "{r:?}");
     assert_eq!(emu.memory().current, 0);
     run.inference = true;
     let r = measure(emu, Device::Cuda(0), &run).unwrap();
