@@ -8,7 +8,8 @@
 #
 #   BUNDLE  the folder tools/gpu_bundle.sh wrote (trackgnn, gpu_parity, bench.py, COMMIT)
 #   OUT     where the results go: summary.md (the tables), results.json, log.txt
-#   PART    parity, speed, inference, memory, demo (default: all of them, in that order)
+#   PART    parity, speed, inference, memory, demo, mpi (default: all of them, in that order;
+#           mpi needs a bundle built with `gpu_bundle.sh --mpi`)
 #
 # Exit code: 0 when the parity checks passed (the figures are for reading), 1 otherwise.
 set -uo pipefail
@@ -16,7 +17,7 @@ bundle="$(cd "$1" && pwd)"
 out="$2"
 shift 2
 parts=("$@")
-[[ ${#parts[@]} -eq 0 ]] && parts=(parity speed inference memory demo)
+[[ ${#parts[@]} -eq 0 ]] && parts=(parity speed inference memory demo mpi)
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 work="$(mktemp -d -t trackgnn-gpu.XXXXXX)"
@@ -94,6 +95,49 @@ fi
 if has demo; then
     run demo 240 "$tg" demo --out "$work/demo" --device cuda:0
 fi
+if has mpi; then
+    if [[ -x "$bundle/trackgnn-mpi" && -d "$bundle/openmpi/usr" ]]; then
+        # 2 ranks sharing the one GPU (`cuda` is the local rank's GPU modulo the GPUs) against 1
+        # rank with 2 graphs per step: the same weights (issue 39), as tests/mpi.rs checks on CPUs.
+        m="$bundle/openmpi/usr"
+        mpienv=(env OPAL_PREFIX="$m" PATH="$m/bin:$PATH" LD_LIBRARY_PATH="$m/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH"
+            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RAYON_NUM_THREADS=1)
+        tgm="$bundle/trackgnn-mpi"
+        d="$work/mpi"
+        # GPU_CHECK_MPI_DEVICE=cpu runs this part on a machine without a GPU (to check the script).
+        train=(train --graphs "$d/g" --epochs 2 --hidden 16 --iterations 2 --threads 1 --device "${GPU_CHECK_MPI_DEVICE:-cuda}")
+        run mpi_events 60 "${mpienv[@]}" "$tgm" simulate --events 12 --pileup 8 --seed 4 --out "$d/ev" &&
+            run mpi_graphs 60 "${mpienv[@]}" "$tgm" build-graphs --input "$d/ev" --out "$d/g" --pt-min 1 &&
+            run mpi_one 90 "${mpienv[@]}" "$tgm" "${train[@]}" --out "$d/one" --graphs-per-step 2 &&
+            run mpi_two 90 "${mpienv[@]}" "$m/bin/orterun" --oversubscribe -np 2 "$tgm" "${train[@]}" --out "$d/two" --mpi-chunk 1000 &&
+            python3 - "$d" >"$work/mpi.json" <<'PY'
+import json, struct, sys
+def weights(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    head = json.loads(b[8:8 + n])
+    out = {}
+    for name, t in head.items():
+        if name == "__metadata__":
+            continue
+        s, e = t["data_offsets"]
+        out[name] = struct.unpack(f"<{(e - s) // 4}f", b[8 + n + s:8 + n + e])
+    return out
+d = sys.argv[1]
+a, b = weights(f"{d}/one/checkpoint/model.safetensors"), weights(f"{d}/two/checkpoint/model.safetensors")
+worst = 0.0
+for k in a:
+    diff = sum((x - y) ** 2 for x, y in zip(a[k], b[k])) ** 0.5
+    norm = max(sum(x * x for x in a[k]) ** 0.5, 1e-12)
+    worst = max(worst, diff / norm)
+print(json.dumps({"tensors": len(a), "same_names": sorted(a) == sorted(b), "max_relative_difference": worst,
+                  "passed": sorted(a) == sorted(b) and worst < 1e-6}))
+PY
+        say "-- mpi: $(cat "$work/mpi.json" 2>/dev/null || echo 'did not finish')"
+    else
+        say "-- mpi: skipped (the bundle was built without --mpi)"
+    fi
+fi
 
 # The tables: parity as gpu_parity wrote it, then every timing side by side.
 python3 - "$work" "$out" <<'PY' | tee -a "$log"
@@ -152,6 +196,10 @@ for name, v in rows:
 for k, v in pt.items():
     if v.get("peak_memory_bytes"):
         lines.append(f"\nPyTorch {k}: peak {v['peak_memory_bytes'] / 2**30:.2f} GiB, {v['step_seconds_mean']} s/step")
+m = os.path.join(work, "mpi.json")
+if os.path.exists(m) and os.path.getsize(m):
+    res["mpi"] = json.load(open(m))
+    lines.append(f"\n2 ranks sharing the GPU against 1 rank with 2 graphs per step: {res['mpi']}")
 json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

@@ -478,6 +478,10 @@ fn cpu_name() -> String {
     Device::Cpu.to_string()
 }
 
+/// What one device's steps measured: the timed steps' seconds, the counted peak, the planned
+/// peak (a GPU's) and the engine's largest count of its own bytes.
+type StepMemory = (Vec<f64>, u64, Option<u64>, usize);
+
 /// Runs one warm-up and `steps` timed training steps of a model (`hidden`, `iterations`,
 /// checkpointing `mode`) on a [`synthetic_graph`] of `edges` edges on `device`, counting
 /// memory (a GPU's from its allocator, [`GnnExecutor::take_peak_bytes`]).
@@ -489,72 +493,73 @@ pub fn measure_memory(
     steps: usize,
     device: Device,
 ) -> Result<MemoryFigures, DeviceError> {
-    if device != Device::Cpu {
-        return measure_device_memory(mode, edges, edges_per_node, (hidden, iterations), steps, device);
-    }
     let (g, y) = synthetic_graph(edges, edges_per_node, 1);
     let cfg = ModelConfig { hidden, iterations, ..ModelConfig::default() };
     let mut model = InteractionGnn::<f32>::new(cfg, 3, 4, &mut Rng::new(1));
     model.checkpointing = mode;
-    let mut opt = AdamW::new(model.params.len(), AdamWConfig::default());
-    let mut cache = ForwardCache::default();
-    let mut dl = vec![0.0f32; edges];
-    let heap_before = alloc::current_bytes();
-    alloc::reset_peak();
-    let mut times = Vec::new();
-    let mut engine_peak = 0;
-    for step in 0..1 + steps {
-        let t = Instant::now();
-        model.forward(&g, &mut cache);
-        bce_with_logits(&cache.logits, &y, None, 1.0, &mut dl);
-        model.params.zero_grad();
-        model.backward(&g, &mut cache, &dl);
-        opt.step(&mut model.params.data, &model.params.grad, 1e-3);
-        engine_peak = engine_peak.max(model.engine_bytes(&cache) + 3 * model.params.len() * 4);
-        if step > 0 {
-            times.push(t.elapsed().as_secs_f64());
-        }
-    }
+    let (times, counted, planned, engine) = match device {
+        Device::Cpu => cpu_step_memory(&g, &y, model, steps),
+        _ => device_step_memory(&g, &y, model, steps, device)?,
+    };
     Ok(MemoryFigures {
         checkpointing: mode.to_string(),
         edges,
         nodes: g.num_nodes,
         hidden,
         iterations,
-        device: cpu_name(),
-        step_seconds: finite(times.iter().sum::<f64>() / times.len() as f64),
-        counted_peak_bytes: alloc::peak_bytes().saturating_sub(heap_before) as u64,
-        planned_peak_bytes: None,
-        engine_bytes: engine_peak as u64,
+        device: device.to_string(),
+        step_seconds: finite(times.iter().sum::<f64>() / times.len().max(1) as f64),
+        counted_peak_bytes: counted,
+        planned_peak_bytes: planned,
+        engine_bytes: engine as u64,
         peak_rss_bytes: peak_rss_bytes(),
         skipped: false,
     })
 }
 
-/// [`measure_memory`] on a GPU: the steps through its executor, the peak from its allocator
-/// after the warm-up step, beside its planned peak.
-fn measure_device_memory(
-    mode: Checkpointing,
-    edges: usize,
-    edges_per_node: f64,
-    (hidden, iterations): (usize, usize),
+/// [`measure_memory`]'s steps on the CPU engine, the heap counted by the counting allocator.
+fn cpu_step_memory(g: &GraphInput<f32>, y: &[u8], mut model: InteractionGnn<f32>, steps: usize) -> StepMemory {
+    let mut opt = AdamW::new(model.params.len(), AdamWConfig::default());
+    let mut cache = ForwardCache::default();
+    let mut dl = vec![0.0f32; g.num_edges()];
+    let heap_before = alloc::current_bytes();
+    alloc::reset_peak();
+    let mut times = Vec::new();
+    let mut engine_peak = 0;
+    for step in 0..1 + steps {
+        let t = Instant::now();
+        model.forward(g, &mut cache);
+        bce_with_logits(&cache.logits, y, None, 1.0, &mut dl);
+        model.params.zero_grad();
+        model.backward(g, &mut cache, &dl);
+        opt.step(&mut model.params.data, &model.params.grad, 1e-3);
+        engine_peak = engine_peak.max(model.engine_bytes(&cache) + 3 * model.params.len() * 4);
+        if step > 0 {
+            times.push(t.elapsed().as_secs_f64());
+        }
+    }
+    (times, alloc::peak_bytes().saturating_sub(heap_before) as u64, None, engine_peak)
+}
+
+/// [`measure_memory`]'s steps on a GPU through its executor: the peak from its allocator after
+/// the warm-up step, beside its planned peak.
+fn device_step_memory(
+    g: &GraphInput<f32>,
+    y: &[u8],
+    model: InteractionGnn<f32>,
     steps: usize,
     device: Device,
-) -> Result<MemoryFigures, DeviceError> {
-    let (g, y) = synthetic_graph(edges, edges_per_node, 1);
-    let cfg = ModelConfig { hidden, iterations, ..ModelConfig::default() };
-    let mut model = InteractionGnn::<f32>::new(cfg, 3, 4, &mut Rng::new(1));
-    model.checkpointing = mode;
+) -> Result<StepMemory, DeviceError> {
     let params = model.params.len();
     let mut exec = executor_on(device, model, AdamWConfig::default())?;
-    let planned = exec.estimate_step_bytes(g.num_nodes, edges) as u64;
-    let mut dl = vec![0.0f32; edges];
+    let planned = exec.estimate_step_bytes(g.num_nodes, g.num_edges()) as u64;
+    let mut dl = vec![0.0f32; g.num_edges()];
     let (mut times, mut engine_peak, mut peak) = (Vec::new(), 0, 0);
     for step in 0..1 + steps {
         let t = Instant::now();
         exec.zero_grad();
-        bce_with_logits(exec.forward(&g)?, &y, None, 1.0, &mut dl);
-        exec.backward(&g, &dl)?;
+        bce_with_logits(exec.forward(g)?, y, None, 1.0, &mut dl);
+        exec.backward(g, &dl)?;
         exec.optimizer_step(1e-3)?;
         engine_peak = engine_peak.max(exec.buffer_bytes() + 3 * params * 4);
         let step_peak = exec.take_peak_bytes().unwrap_or(0);
@@ -563,20 +568,7 @@ fn measure_device_memory(
             peak = peak.max(step_peak);
         }
     }
-    Ok(MemoryFigures {
-        checkpointing: mode.to_string(),
-        edges,
-        nodes: g.num_nodes,
-        hidden,
-        iterations,
-        device: exec.device().to_string(),
-        step_seconds: finite(times.iter().sum::<f64>() / times.len().max(1) as f64),
-        counted_peak_bytes: peak as u64,
-        planned_peak_bytes: Some(planned),
-        engine_bytes: engine_peak as u64,
-        peak_rss_bytes: peak_rss_bytes(),
-        skipped: false,
-    })
+    Ok((times, peak as u64, Some(planned), engine_peak))
 }
 
 /// One row of `bench memory`: measured, or skipped because it would not fit.
