@@ -110,6 +110,9 @@ impl DeviceModel {
             *p = (hs.scratch(dev, n * hd)?.ptr(), est.scratch(dev, e * hd)?.ptr());
         }
         let ic = &mut ics[0];
+        // Only the node encoder's cache is kept for the backward; the rest is recomputed.
+        ic.set_transient(true);
+        node_encoder.transient = false;
         // The encoders one at a time: with bf16 states the edge encoder reads the rounded h_0.
         let (h0, e0) = ptrs[0];
         let x = crate::model::Input::Dense { x: g.x.ptr(), dim: g.node_dim };
@@ -169,10 +172,11 @@ impl DeviceModel {
         let mut rc = std::mem::take(&mut ws.recompute);
         let result = (|| -> Result<(), BackendError> {
             rc.seg.resize_with(seg, Default::default);
-            for (hs, es) in rc.seg.iter_mut() {
+            for (hs, _) in rc.seg.iter_mut() {
                 hs.scratch(dev, nh)?;
-                es.scratch(dev, eh)?;
             }
+            // The other states' edge buffers come and go with the segments.
+            rc.seg[0].1.scratch(dev, eh)?;
             // Nodes first, an iteration's backward does not read its output edge state: the
             // recomputed one goes to a dead MLP buffer (`discard`) instead of an E × H of its own.
             let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
@@ -196,16 +200,37 @@ impl DeviceModel {
             let IterCache { edge_net: cls, node_net: head, .. } = &mut rc.ic;
             self.heads(g, last, heads_out, cls, head, &mut ws.sc)?;
             self.heads_backward(g, last, (cls, head), (dlogits, daux), grad, ws)?;
+            // The classifier's hidden layers held two E × H buffers: gone before the segments.
+            rc.ic = IterCache::default();
+            ws.sc.act = Default::default();
             // Segments [b, end) from the last: states b … end−1 from the boundary b.
             let mut end = iters;
             while end > 0 {
                 let b = (end - 1) / seg * seg;
+                rc.seg[0].1.scratch(dev, eh)?;
                 state(b, ptr(&rc.seg[0]))?;
+                // The segment's states alone: nothing kept for a backward.
+                rc.ic.set_transient(true);
                 for it in b..end - 1 {
+                    rc.seg[it - b + 1].1.scratch(dev, eh)?;
                     let (cur, next) = (ptr(&rc.seg[it - b]), ptr(&rc.seg[it - b + 1]));
                     self.iteration(g, it, cur, next, &mut rc.ic, &mut ws.sc)?;
                 }
+                rc.ic.set_transient(false);
+                // Only the iteration being backpropagated needs its input edge state: the
+                // boundary's (kept in `cache`) is restored again when its turn comes, and a
+                // state goes once its iteration is done, so at most one E × H state is alive
+                // beside the backward's buffers (two with segments longer than 2).
+                let restore_boundary = end - 1 > b;
+                if restore_boundary {
+                    rc.seg[0].1 = Slot::default();
+                }
                 for it in (b..end).rev() {
+                    rc.seg[it - b + 1..].iter_mut().for_each(|s| s.1 = Slot::default());
+                    if it == b && restore_boundary {
+                        rc.seg[0].1.scratch(dev, eh)?;
+                        state(b, ptr(&rc.seg[0]))?;
+                    }
                     // The iteration again, with its caches, into `out`: its outputs as the
                     // forward computed them (before any rounding of a kept state).
                     let cur = ptr(&rc.seg[it - b]);
@@ -218,7 +243,9 @@ impl DeviceModel {
                 }
                 end = b;
             }
-            // The encoders: the edge encoder's caches recomputed from h_0.
+            // The encoders: the edge encoder's caches recomputed from h_0 (the iterations'
+            // caches gone first).
+            rc.ic = IterCache::default();
             let (h0, _) = ptr(&rc.seg[0]);
             state(0, ptr(&rc.seg[0]))?;
             let edge_cache = &mut rc.ic.edge_net;

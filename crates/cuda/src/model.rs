@@ -65,6 +65,9 @@ pub struct MlpCache {
     pub pre16: Vec<Slot<u16>>,
     /// Per layer (rows; unallocated without a norm).
     pub rstd: Vec<Slot<f32>>,
+    /// Keep nothing for a backward (inference, and checkpointing's recomputation of the states
+    /// alone): each layer's product goes into its output buffer and x̂ is not saved.
+    pub transient: bool,
 }
 
 impl MlpCache {
@@ -115,6 +118,12 @@ pub struct IterCache {
 }
 
 impl IterCache {
+    /// Makes its MLP caches [`transient`](MlpCache::transient) or not.
+    pub fn set_transient(&mut self, transient: bool) {
+        self.edge_net.transient = transient;
+        self.node_net.transient = transient;
+    }
+
     /// Bytes held on the device.
     pub fn bytes(&self) -> usize {
         self.node_in.bytes() + self.agg.0.bytes() + self.agg.1.bytes() + self.edge_net.bytes() + self.node_net.bytes()
@@ -323,7 +332,11 @@ impl DeviceModel {
             // With bf16 saved activations the product goes into the output, where the epilogue
             // turns it into y in place, and x̂ into half the bytes; else it goes into the f32
             // cache, which keeps x̂.
-            let (z, saved16) = if packed {
+            let (z, saved16) = if cache.transient {
+                cache.pre[l] = Slot::default();
+                cache.pre16[l] = Slot::default();
+                (y, 0)
+            } else if packed {
                 cache.pre[l] = Slot::default();
                 (y, cache.pre16[l].scratch(dev, rows * layer.dout)?.ptr())
             } else {
@@ -550,6 +563,12 @@ impl DeviceModel {
             scratch,
             ..
         } = cache;
+        // Every cache is kept for the backward (a checkpointed forward or an inference on this
+        // cache may have made some transient).
+        for c in [&mut *node_encoder, &mut *edge_encoder, &mut *classifier, &mut *aux_head] {
+            c.transient = false;
+        }
+        ics.iter_mut().for_each(|ic| ic.set_transient(false));
         self.encoders(g, h[0].ptr(), es[0].ptr(), node_encoder, edge_encoder, scratch)?;
         for (it, ic) in ics.iter_mut().enumerate() {
             self.iteration(g, it, (h[it].ptr(), es[it].ptr()), (h[it + 1].ptr(), es[it + 1].ptr()), ic, scratch)?;
@@ -575,8 +594,11 @@ impl DeviceModel {
         for (p, (hs, es)) in ptrs.iter_mut().zip(roll.iter_mut()) {
             *p = (hs.scratch(dev, n * hd)?.ptr(), es.scratch(dev, e * hd)?.ptr());
         }
-        // One cache for every MLP, its buffers at the largest row count: the iteration's.
+        // One cache for every MLP, its buffers at the largest row count: the iteration's; none
+        // keeps anything for a backward.
         let ic = &mut iters[0];
+        ic.set_transient(true);
+        node_encoder.transient = true;
         let mlp = &mut ic.edge_net;
         self.encoders(g, ptrs[0].0, ptrs[0].1, node_encoder, mlp, scratch)?;
         for it in 0..self.cfg.iterations {
