@@ -23,6 +23,15 @@ pub enum DInput {
         /// Add instead of overwrite.
         accumulate: bool,
     },
+    /// A tile of a split first layer ([`DeviceModel::split_backward_tiled`]): the rest block's
+    /// gradient to `drest` (the tile's rows), dz_1 into `dz1` (the tile's rows of one buffer
+    /// over all edges, pulled to the nodes once every tile is done).
+    SplitTile {
+        /// The rest block's gradient and whether to add to it.
+        drest: Option<(DevPtr, bool)>,
+        /// Where the tile's dz_1 goes.
+        dz1: DevPtr,
+    },
     /// A split first layer: the rest block's gradient to `drest` (added or overwritten), the
     /// node states' gradient added to `dh` (through dz_1 summed over each node's edges).
     Split {
@@ -42,6 +51,8 @@ pub struct Workspace {
     pub dh_prev: Slot<f32>,
     /// dL/de, updated in place from iteration to iteration (E × H).
     pub de: Slot<f32>,
+    /// A split MLP's first-layer gradient over all edges, held during its tiled backward only.
+    pub dz1: Slot<f32>,
     /// dL/d(node-network input) (N × (1 + 2K)·H), held during a node update's backward only.
     pub dnode_in: Slot<f32>,
     /// dz_1 pulled over each node's outgoing edges (N × d1).
@@ -63,7 +74,7 @@ pub struct Workspace {
 impl Workspace {
     /// Bytes held on the device.
     pub fn bytes(&self) -> usize {
-        [&self.dh, &self.dh_prev, &self.de, &self.dnode_in, &self.da, &self.db]
+        [&self.dh, &self.dh_prev, &self.de, &self.dz1, &self.dnode_in, &self.da, &self.db]
             .iter()
             .chain([&self.partial, &self.upstream[0], &self.upstream[1]].iter())
             .map(|s| s.bytes())
@@ -211,7 +222,10 @@ impl DeviceModel {
             let d = layer.dout;
             // dz in place of the layer's output gradient where that is ours (a split first
             // layer's dz_1 included: it never leaves this call).
-            let dz = ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr();
+            let dz = match (l, din) {
+                (0, DInput::SplitTile { dz1, .. }) => dz1,
+                _ => ws.sc.act[l % 2].scratch(dev, rows * width)?.ptr(),
+            };
             let (gamma, beta) = layer.affine.map_or((0, 0), |(g, b)| (self.w(g), self.w(b)));
             let (pre, pre_bf16) = cache.saved(l);
             if let Some((gi, bi)) = layer.affine {
@@ -279,26 +293,81 @@ impl DeviceModel {
                         )?;
                     }
                 }
-                (Input::Split { h, nodes, h_dim, rest }, DInput::Split { drest, dh }) => {
-                    if let Some((r, rd)) = rest {
-                        let wc = 2 * h_dim;
-                        self.product(
-                            (d, rd, rows),
-                            (dz, d, true),
-                            (r, rd, false),
-                            (gw(layer.w) + (wc * 4) as u64, din_w),
-                            true,
-                        )?;
-                        if let Some((dr, accumulate)) = drest {
-                            let w = self.w(layer.w) + (wc * 4) as u64;
-                            self.product((rows, rd, d), (dz, d, false), (w, din_w, false), (dr, rd), accumulate)?;
-                        }
-                    }
+                (Input::Split { rest, .. }, DInput::SplitTile { drest, .. }) => {
+                    self.rest_backward(layer, rest, dz, rows, drest, grad)?;
+                }
+                (Input::Split { h, nodes, h_dim, rest, .. }, DInput::Split { drest, dh }) => {
+                    self.rest_backward(layer, rest, dz, rows, drest, grad)?;
                     self.split_backward_nodes(g, layer.w, (d, din_w), dz, (h, nodes, h_dim), dh, grad, ws)?;
                 }
                 (Input::Split { .. }, _) => unreachable!("a split input's gradient is DInput::Split"),
             }
         }
+        Ok(())
+    }
+
+    /// The rest block's side of a split first layer over `rows` rows: dW_c += dzᵀ·rest and,
+    /// where `drest` says, dL/drest (+)= dz·W_c.
+    fn rest_backward(
+        &self,
+        layer: &crate::layout::LayerLayout,
+        rest: Option<(DevPtr, usize)>,
+        dz: DevPtr,
+        rows: usize,
+        drest: Option<(DevPtr, bool)>,
+        grad: DevPtr,
+    ) -> Result<(), BackendError> {
+        let Some((r, rd)) = rest else { return Ok(()) };
+        let (d, din) = (layer.dout, layer.din);
+        let wc = ((layer.w + din - rd) * 4) as u64;
+        self.product((d, rd, rows), (dz, d, true), (r, rd, false), (grad + wc, din), true)?;
+        if let Some((dr, accumulate)) = drest {
+            self.product((rows, rd, d), (dz, d, false), (self.params.ptr() + wc, din, false), (dr, rd), accumulate)?;
+        }
+        Ok(())
+    }
+
+    /// The backward of split MLP `mlp` (node states `h`, third block `rest`) over every edge,
+    /// recomputed tile by tile ([`DeviceModel::edge_tile`] edges): each tile's forward with its
+    /// caches, then its backward from its rows of `dy`, the rest block's gradient into its rows
+    /// of `drest`; the first layer's dz over all edges in one buffer, pulled to the nodes into
+    /// `dh` once at the end. Only a tile's activations are ever alive.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn split_backward_tiled(
+        &self,
+        g: &DeviceGraph,
+        mlp: &MlpLayout,
+        (h, rest): (DevPtr, Option<(DevPtr, usize)>),
+        dy: DevPtr,
+        drest: Option<(DevPtr, bool)>,
+        dh: DevPtr,
+        grad: DevPtr,
+        ws: &mut Workspace,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let first = &mlp.layers[0];
+        let (d1, dout) = (first.dout, mlp.layers.last().map_or(0, |l| l.dout));
+        // The MLP buffers at a tile's size from here on.
+        ws.sc.act = Default::default();
+        let products = Some(self.split_products(h, n, hd, first, (&mut ws.sc.split_a, &mut ws.sc.split_b))?);
+        let dz1 = ws.dz1.get(&self.dev, e * d1)?.ptr();
+        let mut cache = MlpCache::default();
+        let mut out = Slot::<f32>::default();
+        for r0 in (0..e).step_by(self.edge_tile.max(1)) {
+            let rows = self.edge_tile.max(1).min(e - r0);
+            let at = |p: DevPtr, width: usize| p + (r0 * width * 4) as u64;
+            let rest = rest.map(|(r, rd)| (at(r, rd), rd));
+            let input = Input::Split { h, nodes: n, h_dim: hd, rest, row0: r0, products };
+            let y = out.scratch(&self.dev, rows * dout)?.ptr();
+            self.mlp_forward(g, mlp, input, rows, &mut cache, y, None, &mut ws.sc)?;
+            let drest = rest.and(drest).map(|(p, acc)| (at(p, rest.map_or(0, |r| r.1)), acc));
+            let din = DInput::SplitTile { drest, dz1: at(dz1, d1) };
+            self.mlp_backward(g, mlp, input, rows, &cache, at(dy, dout), din, grad, ws)?;
+        }
+        drop((cache, out));
+        ws.sc.act = Default::default();
+        self.split_backward_nodes(g, first.w, (d1, first.din), dz1, (h, n, hd), dh, grad, ws)?;
+        ws.dz1 = Slot::default();
         Ok(())
     }
 
@@ -345,7 +414,7 @@ impl DeviceModel {
     /// Backward of a node update h_next = \[h_in +\] node_net(node_in): from dL/dh_next in
     /// `ws.dh`, writes dL/dh_in into `ws.dh_prev` and adds dL/de_agg into `ws.de`.
     #[allow(clippy::too_many_arguments)]
-    fn node_update_backward(
+    pub(crate) fn node_update_backward(
         &self,
         g: &DeviceGraph,
         node_mlp: &MlpLayout,
@@ -444,7 +513,7 @@ impl DeviceModel {
         ws: &mut Workspace,
     ) -> Result<(), BackendError> {
         let (n, e, hd, lay) = (g.num_nodes, g.num_edges, self.cfg.hidden, &self.layout);
-        let input = Input::Split { h: h_last, nodes: n, h_dim: hd, rest: Some((e_last, hd)) };
+        let input = Input::split(h_last, n, hd, Some((e_last, hd)));
         let din = DInput::Split { drest: Some((ws.de.ptr(), true)), dh: ws.dh.ptr() };
         self.mlp_backward(g, &lay.classifier, input, e, cls, dlogits, din, grad, ws)?;
         if let (Some(head), Some(daux)) = (&lay.aux_head, daux) {
@@ -478,7 +547,7 @@ impl DeviceModel {
         let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
         let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
         let residual = self.cfg.residual;
-        let edge_input = |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((e_it, hd)) };
+        let edge_input = |h_in: DevPtr| Input::split(h_in, n, hd, Some((e_it, hd)));
         let de = ws.de.ptr();
         let node_in = ic.node_in.ptr();
         if self.cfg.update_order == UpdateOrder::NodeFirst {

@@ -7,10 +7,11 @@
 use trackgnn_engine::{Checkpointing, UpdateOrder};
 
 use crate::backend::{Arg, BackendError, DevPtr, launch};
+use crate::backward::DInput;
 use crate::backward::Workspace;
 use crate::graph::DeviceGraph;
 use crate::layout::MlpLayout;
-use crate::model::{DeviceCache, DeviceModel, IterCache, MlpCache, Scratch, Slot};
+use crate::model::{DeviceCache, DeviceModel, Input, IterCache, MlpCache, Scratch, Slot};
 
 /// The checkpointed backward's own buffers, reused from step to step.
 #[derive(Default)]
@@ -22,7 +23,7 @@ pub struct RecomputeScratch {
     pub out: (Slot<f32>, Slot<f32>),
     /// The recomputed iteration's caches (and the heads' and the edge encoder's, in turn).
     pub ic: IterCache,
-    /// The recomputed logits and auxiliary predictions (not read).
+    /// The recomputed auxiliary predictions (not read; the first is unused).
     pub heads: (Slot<f32>, Slot<f32>),
 }
 
@@ -118,14 +119,13 @@ impl DeviceModel {
         let x = crate::model::Input::Dense { x: g.x.ptr(), dim: g.node_dim };
         self.mlp_forward(g, &self.layout.node_encoder, x, n, node_encoder, h0, None, scratch)?;
         self.keep(h0, n * hd, &h[0], &packed_h[0])?;
-        self.mlp_forward(
+        self.split_forward(
             g,
             &self.layout.edge_encoder,
-            self.edge_encoder_input(g, h0),
-            e,
-            &mut ic.edge_net,
+            (h0, self.edge_features(g)),
             e0,
             None,
+            &mut ic.edge_net,
             scratch,
         )?;
         self.keep(e0, e * hd, &es[0], &packed_e[0])?;
@@ -177,8 +177,8 @@ impl DeviceModel {
             }
             // The other states' edge buffers come and go with the segments.
             rc.seg[0].1.scratch(dev, eh)?;
-            // Nodes first, an iteration's backward does not read its output edge state: the
-            // recomputed one goes to a dead MLP buffer (`discard`) instead of an E × H of its own.
+            // Nodes first, an iteration's backward does not read its output edge state, which
+            // is then never made whole (below); edges first, it is.
             let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
             let mut out = (rc.out.0.scratch(dev, nh)?.ptr(), 0);
             if !node_first {
@@ -192,14 +192,19 @@ impl DeviceModel {
             // The heads on h_L, e_L.
             let last = ptr(&rc.seg[0]);
             state(iters, last)?;
-            let heads_out = (
-                rc.heads.0.scratch(dev, e)?.ptr(),
-                if self.layout.aux_head.is_some() { rc.heads.1.scratch(dev, e)?.ptr() } else { 0 },
-            );
-            // The heads' caches are the iteration caches' buffers, idle until the segments.
-            let IterCache { edge_net: cls, node_net: head, .. } = &mut rc.ic;
-            self.heads(g, last, heads_out, cls, head, &mut ws.sc)?;
-            self.heads_backward(g, last, (cls, head), (dlogits, daux), grad, ws)?;
+            let aux_out = if self.layout.aux_head.is_some() { rc.heads.1.scratch(dev, e)?.ptr() } else { 0 };
+            // The classifier recomputed and backpropagated tile by tile, then the auxiliary
+            // head (its cache the iteration caches' buffer, idle until the segments).
+            let (de, dh) = (ws.de.ptr(), ws.dh.ptr());
+            let cls_in = (last.0, Some((last.1, self.cfg.hidden)));
+            self.split_backward_tiled(g, &self.layout.classifier, cls_in, dlogits, Some((de, true)), dh, grad, ws)?;
+            if let (Some(aux_mlp), Some(daux)) = (&self.layout.aux_head, daux) {
+                let input = Input::Dense { x: last.1, dim: self.cfg.hidden };
+                let head = &mut rc.ic.node_net;
+                self.mlp_forward(g, aux_mlp, input, e, head, aux_out, None, &mut ws.sc)?;
+                let din = DInput::Dense { dx: de, accumulate: true };
+                self.mlp_backward(g, aux_mlp, input, e, head, daux, din, grad, ws)?;
+            }
             // The classifier's hidden layers held two E × H buffers: gone before the segments.
             rc.ic = IterCache::default();
             ws.sc.act = Default::default();
@@ -235,7 +240,36 @@ impl DeviceModel {
                     // forward computed them (before any rounding of a kept state).
                     let cur = ptr(&rc.seg[it - b]);
                     if node_first {
-                        out.1 = self.discard(self.layout.nets(&self.cfg, it).0, e, &mut ws.sc)?;
+                        // The node update with its caches, then the edge network recomputed
+                        // and backpropagated tile by tile (its output edge state, which the
+                        // backward does not read, never whole).
+                        let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
+                        self.node_update(g, node_mlp, cur.0, cur.1, out.0, &mut rc.ic, &mut ws.sc)?;
+                        let de = ws.de.ptr();
+                        let (edge_in, dh) = ((out.0, Some((cur.1, self.cfg.hidden))), ws.dh.ptr());
+                        self.split_backward_tiled(
+                            g,
+                            edge_mlp,
+                            edge_in,
+                            de,
+                            Some((de, self.cfg.residual)),
+                            dh,
+                            grad,
+                            ws,
+                        )?;
+                        let ic = &rc.ic;
+                        self.node_update_backward(
+                            g,
+                            node_mlp,
+                            ic.node_in.ptr(),
+                            &ic.node_net,
+                            cur.1,
+                            &ic.agg,
+                            grad,
+                            ws,
+                        )?;
+                        std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
+                        continue;
                     }
                     self.iteration(g, it, cur, out, &mut rc.ic, &mut ws.sc)?;
                     let edge_cache = std::mem::take(&mut rc.ic.edge_net);

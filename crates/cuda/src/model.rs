@@ -223,8 +223,23 @@ pub enum Input {
         h_dim: usize,
         /// The third block (edge state or features) and its width.
         rest: Option<(DevPtr, usize)>,
+        /// The first edge these rows are (a tile of the edges; 0: from the first).
+        row0: usize,
+        /// h·W_aᵀ and h·W_bᵀ computed already (the tiles of one MLP application share them).
+        products: Option<(DevPtr, DevPtr)>,
     },
 }
+
+impl Input {
+    /// cat(h\[src\], h\[dst\], rest) over all edges, its node products computed by the call.
+    pub fn split(h: DevPtr, nodes: usize, h_dim: usize, rest: Option<(DevPtr, usize)>) -> Input {
+        Input::Split { h, nodes, h_dim, rest, row0: 0, products: None }
+    }
+}
+
+/// Edges per tile where a split MLP runs tile by tile (checkpointing's recomputation and
+/// inference): its hidden activations and saved x̂ are a tile's, not the whole graph's.
+pub const EDGE_TILE: usize = 1 << 17;
 
 /// A model on a device: its layout and parameters.
 pub struct DeviceModel {
@@ -244,6 +259,8 @@ pub struct DeviceModel {
     pub precision: Precision,
     /// How the forward saves x̂ (or z) for the backward: f32, or rounded to bf16.
     pub saved: Precision,
+    /// Edges per tile of the split MLPs run tile by tile ([`EDGE_TILE`]; tests use small ones).
+    pub edge_tile: usize,
 }
 
 impl DeviceModel {
@@ -258,6 +275,7 @@ impl DeviceModel {
             edge_dim: model.edge_dim,
             precision: model.precision(),
             saved: model.saved_activations(),
+            edge_tile: EDGE_TILE,
         })
     }
 
@@ -303,6 +321,52 @@ impl DeviceModel {
         })
     }
 
+    /// A split first layer's node products h·W_aᵀ, h·W_bᵀ (nodes × dout) into `split`'s buffers.
+    pub(crate) fn split_products(
+        &self,
+        h: DevPtr,
+        nodes: usize,
+        h_dim: usize,
+        layer: &crate::layout::LayerLayout,
+        split: (&mut Slot<f32>, &mut Slot<f32>),
+    ) -> Result<(DevPtr, DevPtr), BackendError> {
+        let ga = split.0.scratch(&self.dev, nodes * layer.dout)?.ptr();
+        let gb = split.1.scratch(&self.dev, nodes * layer.dout)?.ptr();
+        self.linear(h, nodes, h_dim, h_dim, layer.w, layer.din, 0, layer.dout, ga)?;
+        self.linear(h, nodes, h_dim, h_dim, layer.w, layer.din, h_dim, layer.dout, gb)?;
+        Ok((ga, gb))
+    }
+
+    /// Forward of split MLP `mlp` (node states `h`, third block `rest`) over every edge into
+    /// `out` (+ `residual`): whole when `cache` keeps x̂ for a backward, else tile by tile
+    /// ([`EDGE_TILE`] edges), the node products computed once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn split_forward(
+        &self,
+        g: &DeviceGraph,
+        mlp: &MlpLayout,
+        (h, rest): (DevPtr, Option<(DevPtr, usize)>),
+        out: DevPtr,
+        residual: Option<DevPtr>,
+        cache: &mut MlpCache,
+        sc: &mut Scratch,
+    ) -> Result<(), BackendError> {
+        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        if !cache.transient || e <= self.edge_tile {
+            return self.mlp_forward(g, mlp, Input::split(h, n, hd, rest), e, cache, out, residual, sc);
+        }
+        let products = Some(self.split_products(h, n, hd, &mlp.layers[0], (&mut sc.split_a, &mut sc.split_b))?);
+        let dout = mlp.layers.last().map_or(0, |l| l.dout);
+        for r0 in (0..e).step_by(self.edge_tile) {
+            let rows = self.edge_tile.min(e - r0);
+            let at = |p: DevPtr, width: usize| p + (r0 * width * 4) as u64;
+            let rest = rest.map(|(r, rd)| (at(r, rd), rd));
+            let input = Input::Split { h, nodes: n, h_dim: hd, rest, row0: r0, products };
+            self.mlp_forward(g, mlp, input, rows, cache, at(out, dout), residual.map(|r| at(r, dout)), sc)?;
+        }
+        Ok(())
+    }
+
     /// Forward of `mlp` over `rows` rows of `input` into `out` (rows × dout, plus `residual`
     /// when given), keeping x̂ and 1/σ in `cache` (at least rows long: a cache reused by MLPs of
     /// other row counts keeps its largest buffers).
@@ -344,16 +408,17 @@ impl DeviceModel {
                 (cache.pre[l].scratch(dev, rows * layer.dout)?.ptr(), 0)
             };
             let rstd = if layer.norm { cache.rstd[l].scratch(dev, rows)?.ptr() } else { 0 };
-            let mut split_mode = 0;
+            let (mut split_mode, mut row0) = (0, 0);
             let (mut ga, mut gb) = (0, 0);
             if l == 0 {
                 match input {
                     Input::Dense { x, dim } => self.linear(x, rows, dim, dim, layer.w, layer.din, 0, layer.dout, z)?,
-                    Input::Split { h, nodes, h_dim, rest } => {
-                        ga = split.0.scratch(dev, nodes * layer.dout)?.ptr();
-                        gb = split.1.scratch(dev, nodes * layer.dout)?.ptr();
-                        self.linear(h, nodes, h_dim, h_dim, layer.w, layer.din, 0, layer.dout, ga)?;
-                        self.linear(h, nodes, h_dim, h_dim, layer.w, layer.din, h_dim, layer.dout, gb)?;
+                    Input::Split { h, nodes, h_dim, rest, row0: r0, products } => {
+                        (ga, gb) = match products {
+                            Some(p) => p,
+                            None => self.split_products(h, nodes, h_dim, layer, (&mut *split.0, &mut *split.1))?,
+                        };
+                        row0 = r0;
                         split_mode = 2;
                         if let Some((r, rd)) = rest {
                             self.linear(r, rows, rd, rd, layer.w, layer.din, 2 * h_dim, layer.dout, z)?;
@@ -376,8 +441,8 @@ impl DeviceModel {
                     Arg::Ptr(self.w(layer.b)),
                     Arg::Ptr(ga),
                     Arg::Ptr(gb),
-                    g.src.arg(),
-                    g.dst.arg(),
+                    Arg::Ptr(g.src.ptr() + (row0 * 4) as u64),
+                    Arg::Ptr(g.dst.ptr() + (row0 * 4) as u64),
                     Arg::I32(split_mode),
                     Arg::Ptr(gamma),
                     Arg::Ptr(beta),
@@ -468,16 +533,20 @@ impl DeviceModel {
         edge_cache: &mut MlpCache,
         sc: &mut Scratch,
     ) -> Result<(), BackendError> {
-        let (n, e, lay) = (g.num_nodes, g.num_edges, &self.layout);
+        let (n, lay) = (g.num_nodes, &self.layout);
         let x = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
         self.mlp_forward(g, &lay.node_encoder, x, n, node_cache, h0, None, sc)?;
-        self.mlp_forward(g, &lay.edge_encoder, self.edge_encoder_input(g, h0), e, edge_cache, e0, None, sc)
+        self.split_forward(g, &lay.edge_encoder, (h0, self.edge_features(g)), e0, None, edge_cache, sc)
+    }
+
+    /// The edge features as a split MLP's third block, if the graph has any.
+    pub(crate) fn edge_features(&self, g: &DeviceGraph) -> Option<(DevPtr, usize)> {
+        (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim))
     }
 
     /// The edge encoder's input: its split first layer on h_0, the edge features its rest.
     pub(crate) fn edge_encoder_input(&self, g: &DeviceGraph, h0: DevPtr) -> Input {
-        let rest = (g.edge_dim > 0).then(|| (g.edge_attr.ptr(), g.edge_dim));
-        Input::Split { h: h0, nodes: g.num_nodes, h_dim: self.cfg.hidden, rest }
+        Input::split(h0, g.num_nodes, self.cfg.hidden, self.edge_features(g))
     }
 
     /// Message-passing iteration `it`: (h_prev, e_prev) → (h_next, e_next), keeping its caches
@@ -492,25 +561,41 @@ impl DeviceModel {
         ic: &mut IterCache,
         sc: &mut Scratch,
     ) -> Result<(), BackendError> {
-        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
+        let hd = self.cfg.hidden;
         let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
         let node_first = self.cfg.update_order == UpdateOrder::NodeFirst;
         let residual = self.cfg.residual;
-        let edge_input = |h_in: DevPtr| Input::Split { h: h_in, nodes: n, h_dim: hd, rest: Some((e_prev, hd)) };
         if !node_first {
             let res = residual.then_some(e_prev);
-            self.mlp_forward(g, edge_mlp, edge_input(h_prev), e, &mut ic.edge_net, e_next, res, sc)?;
+            self.split_forward(g, edge_mlp, (h_prev, Some((e_prev, hd))), e_next, res, &mut ic.edge_net, sc)?;
         }
         let e_agg = if node_first { e_prev } else { e_next };
-        let node_in = ic.node_in.scratch(&self.dev, n * self.widest_row())?.ptr();
-        self.node_input(g, h_prev, e_agg, node_in, &mut ic.agg)?;
-        let input = Input::Dense { x: node_in, dim: self.widest_row() };
-        self.mlp_forward(g, node_mlp, input, n, &mut ic.node_net, h_next, residual.then_some(h_prev), sc)?;
+        self.node_update(g, node_mlp, h_prev, e_agg, h_next, ic, sc)?;
         if node_first {
             let res = residual.then_some(e_prev);
-            self.mlp_forward(g, edge_mlp, edge_input(h_next), e, &mut ic.edge_net, e_next, res, sc)?;
+            self.split_forward(g, edge_mlp, (h_next, Some((e_prev, hd))), e_next, res, &mut ic.edge_net, sc)?;
         }
         Ok(())
+    }
+
+    /// The node update h_next = \[h_prev +\] node_mlp(cat(h_prev, aggregations of e_agg)),
+    /// keeping the node network's input and caches in `ic`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn node_update(
+        &self,
+        g: &DeviceGraph,
+        node_mlp: &MlpLayout,
+        h_prev: DevPtr,
+        e_agg: DevPtr,
+        h_next: DevPtr,
+        ic: &mut IterCache,
+        sc: &mut Scratch,
+    ) -> Result<(), BackendError> {
+        let node_in = ic.node_in.scratch(&self.dev, g.num_nodes * self.widest_row())?.ptr();
+        self.node_input(g, h_prev, e_agg, node_in, &mut ic.agg)?;
+        let input = Input::Dense { x: node_in, dim: self.widest_row() };
+        let residual = self.cfg.residual.then_some(h_prev);
+        self.mlp_forward(g, node_mlp, input, g.num_nodes, &mut ic.node_net, h_next, residual, sc)
     }
 
     /// The classifier's logits from h_L, e_L into `logits`, and the auxiliary head's
@@ -525,9 +610,8 @@ impl DeviceModel {
         head: &mut MlpCache,
         sc: &mut Scratch,
     ) -> Result<(), BackendError> {
-        let (n, e, hd, lay) = (g.num_nodes, g.num_edges, self.cfg.hidden, &self.layout);
-        let input = Input::Split { h: h_last, nodes: n, h_dim: hd, rest: Some((e_last, hd)) };
-        self.mlp_forward(g, &lay.classifier, input, e, cls, logits, None, sc)?;
+        let (e, hd, lay) = (g.num_edges, self.cfg.hidden, &self.layout);
+        self.split_forward(g, &lay.classifier, (h_last, Some((e_last, hd))), logits, None, cls, sc)?;
         if let Some(aux_mlp) = &lay.aux_head {
             self.mlp_forward(g, aux_mlp, Input::Dense { x: e_last, dim: hd }, e, head, aux, None, sc)?;
         }
