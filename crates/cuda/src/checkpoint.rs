@@ -10,7 +10,6 @@ use crate::backend::{Arg, BackendError, DevPtr, launch};
 use crate::backward::DInput;
 use crate::backward::Workspace;
 use crate::graph::DeviceGraph;
-use crate::layout::MlpLayout;
 use crate::model::{DeviceCache, DeviceModel, Input, IterCache, MlpCache, Scratch, Slot};
 
 /// The checkpointed backward's own buffers, reused from step to step.
@@ -37,15 +36,6 @@ impl RecomputeScratch {
 }
 
 impl DeviceModel {
-    /// Where a recomputed forward of `mlp` over `rows` rows may put an output nobody reads:
-    /// the MLP buffer its last layer does not read from (sized for the MLP's widest layer
-    /// first, so the forward's own requests do not move it).
-    fn discard(&self, mlp: &MlpLayout, rows: usize, sc: &mut Scratch) -> Result<DevPtr, BackendError> {
-        let width = mlp.layers.iter().map(|l| l.dout).max().unwrap_or(0);
-        let last = mlp.layers.len().saturating_sub(1);
-        Ok(sc.act[last % 2].scratch(&self.dev, rows * width)?.ptr())
-    }
-
     /// Whether state k is kept with segments of `seg` iterations.
     fn kept(&self, k: usize, seg: usize) -> bool {
         k.is_multiple_of(seg) || k == self.cfg.iterations
@@ -277,24 +267,25 @@ impl DeviceModel {
                 }
                 end = b;
             }
-            // The encoders: the edge encoder's caches recomputed from h_0 (the iterations'
-            // caches gone first).
+            // The encoders: the edge encoder recomputed and backpropagated tile by tile from
+            // h_0 (the iterations' caches gone first), its node side into dL/dh_0, then the
+            // node encoder from its kept cache.
             rc.ic = IterCache::default();
             let (h0, _) = ptr(&rc.seg[0]);
             state(0, ptr(&rc.seg[0]))?;
-            let edge_cache = &mut rc.ic.edge_net;
-            let e0 = self.discard(&self.layout.edge_encoder, e, &mut ws.sc)?;
-            self.mlp_forward(
+            let (de, dh) = (ws.de.ptr(), ws.dh.ptr());
+            self.split_backward_tiled(
                 g,
                 &self.layout.edge_encoder,
-                self.edge_encoder_input(g, h0),
-                e,
-                edge_cache,
-                e0,
+                (h0, self.edge_features(g)),
+                de,
                 None,
-                &mut ws.sc,
+                dh,
+                grad,
+                ws,
             )?;
-            self.encoders_backward(g, h0, (&cache.node_encoder, edge_cache), grad, ws)
+            let x = Input::Dense { x: g.x.ptr(), dim: g.node_dim };
+            self.mlp_backward(g, &self.layout.node_encoder, x, n, &cache.node_encoder, dh, DInput::None, grad, ws)
         })();
         // Checkpointing is for memory: the recomputation's buffers and the gradient workspace
         // go back to the allocator (a caching pool on a GPU) before the next forward.
