@@ -23,7 +23,7 @@ pub enum DInput {
         /// Add instead of overwrite.
         accumulate: bool,
     },
-    /// A tile of a split first layer ([`DeviceModel::split_backward_tiled`]): the rest block's
+    /// A tile of a split first layer (a split MLP backpropagated tile by tile): the rest block's
     /// gradient to `drest` (the tile's rows), dz_1 into `dz1` (the tile's rows of one buffer
     /// over all edges, pulled to the nodes once every tile is done).
     SplitTile {
