@@ -154,3 +154,30 @@ KERNEL void node_state_grad(const float* __restrict__ dh, const float* __restric
     float v = dnode_in[r * ld + i % h];
     dh_prev[i] = residual ? dh[i] + v : v;
 }
+
+/* One AdamW step, elementwise, in the CPU engine's order of operations
+ * (trackgnn_engine::optim::AdamW): θ·(1 − γλ); m ← lerp(m, g, 1 − β1); v ← β2·v + (1 − β2)·g·g;
+ * AMSGrad's running max of v in vmax when it is not null (NaN propagates);
+ * θ ← θ·(1 − γλ) + (−γ/(1 − β1ᵗ))·m / (√v̂ / √(1 − β2ᵗ) + ε). A thread per parameter. */
+KERNEL void adamw_update(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                         float* __restrict__ v, float* __restrict__ vmax, int n, float decay, float w1, float b2,
+                         float w2, float step_size, float bc2_sqrt, float eps) {
+    long i = thread_index();
+    if (i >= n) return;
+    float gi = g[i];
+    float pi = p[i] * decay;
+    float a = m[i];
+    /* ATen's lerp: two forms for accuracy near w = 1. */
+    float mi = fabsf(w1) < 0.5f ? a + w1 * (gi - a) : gi - (gi - a) * (1.0f - w1);
+    float vi = v[i] * b2 + w2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    float vh = vi;
+    if (vmax) {
+        float c = vmax[i];
+        vh = (c != c || vi != vi) ? __uint_as_float(0x7fc00000u) : fmaxf(c, vi);
+        vmax[i] = vh;
+    }
+    float denom = sqrtf(vh) / bc2_sqrt + eps;
+    p[i] = pi + (-step_size) * mi / denom;
+}

@@ -3,8 +3,9 @@
 //!
 //! The parameters and gradients have a host copy in the model's [`ParamStore`] layout: the
 //! backward's gradients are copied back after each call (the trainer all-reduces and clips them
-//! there), AdamW updates the host parameters (a few hundred thousand values: microseconds), and
-//! whatever changed on the host goes to the device before the next device call.
+//! there), whatever changed on the host goes to the device before the next device call, and
+//! AdamW runs on the device (its moments live there; the updated parameters are copied back to
+//! the host copy, which checkpoints read).
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -15,7 +16,7 @@ use trackgnn_engine::{
     Device, DeviceError, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, ParamStore, Precision,
 };
 
-use crate::backend::{Backend, BackendError, DevBuf};
+use crate::backend::{Arg, Backend, BackendError, DevBuf, launch};
 use crate::backward::Workspace;
 use crate::graph::{DeviceGraph, GraphError};
 use crate::model::{DeviceCache, DeviceModel, EDGE_TILE};
@@ -36,13 +37,39 @@ pub struct DeviceExecutor {
     logits: Vec<f32>,
     aux: Vec<f32>,
     adam: AdamWConfig,
-    opt: Option<AdamW>,
+    /// AdamW's moments on the device, from the first step.
+    opt: Option<DeviceAdamW>,
+    /// A checkpoint's optimiser state, uploaded by the next step.
+    restored: Option<AdamWState>,
     /// The host parameters or gradients changed since they were uploaded.
     dirty: AtomicBool,
     /// Inference's buffers, one caller at a time.
     infer_cache: Mutex<DeviceCache>,
     /// The planned step's bytes as a + b·nodes + c·edges, fitted on first use.
     plan: std::sync::OnceLock<[f64; 3]>,
+}
+
+/// AdamW's state on the device: the step count and the moments (and AMSGrad's running max).
+struct DeviceAdamW {
+    step: u64,
+    m: DevBuf<f32>,
+    v: DevBuf<f32>,
+    v_max: Option<DevBuf<f32>>,
+}
+
+impl DeviceAdamW {
+    /// `state` on `dev` (normalised by the engine's AdamW for `cfg`'s AMSGrad setting).
+    fn upload(dev: &Arc<dyn Backend>, cfg: AdamWConfig, state: AdamWState) -> Result<Self, BackendError> {
+        let AdamWState { step, m, v, v_max } = AdamW::from_state(cfg, state).state();
+        let v_max = v_max.map(|vm| DevBuf::from_host(dev, &vm)).transpose()?;
+        Ok(DeviceAdamW { step, m: DevBuf::from_host(dev, &m)?, v: DevBuf::from_host(dev, &v)?, v_max })
+    }
+
+    /// The state on the host, for checkpoints.
+    fn download(&self) -> Result<AdamWState, BackendError> {
+        let v_max = self.v_max.as_ref().map(DevBuf::to_host).transpose()?;
+        Ok(AdamWState { step: self.step, m: self.m.to_host()?, v: self.v.to_host()?, v_max })
+    }
 }
 
 fn failed(device: Device) -> impl Fn(BackendError) -> DeviceError {
@@ -77,6 +104,7 @@ impl DeviceExecutor {
             aux: Vec::new(),
             adam: optimizer,
             opt: None,
+            restored: None,
             dirty: AtomicBool::new(false),
             infer_cache: Mutex::new(DeviceCache::default()),
             plan: std::sync::OnceLock::new(),
@@ -242,22 +270,51 @@ impl GnnExecutor for DeviceExecutor {
     }
 
     fn optimizer_step(&mut self, lr: f64) -> Result<(), DeviceError> {
-        let params = &mut self.host.params;
-        let opt = self.opt.get_or_insert_with(|| AdamW::new(params.len(), self.adam));
-        opt.step(&mut params.data, &params.grad, lr);
-        self.dirty.store(true, Ordering::Release);
-        self.sync()
+        // The host's gradients (all-reduced, clipped) on the device first.
+        self.sync()?;
+        let fail = failed(self.device);
+        let n = self.host.params.len();
+        if self.opt.is_none() {
+            let state = self.restored.take().unwrap_or_else(|| AdamW::new(n, self.adam).state());
+            self.opt = Some(DeviceAdamW::upload(&self.dev, self.adam, state).map_err(&fail)?);
+        }
+        let opt = self.opt.as_mut().expect("just set");
+        opt.step += 1;
+        let s = self.adam.step_scalars(opt.step, lr);
+        let args = [
+            self.model.params.arg(),
+            self.grad.arg(),
+            opt.m.arg(),
+            opt.v.arg(),
+            Arg::Ptr(opt.v_max.as_ref().map_or(0, DevBuf::ptr)),
+            Arg::int(n),
+            Arg::F32(s.decay),
+            Arg::F32(s.w1),
+            Arg::F32(s.b2),
+            Arg::F32(s.w2),
+            Arg::F32(s.step_size),
+            Arg::F32(s.bc2_sqrt),
+            Arg::F32(s.eps),
+        ];
+        launch(self.dev.as_ref(), "adamw_update", n, &args).map_err(&fail)?;
+        // The host copy follows (checkpoints and the all-reduce read it).
+        let updated = self.model.params.to_host().map_err(&fail)?;
+        self.host.params.data.copy_from_slice(&updated);
+        Ok(())
     }
 
-    fn optimizer_state(&self) -> AdamWState {
-        match &self.opt {
-            Some(opt) => opt.state(),
-            None => AdamW::new(self.host.params.len(), self.adam).state(),
+    fn optimizer_state(&self) -> Result<AdamWState, DeviceError> {
+        match (&self.opt, &self.restored) {
+            (Some(opt), _) => opt.download().map_err(failed(self.device)),
+            (None, Some(state)) => Ok(state.clone()),
+            (None, None) => Ok(AdamW::new(self.host.params.len(), self.adam).state()),
         }
     }
 
     fn restore_optimizer(&mut self, state: AdamWState) {
-        self.opt = Some(AdamW::from_state(self.adam, state));
+        // Uploaded by the next step (where a device failure is an error, not a panic).
+        self.opt = None;
+        self.restored = Some(state);
     }
 
     fn infer(&self, graph: &GraphInput<f32>) -> Result<Vec<f32>, DeviceError> {
@@ -318,12 +375,16 @@ pub fn planned_step_bytes(model: &InteractionGnn<f32>, nodes: usize, edges: usiz
     let ea = vec![0.0f32; edges * model.edge_dim];
     let g = GraphInput::new(nodes.max(1), &x, model.node_dim, &ea, model.edge_dim, &src, &dst);
     let backend: Arc<dyn Backend> = plan.clone();
+    // Two steps: from the second on, AdamW's moments are on the device during the whole step.
     let step = || -> Result<(), DeviceError> {
         let mut ex = DeviceExecutor::new(backend, Device::Cuda(0), model.clone(), AdamWConfig::default())?;
-        ex.forward(&g)?;
         let dl = vec![0.0f32; edges];
-        ex.backward(&g, &dl)?;
-        ex.optimizer_step(0.0)
+        for _ in 0..2 {
+            ex.forward(&g)?;
+            ex.backward(&g, &dl)?;
+            ex.optimizer_step(0.0)?;
+        }
+        Ok(())
     };
     step().expect("the planning backend does not fail");
     plan.memory().peak

@@ -76,6 +76,8 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
             let std = if kinds.contains(&3) { 12 * e * h } else { 0 };
             8 * e * h + 4 * e + 4 * count * e * h + max + std
         }
+        // θ, m, v read and written, g read (AMSGrad's max read and written too).
+        "adamw_update" => (28 + if set("vmax") { 8 } else { 0 }) * int("n"),
         "node_state_grad" => {
             let rh = int("rows") * int("h");
             8 * rh + if int("residual") != 0 { 4 * rh } else { 0 }

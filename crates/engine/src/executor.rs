@@ -155,8 +155,8 @@ pub trait GnnExecutor: Send + Sync {
     /// One AdamW update of the parameters from the gradients, at learning rate `lr`.
     fn optimizer_step(&mut self, lr: f64) -> Result<(), DeviceError>;
 
-    /// The optimiser's state, for a checkpoint.
-    fn optimizer_state(&self) -> AdamWState;
+    /// The optimiser's state, for a checkpoint (a GPU's moments are read back from it).
+    fn optimizer_state(&self) -> Result<AdamWState, DeviceError>;
 
     /// Restores the optimiser from a checkpoint's state.
     fn restore_optimizer(&mut self, state: AdamWState);
@@ -317,11 +317,11 @@ impl GnnExecutor for CpuExecutor {
         Ok(())
     }
 
-    fn optimizer_state(&self) -> AdamWState {
-        match &self.opt {
+    fn optimizer_state(&self) -> Result<AdamWState, DeviceError> {
+        Ok(match &self.opt {
             Some(opt) => opt.state(),
             None => AdamW::new(self.model.params.len(), self.adam).state(),
-        }
+        })
     }
 
     fn restore_optimizer(&mut self, state: AdamWState) {
@@ -423,7 +423,7 @@ mod tests {
             assert_eq!(exec.params().data, direct.params.data);
         }
         assert_eq!(exec.infer(&g).unwrap(), direct.infer(&g, &mut ForwardCache::default()));
-        assert_eq!(exec.optimizer_state().step, 3);
+        assert_eq!(exec.optimizer_state().unwrap().step, 3);
         assert!(exec.buffer_bytes() > 0);
         exec.release_buffers();
         assert_eq!(exec.buffer_bytes(), 0);

@@ -10,7 +10,7 @@ mod adamw;
 mod clip;
 mod schedule;
 
-pub use adamw::{AdamW, AdamWConfig, AdamWState};
+pub use adamw::{AdamW, AdamWConfig, AdamWState, Scalars as AdamWScalars};
 pub use clip::{clip_grad_norm, l2_norm};
 pub use schedule::{LrSchedule, LrScheduleConfig};
 

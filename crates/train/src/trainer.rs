@@ -514,16 +514,15 @@ impl<'a> Trainer<'a> {
         if self.comm.is_root() {
             let state = serde_json::to_value(&self.state).expect("state serialises");
             let dir = self.run.checkpoint_dir();
-            save_checkpoint(&dir, self.exec.params(), &self.exec.optimizer_state(), &state).map_err(|e| {
-                Error::CheckpointWrite {
-                    kept: match self.last_saved_step {
-                        Some(s) => format!("the previous checkpoint there (step {s}) is intact"),
-                        None => "the run has no checkpoint yet".into(),
-                    },
-                    dir,
-                    step: self.state.global_step,
-                    source: Box::new(e),
-                }
+            let opt_state = self.exec.optimizer_state()?;
+            save_checkpoint(&dir, self.exec.params(), &opt_state, &state).map_err(|e| Error::CheckpointWrite {
+                kept: match self.last_saved_step {
+                    Some(s) => format!("the previous checkpoint there (step {s}) is intact"),
+                    None => "the run has no checkpoint yet".into(),
+                },
+                dir,
+                step: self.state.global_step,
+                source: Box::new(e),
             })?;
         }
         self.last_saved_step = Some(self.state.global_step);

@@ -75,23 +75,45 @@ pub struct AdamW {
     step: u64,
 }
 
-/// The per-step scalars, rounded to f32 once.
-#[derive(Clone, Copy)]
-struct Scalars {
+/// The per-step scalars, rounded to f32 once: what the elementwise update reads (a device's
+/// AdamW kernel takes the same ones, [`AdamWConfig::step_scalars`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Scalars {
     /// 1 − γλ.
-    decay: f32,
+    pub decay: f32,
     /// 1 − β1, the `lerp` weight.
-    w1: f32,
+    pub w1: f32,
     /// β2.
-    b2: f32,
+    pub b2: f32,
     /// 1 − β2.
-    w2: f32,
+    pub w2: f32,
     /// γ / (1 − β1ᵗ).
-    step_size: f32,
+    pub step_size: f32,
     /// √(1 − β2ᵗ).
-    bc2_sqrt: f32,
+    pub bc2_sqrt: f32,
     /// ε.
-    eps: f32,
+    pub eps: f32,
+}
+
+impl AdamWConfig {
+    /// The scalars of step `step` (counted from 1) at learning rate `lr`: bias corrections and
+    /// step sizes in f64, rounded to f32 once.
+    pub fn step_scalars(&self, step: u64, lr: f64) -> Scalars {
+        let (b1, b2) = self.betas;
+        // β^t in f64; exponents beyond i32 only happen when β^t has long underflowed to 0.
+        let t = i32::try_from(step).unwrap_or(i32::MAX);
+        let bc1 = 1.0 - b1.powi(t);
+        let bc2 = 1.0 - b2.powi(t);
+        Scalars {
+            decay: (1.0 - lr * self.weight_decay) as f32,
+            w1: (1.0 - b1) as f32,
+            b2: b2 as f32,
+            w2: (1.0 - b2) as f32,
+            step_size: (lr / bc1) as f32,
+            bc2_sqrt: bc2.sqrt() as f32,
+            eps: self.eps as f32,
+        }
+    }
 }
 
 impl AdamW {
@@ -197,20 +219,7 @@ impl AdamW {
         let tensors = 7 + 2 * usize::from(self.v_max.is_some());
         crate::traffic::add(crate::traffic::Pass::Optimizer, crate::traffic::of::<f32>(tensors * params.len()));
         self.step += 1;
-        let (b1, b2) = self.cfg.betas;
-        // β^t in f64; exponents beyond i32 only happen when β^t has long underflowed to 0.
-        let t = i32::try_from(self.step).unwrap_or(i32::MAX);
-        let bc1 = 1.0 - b1.powi(t);
-        let bc2 = 1.0 - b2.powi(t);
-        Scalars {
-            decay: (1.0 - lr * self.cfg.weight_decay) as f32,
-            w1: (1.0 - b1) as f32,
-            b2: b2 as f32,
-            w2: (1.0 - b2) as f32,
-            step_size: (lr / bc1) as f32,
-            bc2_sqrt: bc2.sqrt() as f32,
-            eps: self.cfg.eps as f32,
-        }
+        self.cfg.step_scalars(self.step, lr)
     }
 }
 
