@@ -92,6 +92,14 @@ impl Gemm {
         (a, b)
     }
 
+    /// The bytes A, B and C span in memory, from their first element to their last, with
+    /// their row strides.
+    pub fn byte_spans(&self) -> [usize; 3] {
+        let span = |(rows, cols): (usize, usize), ld: usize| if rows == 0 { 0 } else { 4 * ((rows - 1) * ld + cols) };
+        let (a, b) = self.operand_shapes();
+        [span(a, self.lda), span(b, self.ldb), span((self.m, self.n), self.ldc)]
+    }
+
     /// Whether a backend runs anything for it (an empty product with β = 1 leaves C alone).
     pub fn is_empty(&self) -> bool {
         self.m == 0 || self.n == 0 || (self.k == 0 && self.beta == 1.0)

@@ -42,6 +42,15 @@ pub enum DInput {
     },
 }
 
+/// Where an iteration's backward finds its edge network's activations.
+#[derive(Clone, Copy)]
+pub(crate) enum EdgeActivations {
+    /// In the iteration's cache, from its forward.
+    Cached,
+    /// Nowhere: the network is recomputed and backpropagated tile by tile (checkpointing).
+    Recomputed,
+}
+
 /// The backward's device buffers, reused from step to step.
 #[derive(Default)]
 pub struct Workspace {
@@ -85,7 +94,7 @@ impl Workspace {
 }
 
 /// Rows per partial of the column sums (the kernels' `COLUMN_CHUNK`).
-const COLUMN_CHUNK: usize = 1024;
+pub(crate) const COLUMN_CHUNK: usize = 1024;
 
 /// The kernels' number of an aggregation.
 pub(crate) fn aggr_code(a: Aggr) -> i32 {
@@ -353,8 +362,8 @@ impl DeviceModel {
         let dz1 = ws.dz1.get(&self.dev, e * d1)?.ptr();
         let mut cache = MlpCache::default();
         let mut out = Slot::<f32>::default();
-        for r0 in (0..e).step_by(self.edge_tile.max(1)) {
-            let rows = self.edge_tile.max(1).min(e - r0);
+        for r0 in (0..e).step_by(self.edge_tile) {
+            let rows = self.edge_tile.min(e - r0);
             let at = |p: DevPtr, width: usize| p + (r0 * width * 4) as u64;
             let rest = rest.map(|(r, rd)| (at(r, rd), rd));
             let input = Input::Split { h, nodes: n, h_dim: hd, rest, row0: r0, products };
@@ -526,10 +535,9 @@ impl DeviceModel {
 
     /// Backward of iteration `it` (its input states h_it, e_it, its outputs h_next, e_next, its
     /// caches `ic`): from dL/dh_next in `ws.dh` and dL/de_next in `ws.de` to dL/dh_it in `ws.dh`
-    /// and dL/de_it in `ws.de`. With `edge_cache` handed over (a recomputed iteration's), the
-    /// edge network's cache and the MLP buffers go back to the allocator as soon as that
-    /// network's backward is done, before the node update's (nodes first: the larger buffers
-    /// are then never alive beside the node side's).
+    /// and dL/de_it in `ws.de`. The edge network's activations are `edge`'s: its cache in `ic`,
+    /// or recomputed tile by tile ([`EdgeActivations::Recomputed`]: `ic` then holds the node
+    /// update's caches alone).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn iteration_backward(
         &self,
@@ -538,32 +546,35 @@ impl DeviceModel {
         (h_it, e_it): (DevPtr, DevPtr),
         (h_next, e_next): (DevPtr, DevPtr),
         ic: &IterCache,
-        edge_cache: Option<MlpCache>,
+        edge: EdgeActivations,
         grad: DevPtr,
         ws: &mut Workspace,
     ) -> Result<(), BackendError> {
-        let handed = edge_cache.is_some();
-        let edge_net = edge_cache.as_ref().unwrap_or(&ic.edge_net);
-        let (n, e, hd) = (g.num_nodes, g.num_edges, self.cfg.hidden);
         let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
-        let residual = self.cfg.residual;
-        let edge_input = |h_in: DevPtr| Input::split(h_in, n, hd, Some((e_it, hd)));
-        let de = ws.de.ptr();
         let node_in = ic.node_in.ptr();
+        // The edge network on (h_in, e_it), its node side into `dh`.
+        let edge_backward = |this: &Self, h_in: DevPtr, dh: DevPtr, ws: &mut Workspace| {
+            let (de, hd) = (ws.de.ptr(), this.cfg.hidden);
+            let drest = Some((de, this.cfg.residual));
+            match edge {
+                EdgeActivations::Cached => {
+                    let input = Input::split(h_in, g.num_nodes, hd, Some((e_it, hd)));
+                    let din = DInput::Split { drest, dh };
+                    this.mlp_backward(g, edge_mlp, input, g.num_edges, &ic.edge_net, de, din, grad, ws)
+                }
+                EdgeActivations::Recomputed => {
+                    this.split_backward_tiled(g, edge_mlp, (h_in, Some((e_it, hd))), de, drest, dh, grad, ws)
+                }
+            }
+        };
         if self.cfg.update_order == UpdateOrder::NodeFirst {
             // e_{it+1} from h_{it+1} and e_it, after h_{it+1} from h_it and agg(e_it).
-            let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh.ptr() };
-            self.mlp_backward(g, edge_mlp, edge_input(h_next), e, edge_net, de, din, grad, ws)?;
-            if handed {
-                drop(edge_cache);
-                ws.sc.act = Default::default();
-            }
+            edge_backward(self, h_next, ws.dh.ptr(), ws)?;
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_it, &ic.agg, grad, ws)?;
         } else {
             // h_{it+1} from h_it and agg(e_{it+1}), after e_{it+1} from h_it and e_it.
             self.node_update_backward(g, node_mlp, node_in, &ic.node_net, e_next, &ic.agg, grad, ws)?;
-            let din = DInput::Split { drest: Some((de, residual)), dh: ws.dh_prev.ptr() };
-            self.mlp_backward(g, edge_mlp, edge_input(h_it), e, edge_net, de, din, grad, ws)?;
+            edge_backward(self, h_it, ws.dh_prev.ptr(), ws)?;
         }
         std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
         Ok(())
@@ -607,7 +618,7 @@ impl DeviceModel {
         self.heads_backward(g, last, (&cache.classifier, &cache.aux_head), (dlogits, daux), grad, ws)?;
         for it in (0..iters).rev() {
             let (cur, next) = ((h[it].ptr(), es[it].ptr()), (h[it + 1].ptr(), es[it + 1].ptr()));
-            self.iteration_backward(g, it, cur, next, &cache.iters[it], None, grad, ws)?;
+            self.iteration_backward(g, it, cur, next, &cache.iters[it], EdgeActivations::Cached, grad, ws)?;
         }
         self.encoders_backward(g, h[0].ptr(), (&cache.node_encoder, &cache.edge_encoder), grad, ws)
     }

@@ -234,11 +234,9 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
 /// B and C, since the step's buffers may be freed by now (transient workspace, a checkpointed
 /// backward's recomputation).
 fn replay(dev: &dyn Backend, gemms: &[Gemm], steps: usize) -> Result<f64, BackendError> {
-    let span = |rows: usize, ld: usize, cols: usize| if rows == 0 { 0 } else { 4 * ((rows - 1) * ld + cols) };
     let mut sizes = [1usize; 3];
     for g in gemms {
-        let ((ar, ac), (br, bc)) = g.operand_shapes();
-        for (s, b) in sizes.iter_mut().zip([span(ar, g.lda, ac), span(br, g.ldb, bc), span(g.m, g.ldc, g.n)]) {
+        for (s, b) in sizes.iter_mut().zip(g.byte_spans()) {
             *s = (*s).max(b);
         }
     }

@@ -7,8 +7,7 @@
 use trackgnn_engine::{Checkpointing, UpdateOrder};
 
 use crate::backend::{Arg, BackendError, DevPtr, launch};
-use crate::backward::DInput;
-use crate::backward::Workspace;
+use crate::backward::{DInput, EdgeActivations, Workspace};
 use crate::graph::DeviceGraph;
 use crate::model::{DeviceCache, DeviceModel, Input, IterCache, MlpCache, Scratch, Slot};
 
@@ -20,10 +19,10 @@ pub struct RecomputeScratch {
     pub seg: Vec<(Slot<f32>, Slot<f32>)>,
     /// A recomputed iteration's outputs (h, e), as the forward computed them.
     pub out: (Slot<f32>, Slot<f32>),
-    /// The recomputed iteration's caches (and the heads' and the edge encoder's, in turn).
+    /// The recomputed iteration's caches (and the auxiliary head's, before the segments).
     pub ic: IterCache,
-    /// The recomputed auxiliary predictions (not read; the first is unused).
-    pub heads: (Slot<f32>, Slot<f32>),
+    /// The recomputed auxiliary predictions (not read).
+    pub aux: Slot<f32>,
 }
 
 impl RecomputeScratch {
@@ -31,7 +30,7 @@ impl RecomputeScratch {
     pub fn bytes(&self) -> usize {
         let pairs =
             self.seg.iter().chain(std::iter::once(&self.out)).map(|(a, b)| a.bytes() + b.bytes()).sum::<usize>();
-        pairs + self.ic.bytes() + self.heads.0.bytes() + self.heads.1.bytes()
+        pairs + self.ic.bytes() + self.aux.bytes()
     }
 }
 
@@ -182,7 +181,7 @@ impl DeviceModel {
             // The heads on h_L, e_L.
             let last = ptr(&rc.seg[0]);
             state(iters, last)?;
-            let aux_out = if self.layout.aux_head.is_some() { rc.heads.1.scratch(dev, e)?.ptr() } else { 0 };
+            let aux_out = if self.layout.aux_head.is_some() { rc.aux.scratch(dev, e)?.ptr() } else { 0 };
             // The classifier recomputed and backpropagated tile by tile, then the auxiliary
             // head (its cache the iteration caches' buffer, idle until the segments).
             let (de, dh) = (ws.de.ptr(), ws.dh.ptr());
@@ -230,40 +229,18 @@ impl DeviceModel {
                     // forward computed them (before any rounding of a kept state).
                     let cur = ptr(&rc.seg[it - b]);
                     if node_first {
-                        // The node update with its caches, then the edge network recomputed
-                        // and backpropagated tile by tile (its output edge state, which the
+                        // The node update with its caches; the edge network is recomputed and
+                        // backpropagated tile by tile (its output edge state, which the
                         // backward does not read, never whole).
-                        let (edge_mlp, node_mlp) = self.layout.nets(&self.cfg, it);
+                        let node_mlp = self.layout.nets(&self.cfg, it).1;
                         self.node_update(g, node_mlp, cur.0, cur.1, out.0, &mut rc.ic, &mut ws.sc)?;
-                        let de = ws.de.ptr();
-                        let (edge_in, dh) = ((out.0, Some((cur.1, self.cfg.hidden))), ws.dh.ptr());
-                        self.split_backward_tiled(
-                            g,
-                            edge_mlp,
-                            edge_in,
-                            de,
-                            Some((de, self.cfg.residual)),
-                            dh,
-                            grad,
-                            ws,
-                        )?;
-                        let ic = &rc.ic;
-                        self.node_update_backward(
-                            g,
-                            node_mlp,
-                            ic.node_in.ptr(),
-                            &ic.node_net,
-                            cur.1,
-                            &ic.agg,
-                            grad,
-                            ws,
-                        )?;
-                        std::mem::swap(&mut ws.dh, &mut ws.dh_prev);
-                        continue;
+                        self.iteration_backward(g, it, cur, out, &rc.ic, EdgeActivations::Recomputed, grad, ws)?;
+                    } else {
+                        self.iteration(g, it, cur, out, &mut rc.ic, &mut ws.sc)?;
+                        self.iteration_backward(g, it, cur, out, &rc.ic, EdgeActivations::Cached, grad, ws)?;
+                        // Its edge cache goes before the next segment's states are restored.
+                        rc.ic.edge_net = MlpCache::default();
                     }
-                    self.iteration(g, it, cur, out, &mut rc.ic, &mut ws.sc)?;
-                    let edge_cache = std::mem::take(&mut rc.ic.edge_net);
-                    self.iteration_backward(g, it, cur, out, &rc.ic, Some(edge_cache), grad, ws)?;
                 }
                 end = b;
             }

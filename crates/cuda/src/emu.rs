@@ -113,12 +113,9 @@ impl Backend for Emulator {
     }
 
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
-        let a_rows = if g.trans_a { g.k } else { g.m };
-        let b_rows = if g.trans_b { g.n } else { g.k };
-        let (a_cols, b_cols) = (if g.trans_a { g.m } else { g.k }, if g.trans_b { g.k } else { g.n });
-        self.check(g.a, 4 * span(a_rows, g.lda, a_cols))?;
-        self.check(g.b, 4 * span(b_rows, g.ldb, b_cols))?;
-        self.check(g.c, 4 * span(g.m, g.ldc, g.n))?;
+        for (ptr, bytes) in [g.a, g.b, g.c].into_iter().zip(g.byte_spans()) {
+            self.check(ptr, bytes)?;
+        }
         let (a, b, c) = (g.a as *const f32, g.b as *const f32, g.c as *mut f32);
         let operand = |v: f32| if g.bf16 { bf16_round(v) } else { v };
         // Rounded on the fly here, but the copies a GPU makes are allocated alike.
@@ -169,10 +166,6 @@ fn layout(bytes: usize) -> Result<Layout, BackendError> {
 }
 
 /// Elements spanned by `rows` rows of `cols` values at row stride `ld`.
-fn span(rows: usize, ld: usize, cols: usize) -> usize {
-    if rows == 0 { 0 } else { (rows - 1) * ld + cols }
-}
-
 /// `v` rounded to bfloat16 (to nearest, ties to even), as the kernels' `bf16_round`.
 fn bf16_round(v: f32) -> f32 {
     let u = v.to_bits();

@@ -259,8 +259,9 @@ pub struct DeviceModel {
     pub precision: Precision,
     /// How the forward saves x̂ (or z) for the backward: f32, or rounded to bf16.
     pub saved: Precision,
-    /// Edges per tile of the split MLPs run tile by tile ([`EDGE_TILE`]; tests use small ones).
-    pub edge_tile: usize,
+    /// Edges per tile of the split MLPs run tile by tile ([`EDGE_TILE`]; at least 1; tests set
+    /// small ones through `DeviceExecutor::set_edge_tile`).
+    pub(crate) edge_tile: usize,
 }
 
 impl DeviceModel {

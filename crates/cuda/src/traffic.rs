@@ -13,7 +13,7 @@ use crate::backend::{Arg, Gemm};
 use crate::kernels::KernelSignature;
 
 /// Rows per partial of the column sums (the kernels' `COLUMN_CHUNK`).
-const COLUMN_CHUNK: u64 = 1024;
+const COLUMN_CHUNK: u64 = crate::backward::COLUMN_CHUNK as u64;
 
 /// The bytes one launch of `kernel` with `args` moves, on a graph of `edges` edges (the CSR
 /// kernels read every edge of a grouping); `None` for a kernel this table does not know.
