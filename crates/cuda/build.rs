@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The kernel sources, in the order they are concatenated (NVRTC compiles them as one program).
-const SOURCES: &[&str] = &["kernels/common.cuh", "kernels/forward.cu", "kernels/backward.cu"];
+const SOURCES: &[&str] = &["kernels/common.cuh", "kernels/forward.cu", "kernels/backward.cu", "kernels/loss.cu"];
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));

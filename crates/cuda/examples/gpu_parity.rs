@@ -6,7 +6,9 @@
 //!   CPU engine (f32 within 1e-4 of each tensor's scale; bf16 within 5%, the CPU bf16 path's
 //!   stated bound);
 //! - two runs on the GPU giving the same bits;
-//! - 200 training steps (AdamW) on both, their losses side by side.
+//! - 200 training steps (AdamW) on both, their losses side by side (the GPU's loss on the
+//!   device), then the GPU model's validation figures from the device against the host's
+//!   from its logits (counts and AUC the same, the loss within 1e-6).
 //!
 //! Writes `parity.json` and `parity.md` into `--out DIR`; exit code 0 when everything passed.
 //!
@@ -26,9 +28,11 @@ use serde_json::json;
 use trackgnn_cuda::backward::Workspace;
 use trackgnn_cuda::testing::{max_rel_diff, option_sets, random_graph};
 use trackgnn_cuda::{Backend, DevBuf, DeviceCache, DeviceExecutor, DeviceGraph, DeviceModel};
-use trackgnn_engine::loss::bce_with_logits;
+use trackgnn_engine::graph_loss::host_validate_graph;
 use trackgnn_engine::optim::AdamWConfig;
-use trackgnn_engine::{CpuExecutor, Device, ForwardCache, GnnExecutor, GraphInput, InteractionGnn, Precision};
+use trackgnn_engine::{
+    CpuExecutor, Device, EdgeTargets, ForwardCache, GnnExecutor, GraphInput, InteractionGnn, Precision,
+};
 use trackgnn_trackml::rng::Rng;
 
 fn main() -> ExitCode {
@@ -54,6 +58,10 @@ fn main() -> ExitCode {
 /// One forward and backward on the device: logits, gradients, the forward's buffers.
 type Pass = (Vec<f32>, Vec<f32>, DeviceCache);
 
+/// [`train_both`]'s losses (CPU, GPU), whether the device's validation figures are the host's,
+/// and those figures.
+type Trained = (Vec<f64>, Vec<f64>, bool, serde_json::Value);
+
 /// max |a − b| over the largest |b| (at least 1e-3).
 fn rel(a: &[f32], b: &[f32]) -> f64 {
     f64::from(max_rel_diff(a, b))
@@ -71,7 +79,7 @@ fn run(
     let mut checks = Vec::new();
     let mut curves = Vec::new();
     let mut table = format!(
-        "| option set | precision | logits | worst state | worst gradient | same bits | loss after {steps} steps (cpu / gpu) | pass |\n|---|---|---|---|---|---|---|---|\n"
+        "| option set | precision | logits | worst state | worst gradient | same bits | loss after {steps} steps (cpu / gpu) | validation figures = host's | pass |\n|---|---|---|---|---|---|---|---|---|\n"
     );
     let mut all_pass = true;
     let (nodes, edges) = if emulator { (40, 160) } else { (300, 2400) };
@@ -135,15 +143,20 @@ fn run(
             let (ws, wsv) = worst(&states);
             let (wt, wtv) = worst(&tensors);
             // `steps` steps on both, from the same weights.
-            let (losses_cpu, losses_gpu) = train_both(&dev, ordinal, &model, &g, &y, steps)?;
+            let (losses_cpu, losses_gpu, figures_same, figures) = train_both(&dev, ordinal, &model, &g, &y, steps)?;
             let last = |v: &[f64]| v.last().copied().unwrap_or(f64::NAN);
             let curve_rel =
                 losses_cpu.iter().zip(&losses_gpu).map(|(a, b)| (a - b).abs() / a.abs().max(1e-6)).fold(0.0, f64::max);
-            let pass = logits_rel < tol && wsv < tol && wtv < tol && same_bits && last(&losses_gpu) < losses_gpu[0];
+            let pass = logits_rel < tol
+                && wsv < tol
+                && wtv < tol
+                && same_bits
+                && figures_same
+                && last(&losses_gpu) < losses_gpu[0];
             all_pass &= pass;
             writeln!(
                 table,
-                "| {name} | {precision} | {logits_rel:.2e} | {ws} {wsv:.2e} | {wt} {wtv:.2e} | {same_bits} | {:.5} / {:.5} | {} |",
+                "| {name} | {precision} | {logits_rel:.2e} | {ws} {wsv:.2e} | {wt} {wtv:.2e} | {same_bits} | {:.5} / {:.5} | {figures_same} | {} |",
                 last(&losses_cpu),
                 last(&losses_gpu),
                 if pass { "yes" } else { "**no**" }
@@ -152,7 +165,7 @@ fn run(
                 "option_set": name, "precision": precision.to_string(), "tolerance": tol,
                 "logits_rel": logits_rel, "states": states, "gradients": tensors,
                 "worst_state": ws, "worst_state_rel": wsv, "worst_gradient": wt, "worst_gradient_rel": wtv,
-                "same_bits": same_bits, "pass": pass,
+                "same_bits": same_bits, "validation_figures": figures, "pass": pass,
             }));
             curves.push(json!({
                 "option_set": name, "precision": precision.to_string(), "steps": steps,
@@ -170,8 +183,10 @@ fn run(
     Ok(all_pass)
 }
 
-/// `steps` AdamW steps of BCE (positive weight 4) on `g` on the CPU engine and on the GPU, from
-/// `model`'s weights: the losses of each.
+/// `steps` AdamW steps of BCE (positive weight 4) on `g` on the CPU engine and on the GPU (its
+/// loss on the device), from `model`'s weights: the losses of each, and the trained GPU model's
+/// validation figures from the device beside those the host computes from its logits (the
+/// counts at 0.5 and the AUC must be the same, the loss within 1e-6).
 fn train_both(
     dev: &Arc<dyn Backend>,
     ordinal: usize,
@@ -179,20 +194,30 @@ fn train_both(
     g: &GraphInput<f32>,
     y: &[u8],
     steps: usize,
-) -> Result<(Vec<f64>, Vec<f64>), Box<dyn std::error::Error>> {
+) -> Result<Trained, Box<dyn std::error::Error>> {
     let adam = AdamWConfig { lr: 1e-3, ..AdamWConfig::default() };
     let mut cpu = CpuExecutor::new(model.clone(), adam);
     let mut gpu = DeviceExecutor::new(dev.clone(), Device::Cuda(ordinal), model.clone(), adam)?;
     let mut losses = (Vec::new(), Vec::new());
-    let mut dl = vec![0.0f32; g.num_edges()];
+    let weight = vec![1.0f32; g.num_edges()];
+    let targets = EdgeTargets { target: y, weight: &weight, pos_weight: 4.0, aux: None };
     for _ in 0..steps {
         for (ex, l) in [(&mut cpu as &mut dyn GnnExecutor, &mut losses.0), (&mut gpu, &mut losses.1)] {
             ex.zero_grad();
-            let logits = ex.forward(g)?.to_vec();
-            l.push(bce_with_logits(&logits, y, None, 4.0, &mut dl));
-            ex.backward(g, &dl)?;
+            l.push(ex.loss_backward(g, &targets, 1.0, 0.0)?.loss);
             ex.optimizer_step(adam.lr)?;
         }
     }
-    Ok(losses)
+    let on_device = gpu.validate_graph(g, &targets, y, 0.5, false)?;
+    let on_host = host_validate_graph(&gpu, g, &targets, y, 0.5, false)?;
+    let loss_rel = (on_device.loss.loss - on_host.loss.loss).abs() / on_host.loss.loss.abs().max(1e-12);
+    let same =
+        on_device.counts == on_host.counts && on_device.auc.to_bits() == on_host.auc.to_bits() && loss_rel < 1e-6;
+    let figures = json!({
+        "auc_device": on_device.auc, "auc_host": on_host.auc,
+        "predicted_device": on_device.counts.predicted, "predicted_host": on_host.counts.predicted,
+        "tp_target_device": on_device.counts.tp_target, "tp_target_host": on_host.counts.tp_target,
+        "loss_rel": loss_rel, "same": same,
+    });
+    Ok((losses.0, losses.1, same, figures))
 }

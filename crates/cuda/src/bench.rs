@@ -8,9 +8,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use trackgnn_engine::bench::{DeviceBench, spec_graph_sized};
-use trackgnn_engine::loss::bce_with_logits;
 use trackgnn_engine::optim::AdamWConfig;
-use trackgnn_engine::{Checkpointing, Device, DeviceError, GnnExecutor, InteractionGnn, ModelConfig, Precision};
+use trackgnn_engine::{
+    Checkpointing, Device, DeviceError, EdgeTargets, GnnExecutor, InteractionGnn, ModelConfig, Precision,
+};
 use trackgnn_trackml::rng::Rng;
 
 use crate::backend::{Arg, Backend, BackendError, DevPtr, Gemm, MemoryUse};
@@ -170,7 +171,8 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     let adam = AdamWConfig { lr: 1e-3, weight_decay: 0.0, ..AdamWConfig::default() };
     let backend: Arc<dyn Backend> = recording.clone();
     let mut exec = DeviceExecutor::new(backend, device, model, adam)?;
-    let mut dl = vec![0.0f32; g.num_edges()];
+    let weight = vec![1.0f32; g.num_edges()];
+    let targets = EdgeTargets { target: &y, weight: &weight, pos_weight: 4.0, aux: None };
     let (mut times, mut losses) = (Vec::new(), Vec::new());
     for step in 0..run.warmup + run.steps {
         if step == run.warmup {
@@ -184,9 +186,7 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
             exec.infer(&g)?;
         } else {
             exec.zero_grad();
-            let logits = exec.forward(&g)?;
-            losses.push(bce_with_logits(logits, &y, None, 4.0, &mut dl));
-            exec.backward(&g, &dl)?;
+            losses.push(exec.loss_backward(&g, &targets, 1.0, 0.0)?.loss);
             exec.optimizer_step(adam.lr)?;
         }
         dev.synchronize().map_err(failed)?;

@@ -13,12 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use trackgnn_engine::optim::{AdamW, AdamWConfig, AdamWState};
 use trackgnn_engine::{
-    Device, DeviceError, GnnExecutor, GraphInput, InteractionGnn, ModelConfig, ParamStore, Precision,
+    AuxTargets, Device, DeviceError, EdgeTargets, GnnExecutor, GraphFigures, GraphInput, GraphLoss, InteractionGnn,
+    ModelConfig, ParamStore, Precision,
 };
 
-use crate::backend::{Arg, Backend, BackendError, DevBuf, launch};
+use crate::backend::{Arg, Backend, BackendError, DevBuf, DevPtr, launch};
 use crate::backward::Workspace;
 use crate::graph::{DeviceGraph, GraphError};
+use crate::loss;
 use crate::model::{DeviceCache, DeviceModel, EDGE_TILE};
 
 /// A model on one device behind [`GnnExecutor`].
@@ -141,18 +143,47 @@ impl DeviceExecutor {
         DeviceGraph::upload(&self.dev, graph, self.model.widest_row()).map_err(graph_failed(self.device))
     }
 
+    /// The forward of a training step on `graph`, its logits left on the device.
+    fn forward_on_device(&mut self, graph: &GraphInput<f32>) -> Result<(), DeviceError> {
+        self.sync()?;
+        self.graph = None;
+        let g = self.upload_graph(graph)?;
+        let ckpt = self.host.checkpointing;
+        match ckpt.is_on() {
+            true => self.model.forward_checkpointed(&g, &mut self.cache, ckpt),
+            false => self.model.forward(&g, &mut self.cache),
+        }
+        .map_err(failed(self.device))?;
+        self.graph = Some(g);
+        Ok(())
+    }
+
+    /// The backward of the last forward from dL/dlogits (and dL/daux) on the device; the
+    /// gradients come to the host copy.
+    fn backward_on_device(&mut self, dl: DevPtr, da: Option<DevPtr>) -> Result<(), DeviceError> {
+        self.sync()?;
+        let g = self.graph.as_ref().expect("backward after a forward");
+        let ckpt = self.host.checkpointing;
+        let grad = self.grad.ptr();
+        match ckpt.is_on() {
+            true => self.model.backward_checkpointed(g, &self.cache, ckpt, dl, da, grad, &mut self.ws),
+            false => self.model.backward(g, &self.cache, dl, da, grad, &mut self.ws),
+        }
+        .map_err(failed(self.device))?;
+        self.host.params.grad = self.grad.to_host().map_err(failed(self.device))?;
+        Ok(())
+    }
+
     fn backward_inner(
         &mut self,
         graph: &GraphInput<f32>,
         dlogits: &[f32],
         daux: Option<&[f32]>,
     ) -> Result<(), DeviceError> {
-        self.sync()?;
         let device = self.device;
-        let g = self.graph.as_ref().expect("backward after a forward");
-        assert_eq!(g.num_edges, graph.num_edges(), "backward: not the forward's graph");
-        assert_eq!(dlogits.len(), g.num_edges, "backward: dlogits shape");
-        let e = g.num_edges;
+        let e = self.graph.as_ref().expect("backward after a forward").num_edges;
+        assert_eq!(e, graph.num_edges(), "backward: not the forward's graph");
+        assert_eq!(dlogits.len(), e, "backward: dlogits shape");
         let dl = self.ws.upstream[0].get(&self.dev, e).map_err(failed(device))?;
         dl.upload(dlogits).map_err(failed(device))?;
         let dl = dl.ptr();
@@ -165,18 +196,16 @@ impl DeviceExecutor {
             }
             None => None,
         };
-        let ckpt = self.host.checkpointing;
-        let grad = self.grad.ptr();
-        match ckpt.is_on() {
-            true => self.model.backward_checkpointed(g, &self.cache, ckpt, dl, da, grad, &mut self.ws),
-            false => self.model.backward(g, &self.cache, dl, da, grad, &mut self.ws),
-        }
-        .map_err(failed(device))?;
-        self.host.params.grad = self.grad.to_host().map_err(failed(device))?;
-        Ok(())
+        self.backward_on_device(dl, da)
     }
 
-    fn infer_inner(&self, graph: &GraphInput<f32>, aux: bool) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+    /// Inference on `graph` into the inference buffers (fresh ones if another caller holds
+    /// them), then `then` on them.
+    fn infer_then<R>(
+        &self,
+        graph: &GraphInput<f32>,
+        then: impl FnOnce(&DeviceCache) -> Result<R, BackendError>,
+    ) -> Result<R, DeviceError> {
         self.sync()?;
         let g = self.upload_graph(graph)?;
         let mut fresh = DeviceCache::default();
@@ -185,17 +214,52 @@ impl DeviceExecutor {
             Ok(c) => c,
             Err(_) => &mut fresh,
         };
-        let mut run = || -> Result<(Vec<f32>, Vec<f32>), BackendError> {
+        let run = || -> Result<R, BackendError> {
             self.model.infer(&g, cache)?;
+            then(cache)
+        };
+        run().map_err(failed(self.device))
+    }
+
+    fn infer_inner(&self, graph: &GraphInput<f32>, aux: bool) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+        self.infer_then(graph, |cache| {
             let logits = cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host)?;
             let aux = match (aux, cache.aux.buf()) {
                 (true, Some(b)) => b.to_host()?,
                 _ => Vec::new(),
             };
             Ok((logits, aux))
-        };
-        run().map_err(failed(self.device))
+        })
     }
+}
+
+/// One graph's loss targets on the device.
+struct DeviceTargets {
+    label: DevBuf<u8>,
+    weight: DevBuf<f32>,
+}
+
+impl DeviceTargets {
+    #[track_caller]
+    fn upload(dev: &Arc<dyn Backend>, t: &EdgeTargets<'_>, edges: usize) -> Result<Self, BackendError> {
+        assert!(t.target.len() == edges && t.weight.len() == edges, "loss targets: one per edge");
+        Ok(DeviceTargets { label: DevBuf::from_host(dev, t.target)?, weight: DevBuf::from_host(dev, t.weight)? })
+    }
+}
+
+/// The auxiliary head's MSE of the predictions at `pred` (its gradient × `scale` into `dp`
+/// where given).
+fn aux_loss(
+    dev: &Arc<dyn Backend>,
+    pred: DevPtr,
+    aux: &AuxTargets<'_>,
+    scale: f32,
+    dp: Option<DevPtr>,
+    edges: usize,
+) -> Result<f64, BackendError> {
+    assert!(aux.log_pt.len() == edges && aux.weight.len() == edges, "auxiliary targets: one per edge");
+    let (t, w) = (DevBuf::from_host(dev, aux.log_pt)?, DevBuf::from_host(dev, aux.weight)?);
+    loss::mse(dev, pred, &t, &w, aux.count, scale, dp, edges)
 }
 
 impl GnnExecutor for DeviceExecutor {
@@ -231,23 +295,72 @@ impl GnnExecutor for DeviceExecutor {
     }
 
     fn forward(&mut self, graph: &GraphInput<f32>) -> Result<&[f32], DeviceError> {
-        self.sync()?;
+        self.forward_on_device(graph)?;
         let device = self.device;
-        self.graph = None;
-        let g = self.upload_graph(graph)?;
-        let ckpt = self.host.checkpointing;
-        match ckpt.is_on() {
-            true => self.model.forward_checkpointed(&g, &mut self.cache, ckpt),
-            false => self.model.forward(&g, &mut self.cache),
-        }
-        .map_err(failed(device))?;
         self.logits = self.cache.logits.buf().map_or(Ok(Vec::new()), DevBuf::to_host).map_err(failed(device))?;
         self.aux = match self.cache.aux.buf() {
             Some(b) if self.host.has_aux_head() => b.to_host().map_err(failed(device))?,
             _ => Vec::new(),
         };
-        self.graph = Some(g);
         Ok(&self.logits)
+    }
+
+    fn loss_backward(
+        &mut self,
+        graph: &GraphInput<f32>,
+        targets: &EdgeTargets<'_>,
+        scale: f32,
+        aux_scale: f32,
+    ) -> Result<GraphLoss, DeviceError> {
+        // The logits and dL/dlogits stay on the device: only the loss's tile sums come back.
+        self.forward_on_device(graph)?;
+        let fail = failed(self.device);
+        let e = graph.num_edges();
+        let dl = self.ws.upstream[0].get(&self.dev, e).map_err(&fail)?.ptr();
+        let t = DeviceTargets::upload(&self.dev, targets, e).map_err(&fail)?;
+        let logits = self.cache.logits.ptr();
+        let loss = loss::bce(&self.dev, logits, &t.label, &t.weight, targets.pos_weight, scale, Some(dl), e);
+        let loss = loss.map_err(&fail)?;
+        drop(t);
+        let (aux_loss, da) = match &targets.aux {
+            None => (0.0, None),
+            Some(aux) => {
+                assert!(self.host.has_aux_head(), "loss_backward: auxiliary targets for a model without the head");
+                let da = self.ws.upstream[1].get(&self.dev, e).map_err(&fail)?.ptr();
+                (aux_loss(&self.dev, self.cache.aux.ptr(), aux, aux_scale, Some(da), e).map_err(&fail)?, Some(da))
+            }
+        };
+        self.backward_on_device(dl, da)?;
+        Ok(GraphLoss { loss, aux_loss })
+    }
+
+    fn validate_graph(
+        &self,
+        graph: &GraphInput<f32>,
+        targets: &EdgeTargets<'_>,
+        y: &[u8],
+        threshold: f64,
+        keep_logits: bool,
+    ) -> Result<GraphFigures, DeviceError> {
+        let e = graph.num_edges();
+        assert_eq!(y.len(), e, "validate_graph: y, one per edge");
+        self.infer_then(graph, |cache| {
+            let dev = &self.dev;
+            let t = DeviceTargets::upload(dev, targets, e)?;
+            let logits = cache.logits.ptr();
+            let loss = loss::bce(dev, logits, &t.label, &t.weight, targets.pos_weight, 1.0, None, e)?;
+            let aux_loss = match &targets.aux {
+                Some(aux) => aux_loss(dev, cache.aux.ptr(), aux, 1.0, None, e)?,
+                None => 0.0,
+            };
+            let counts = loss::counts(dev, logits, &DevBuf::from_host(dev, y)?, &t.label, threshold, e)?;
+            let auc = loss::auc(dev, logits, &t.label, counts.target_true, e)?;
+            let logits = match (keep_logits, cache.logits.buf()) {
+                (true, Some(b)) => b.to_host()?,
+                _ => Vec::new(),
+            };
+            Ok(GraphFigures { loss: GraphLoss { loss, aux_loss }, counts, auc, logits })
+        })
     }
 
     fn backward(&mut self, graph: &GraphInput<f32>, dlogits: &[f32]) -> Result<(), DeviceError> {
@@ -378,10 +491,10 @@ pub fn planned_step_bytes(model: &InteractionGnn<f32>, nodes: usize, edges: usiz
     // Two steps: from the second on, AdamW's moments are on the device during the whole step.
     let step = || -> Result<(), DeviceError> {
         let mut ex = DeviceExecutor::new(backend, Device::Cuda(0), model.clone(), AdamWConfig::default())?;
-        let dl = vec![0.0f32; edges];
+        let (label, weight) = (vec![0u8; edges], vec![1.0f32; edges]);
+        let targets = EdgeTargets { target: &label, weight: &weight, pos_weight: 1.0, aux: None };
         for _ in 0..2 {
-            ex.forward(&g)?;
-            ex.backward(&g, &dl)?;
+            ex.loss_backward(&g, &targets, 1.0, 0.0)?;
             ex.optimizer_step(0.0)?;
         }
         Ok(())

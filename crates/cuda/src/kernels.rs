@@ -33,6 +33,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/common.cuh"),
     include_str!("../kernels/forward.cu"),
     include_str!("../kernels/backward.cu"),
+    include_str!("../kernels/loss.cu"),
 );
 
 /// The index of kernel `name` in [`KERNELS`].

@@ -21,6 +21,7 @@ pub mod executor;
 pub mod graph;
 pub mod kernels;
 pub mod layout;
+pub mod loss;
 pub mod model;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;

@@ -14,6 +14,13 @@ use crate::kernels::KernelSignature;
 
 /// Rows per partial of the column sums (the kernels' `COLUMN_CHUNK`).
 const COLUMN_CHUNK: u64 = crate::backward::COLUMN_CHUNK as u64;
+/// Digits of the AUC's radix sort.
+const RADIX: u64 = crate::loss::RADIX as u64;
+
+/// Tiles of the loss kernels' reductions over `n` edges.
+fn tiles(n: u64) -> u64 {
+    n.div_ceil(crate::loss::TILE as u64)
+}
 
 /// The bytes one launch of `kernel` with `args` moves, on a graph of `edges` edges (the CSR
 /// kernels read every edge of a grouping); `None` for a kernel this table does not know.
@@ -82,6 +89,18 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
             let rh = int("rows") * int("h");
             8 * rh + if int("residual") != 0 { 4 * rh } else { 0 }
         }
+        // The loss and the validation figures (loss.rs), n edges in tiles of TILE.
+        "bce_terms" => (13 + if set("dx") { 4 } else { 0 }) * int("n"),
+        "mse_terms" => (16 + if set("dp") { 4 } else { 0 }) * int("n"),
+        "tile_sums" => 4 * int("n") + 8 * tiles(int("n")),
+        "edge_counts" => 6 * int("n") + 20 * tiles(int("n")),
+        "auc_keys" => 10 * int("n"),
+        "radix_counts" => 4 * int("n") + 4 * RADIX * tiles(int("n")),
+        // Read twice (the chunk sums, then the prefixes), written once.
+        "exclusive_scan" => 12 * int("m"),
+        "radix_scatter" => 10 * int("n") + 4 * RADIX * tiles(int("n")),
+        "tile_negatives" => int("n") + 4 * tiles(int("n")),
+        "auc_partials" => 5 * int("n") + 12 * tiles(int("n")),
         _ => return None,
     };
     Some(bytes)

@@ -324,3 +324,61 @@ fn adamw_runs_on_the_device_and_its_state_resumes_there() {
     assert_eq!(gpu.params().data, resumed.params().data);
     assert_eq!(resumed.optimizer_state().unwrap().step, 3);
 }
+
+/// The loss on the device (BCE with weights and `pos_weight`, the auxiliary MSE, the step's
+/// scales) gives the host loss's figures and gradients; the validation figures from logits that
+/// stay on the device are the host's from the same logits: counts and AUC exactly.
+#[test]
+fn the_loss_and_the_validation_figures_run_on_the_device_as_on_the_host() {
+    use trackgnn_engine::graph_loss::{host_loss_backward, host_validate_graph};
+    use trackgnn_engine::{AuxTargets, EdgeTargets};
+    let cfg = ModelConfig { hidden: 16, iterations: 2, aux_pt: true, ..ModelConfig::default() };
+    let model = InteractionGnn::<f32>::new(cfg, 3, 0, &mut Rng::new(9));
+    let (g, target) = graph(30, 140, 5);
+    let e = g.num_edges();
+    let y: Vec<u8> = target.iter().enumerate().map(|(i, &t)| t | u8::from(i % 5 == 0)).collect();
+    let weight: Vec<f32> = (0..e).map(|i| [1.0, 0.0, 0.5][i % 3]).collect();
+    let log_pt: Vec<f32> = (0..e).map(|i| (i as f32 * 0.7).sin()).collect();
+    let aux_weight: Vec<f32> = target.iter().map(|&t| f32::from(t)).collect();
+    let aux = AuxTargets { log_pt: &log_pt, weight: &aux_weight, count: 41 };
+    for with_aux in [false, true] {
+        let targets = EdgeTargets { target: &target, weight: &weight, pos_weight: 3.0, aux: with_aux.then_some(aux) };
+        let mut cpu = CpuExecutor::new(model.clone(), AdamWConfig::default());
+        let emu: Arc<dyn Backend> = Arc::new(Emulator::new());
+        let mut gpu = DeviceExecutor::new(emu, Device::Cuda(0), model.clone(), AdamWConfig::default()).unwrap();
+        let on_host = cpu.loss_backward(&g, &targets, 0.5, 0.25).unwrap();
+        let on_device = gpu.loss_backward(&g, &targets, 0.5, 0.25).unwrap();
+        assert!((on_device.loss - on_host.loss).abs() < 1e-5 * on_host.loss, "{on_device:?} vs {on_host:?}");
+        assert!((on_device.aux_loss - on_host.aux_loss).abs() < 1e-5 * on_host.aux_loss.max(1e-9));
+        assert_eq!(on_host.aux_loss > 0.0, with_aux);
+        let d = max_rel_diff(&gpu.params().grad, &cpu.params().grad);
+        assert!(d < 1e-4, "aux {with_aux}: gradients differ by {d:e}");
+        // The same device model with the loss on the host: the device loss's own arithmetic.
+        gpu.zero_grad();
+        let device_grad = {
+            gpu.loss_backward(&g, &targets, 0.5, 0.25).unwrap();
+            gpu.params().grad.clone()
+        };
+        gpu.zero_grad();
+        let host = host_loss_backward(&mut gpu, &g, &targets, 0.5, 0.25).unwrap();
+        assert!((host.loss - on_device.loss).abs() < 1e-6 * host.loss);
+        let d = max_rel_diff(&device_grad, &gpu.params().grad);
+        assert!(d < 1e-5, "aux {with_aux}: the device loss's gradients differ from the host loss's by {d:e}");
+
+        // 0.5, and the median edge's score (an untrained model scores every edge alike).
+        let mut sorted = gpu.infer(&g).unwrap();
+        sorted.sort_by(f32::total_cmp);
+        let median = trackgnn_engine::loss::sigmoid(f64::from(sorted[e / 2]));
+        for threshold in [0.5, median] {
+            let dev = gpu.validate_graph(&g, &targets, &y, threshold, true).unwrap();
+            let host = host_validate_graph(&gpu, &g, &targets, &y, threshold, true).unwrap();
+            assert_eq!((dev.counts, dev.auc.to_bits()), (host.counts, host.auc.to_bits()), "at {threshold}");
+            assert_eq!(dev.logits, host.logits);
+            assert!((dev.loss.loss - host.loss.loss).abs() < 1e-6 * host.loss.loss);
+            assert!((dev.loss.aux_loss - host.loss.aux_loss).abs() < 1e-6 * host.loss.aux_loss.max(1e-9));
+            assert!(gpu.validate_graph(&g, &targets, &y, threshold, false).unwrap().logits.is_empty());
+        }
+        let at_median = gpu.validate_graph(&g, &targets, &y, median, false).unwrap().counts;
+        assert!(at_median.predicted > 0 && at_median.predicted < e as u64 / 2 + 1, "{at_median:?}");
+    }
+}

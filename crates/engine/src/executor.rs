@@ -14,6 +14,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
+use crate::graph_loss::{EdgeTargets, GraphFigures, GraphLoss};
 use crate::optim::{AdamW, AdamWConfig, AdamWState};
 use crate::{ForwardCache, GraphInput, InteractionGnn, ModelConfig, ParamStore, Precision};
 
@@ -102,8 +103,9 @@ pub enum DeviceError {
 /// [`ParamStore`] whatever the device keeps; a device backend copies them across as needed.
 ///
 /// A training step is: [`zero_grad`](Self::zero_grad), then for each graph
-/// [`forward`](Self::forward) and [`backward`](Self::backward) with the loss's gradient of the
-/// logits, then (the all-reduce and clipping through `params_mut().grad`)
+/// [`loss_backward`](Self::loss_backward) (or [`forward`](Self::forward) and
+/// [`backward`](Self::backward) with a loss's gradient of the logits computed elsewhere), then
+/// (the all-reduce and clipping through `params_mut().grad`)
 /// [`optimizer_step`](Self::optimizer_step).
 pub trait GnnExecutor: Send + Sync {
     /// The device it runs on.
@@ -148,6 +150,38 @@ pub trait GnnExecutor: Send + Sync {
     /// [`backward`](Self::backward) with the gradient of the loss with respect to the
     /// auxiliary head's predictions too (see [`InteractionGnn::backward_aux`]).
     fn backward_aux(&mut self, graph: &GraphInput<f32>, dlogits: &[f32], daux: &[f32]) -> Result<(), DeviceError>;
+
+    /// The forward, the loss and the backward of one graph of a training step: adds `scale` ×
+    /// the BCE's gradients (and `aux_scale` × the auxiliary MSE's, where `targets` has its
+    /// targets) to the parameters' gradients and returns both losses. The default computes the
+    /// loss on the host from [`forward`](Self::forward)'s logits
+    /// ([`host_loss_backward`](crate::graph_loss::host_loss_backward)); a GPU keeps it on the
+    /// device.
+    fn loss_backward(
+        &mut self,
+        graph: &GraphInput<f32>,
+        targets: &EdgeTargets<'_>,
+        scale: f32,
+        aux_scale: f32,
+    ) -> Result<GraphLoss, DeviceError> {
+        crate::graph_loss::host_loss_backward(self, graph, targets, scale, aux_scale)
+    }
+
+    /// One graph's validation figures from inference: the losses, the edge counts at the score
+    /// `threshold` (`y`: 1 for true edges of any particle) and the AUC, with the logits where
+    /// `keep_logits`. The default computes them on the host
+    /// ([`host_validate_graph`](crate::graph_loss::host_validate_graph)); a GPU keeps the
+    /// logits on the device.
+    fn validate_graph(
+        &self,
+        graph: &GraphInput<f32>,
+        targets: &EdgeTargets<'_>,
+        y: &[u8],
+        threshold: f64,
+        keep_logits: bool,
+    ) -> Result<GraphFigures, DeviceError> {
+        crate::graph_loss::host_validate_graph(self, graph, targets, y, threshold, keep_logits)
+    }
 
     /// Sets the gradients to zero.
     fn zero_grad(&mut self);

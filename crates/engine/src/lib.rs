@@ -46,9 +46,11 @@ pub mod bf16;
 pub mod checkpointing;
 pub mod config;
 pub mod dense;
+pub mod edge_metrics;
 pub mod executor;
 pub mod gemm_replay;
 pub mod graph_input;
+pub mod graph_loss;
 pub mod halo;
 pub mod loss;
 pub mod matmul;
@@ -70,6 +72,7 @@ pub use executor::{
     CpuExecutor, Device, DeviceError, GnnExecutor, GpuExecutorFactory, executor_on, register_cuda_backend,
 };
 pub use graph_input::GraphInput;
+pub use graph_loss::{AuxTargets, EdgeTargets, GraphFigures, GraphLoss};
 pub use model::{ForwardCache, InteractionGnn};
 pub use params::{ParamSpec, ParamStore};
 pub use real::Real;

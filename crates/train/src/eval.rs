@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use trackgnn_engine::GnnExecutor;
-use trackgnn_engine::loss::{bce_with_logits, mse_over};
+use trackgnn_engine::{AuxTargets, EdgeTargets};
 
 use crate::config::TrainConfig;
 use crate::data::{GraphSet, LossWeights, Prefetcher};
@@ -53,16 +53,13 @@ pub fn evaluate(
         let s = loader.next_sample().expect("one sample per path")?;
         // Inference keeps two states, not a backward's worth: whole events fit where training
         // needed sectors.
-        let device = |e| crate::Error::Model(trackgnn_model::Error::from(e));
-        let (logits, aux) = if has_aux {
-            model.infer_aux(&s.input).map_err(device)?
-        } else {
-            (model.infer(&s.input).map_err(device)?, Vec::new())
-        };
-        let mut dl = vec![0.0f32; s.input.num_edges()];
-        let loss = bce_with_logits(&logits, &s.target, Some(&s.weight), cfg.pos_weight, &mut dl);
-        let aux_loss = if has_aux { mse_over(&aux, &s.log_pt, &s.aux_weight, s.aux_edges, &mut dl) } else { 0.0 };
-        let m = EdgeMetrics::of_event(&logits, &s.y, &s.target, cfg.threshold, loss);
+        let aux = has_aux.then_some(AuxTargets { log_pt: &s.log_pt, weight: &s.aux_weight, count: s.aux_edges });
+        let targets = EdgeTargets { target: &s.target, weight: &s.weight, pos_weight: cfg.pos_weight, aux };
+        let f = model
+            .validate_graph(&s.input, &targets, &s.y, cfg.threshold, want_roc)
+            .map_err(|e| crate::Error::Model(trackgnn_model::Error::from(e)))?;
+        let m = EdgeMetrics::of_counts(&f.counts, f.auc, f.loss.loss);
+        let aux_loss = f.loss.aux_loss;
         rows[k * FIELDS..(k + 1) * FIELDS].copy_from_slice(&[
             1.0,
             m.loss,
@@ -74,7 +71,7 @@ pub fn evaluate(
             aux_loss,
         ]);
         if want_roc {
-            pooled_logits.extend_from_slice(&logits);
+            pooled_logits.extend_from_slice(&f.logits);
             pooled_pos.extend_from_slice(&s.target);
         }
     }

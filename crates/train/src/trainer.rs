@@ -12,9 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use trackgnn_engine::loss::{bce_with_logits, mse_over};
 use trackgnn_engine::optim::{LrSchedule, clip_grad_norm, l2_norm};
-use trackgnn_engine::{GnnExecutor, InteractionGnn, executor_on};
+use trackgnn_engine::{AuxTargets, EdgeTargets, GnnExecutor, InteractionGnn, executor_on};
 use trackgnn_trackml::rng::Rng;
 
 use crate::budget::{self, Oversize};
@@ -878,26 +877,20 @@ impl<'a> Trainer<'a> {
                     halo_nodes += plan.halo_rows() as f64;
                 }
                 edges += s.input.num_edges() as f64;
-                let logits = self.exec.forward(&s.input)?;
-                let mut dl = vec![0.0f32; s.input.num_edges()];
-                let l = bce_with_logits(logits, &s.target, Some(&s.weight), self.cfg.pos_weight, &mut dl);
-                loss_sum += l * s.loss_scale;
+                // BCE + λ·MSE: the auxiliary head's gradient enters the backward with the
+                // logits'. The part's sum over its counted true edges is already divided by the
+                // whole graph's count, so it needs no loss_scale.
+                let aux = (lambda > 0.0).then_some(AuxTargets {
+                    log_pt: &s.log_pt,
+                    weight: &s.aux_weight,
+                    count: s.aux_edges,
+                });
+                let targets =
+                    EdgeTargets { target: &s.target, weight: &s.weight, pos_weight: self.cfg.pos_weight, aux };
                 let scale = (s.loss_scale / gps as f64) as f32;
-                if scale != 1.0 {
-                    dl.iter_mut().for_each(|g| *g *= scale);
-                }
-                if lambda > 0.0 {
-                    // BCE + λ·MSE: the auxiliary head's gradient enters the backward with the
-                    // logits'. The part's sum over its counted true edges is already divided by
-                    // the whole graph's count, so it needs no loss_scale.
-                    let mut da = vec![0.0f32; s.input.num_edges()];
-                    aux_sum += mse_over(self.exec.aux(), &s.log_pt, &s.aux_weight, s.aux_edges, &mut da);
-                    let k = (lambda / gps as f64) as f32;
-                    da.iter_mut().for_each(|g| *g *= k);
-                    self.exec.backward_aux(&s.input, &dl, &da)?;
-                } else {
-                    self.exec.backward(&s.input, &dl)?;
-                }
+                let l = self.exec.loss_backward(&s.input, &targets, scale, (lambda / gps as f64) as f32)?;
+                loss_sum += l.loss * s.loss_scale;
+                aux_sum += l.aux_loss;
             }
         }
         Ok((loss_sum, aux_sum, (halo_nodes, edges)))
