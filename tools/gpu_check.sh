@@ -193,6 +193,17 @@ for name, v in rows:
     lines.append(f"| {name} | {v['variant']} | {v['precision']} | {v.get('checkpointing', '—')} | {v['nodes']} | {v['edges']} | "
                  f"{s:.4f} | {fmt(g)} | {fmt(v.get('memory_bound_seconds'))} | {fmt(v.get('step_over_bound'))} | "
                  f"{v['peak_memory_bytes'] / 2**30:.2f} | {plan} | {fmt(e)} | {fmt(b)} | {ratio(e)} | {ratio(b)} |")
+for name, v in rows:
+    prof, total = v.get("profile") or [], v.get("profiled_seconds") or 0.0
+    if not prof:
+        continue
+    lines.append(f"\n{name}, {v['variant']} {v['precision']} ({v['what']}, checkpointing {v.get('checkpointing', '—')}): "
+                 f"one step with each call synchronised, {total:.4f} s in all")
+    lines.append("\n| call | calls | s | share | GB/s | of copy bandwidth |\n|---|---|---|---|---|---|")
+    for r in prof[:10]:
+        gbs = r["bytes"] / max(r["seconds"], 1e-12) / 1e9
+        lines.append(f"| {r['name']} | {r['calls']} | {r['seconds']:.5f} | {100 * r['seconds'] / max(total, 1e-12):.1f}% | "
+                     f"{gbs:.1f} | {100 * r['fraction_of_copy_bandwidth']:.0f}% |")
 for k, v in pt.items():
     if v.get("peak_memory_bytes"):
         lines.append(f"\nPyTorch {k}: peak {v['peak_memory_bytes'] / 2**30:.2f} GiB, {v['step_seconds_mean']} s/step")

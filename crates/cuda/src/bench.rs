@@ -1,7 +1,8 @@
 //! `bench engine --device cuda`: the training step (forward, backward, AdamW) or the inference
 //! of a model on the synthetic graph of BENCH_SPEC at any size, timed on the device with
 //! synchronisation, beside its products alone (the same cuBLAS calls replayed), the bytes it
-//! moves ([`crate::traffic`]) at the device's copy bandwidth and the backend's peak memory.
+//! moves ([`crate::traffic`]) at the device's copy bandwidth and the backend's peak memory, and
+//! one more step profiled call by call.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -77,8 +78,9 @@ pub struct GpuStepFigures {
     pub nodes: usize,
     /// Edges.
     pub edges: usize,
-    /// Mean seconds per timed step (host to host: the logits and gradients copied back, the
-    /// parameters copied over after AdamW on the host).
+    /// Mean seconds per timed step (host to host: the graph uploaded, the loss on the device,
+    /// the gradients copied back for the all-reduce and over again, the parameters after AdamW
+    /// copied back).
     pub step_seconds_mean: f64,
     /// Fastest timed step.
     pub step_seconds_min: f64,
@@ -109,6 +111,30 @@ pub struct GpuStepFigures {
     /// The training step's peak as the memory planner predicts it ([`planned_step_bytes`]: the
     /// `--max-memory` budget's figure), to hold beside the measured one (training only).
     pub planned_peak_bytes: Option<usize>,
+    /// One more step after the timed ones with every device call synchronised and timed alone:
+    /// where the step's time goes, by kernel (and products, copies), slowest first.
+    pub profile: Vec<ProfileRow>,
+    /// The profiled step's calls added up (above the step: each call waits for the device).
+    pub profiled_seconds: f64,
+}
+
+/// One line of a step's profile: the calls of one kernel (or the matrix products of one
+/// arithmetic, or the copies of one direction) in one step, each synchronised.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProfileRow {
+    /// The kernel's name, `cuBLAS products (f32)` / `(bf16)`, `copies host to device`, `copies
+    /// device to host`, `copies device to device`, `memset`.
+    pub name: String,
+    /// Calls in the step.
+    pub calls: usize,
+    /// Their seconds, added up.
+    pub seconds: f64,
+    /// The bytes they moved (device memory as [`crate::traffic`] counts it; a host copy's
+    /// bytes).
+    pub bytes: u64,
+    /// Bytes per second over the device's copy bandwidth (how near the memory's limit they
+    /// ran; host copies against it too, though PCIe bounds them).
+    pub fraction_of_copy_bandwidth: f64,
 }
 
 impl std::fmt::Display for GpuStepFigures {
@@ -152,16 +178,36 @@ impl std::fmt::Display for GpuStepFigures {
             self.memory_bound_seconds
         )?;
         match self.step_over_bound {
-            Some(r) => writeln!(f, "; step / max(products alone, memory bound) = {r:.2}"),
-            None => writeln!(f),
+            Some(r) => writeln!(f, "; step / max(products alone, memory bound) = {r:.2}")?,
+            None => writeln!(f)?,
         }
+        if !self.profile.is_empty() {
+            writeln!(f, "  one step, each call synchronised ({:.4} s in all), slowest first:", self.profiled_seconds)?;
+        }
+        for r in self.profile.iter().take(PROFILE_LINES) {
+            writeln!(
+                f,
+                "    {:<28} {:>5} calls {:>9.5} s {:>5.1}%  {:>7.1} GB/s ({:.0}% of the copy bandwidth)",
+                r.name,
+                r.calls,
+                r.seconds,
+                100.0 * r.seconds / self.profiled_seconds.max(f64::MIN_POSITIVE),
+                r.bytes as f64 / r.seconds.max(f64::MIN_POSITIVE) / 1e9,
+                100.0 * r.fraction_of_copy_bandwidth
+            )?;
+        }
+        Ok(())
     }
 }
+
+/// Profile lines printed (all of them go to `--json`).
+const PROFILE_LINES: usize = 12;
 
 /// Times `run` on `dev` (named `device`).
 pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<GpuStepFigures, DeviceError> {
     let failed = |e: BackendError| DeviceError::Failed { device, message: e.to_string() };
-    let recording = Arc::new(Recording { inner: dev.clone(), log: Mutex::new(None), edges: run.edges });
+    let recording =
+        Arc::new(Recording { inner: dev.clone(), log: Mutex::new(None), profile: Mutex::new(None), edges: run.edges });
     let (g, y) = spec_graph_sized(run.nodes, run.edges);
     let mut model = InteractionGnn::<f32>::new(run.model.clone(), 3, 0, &mut Rng::new(1));
     model.set_precision(run.precision);
@@ -196,6 +242,16 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
     }
     let MemoryUse { peak, .. } = dev.memory();
     let log = recording.log.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
+    // The profiled step, after the peak was read (its extra waits change nothing it holds).
+    *recording.profile.lock().unwrap_or_else(|e| e.into_inner()) = Some(Profile::default());
+    if run.inference {
+        exec.infer(&g)?;
+    } else {
+        exec.zero_grad();
+        exec.loss_backward(&g, &targets, 1.0, 0.0)?;
+        exec.optimizer_step(adam.lr)?;
+    }
+    let profile = recording.profile.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default();
     let gemms = if run.inference { Vec::new() } else { log.gemms };
     let gemm_only =
         if gemms.is_empty() { None } else { Some(replay(dev.as_ref(), &gemms, run.steps).map_err(failed)?) };
@@ -226,7 +282,25 @@ pub fn measure(dev: Arc<dyn Backend>, device: Device, run: &BenchRun) -> Result<
         step_over_bound: (bound > 0.0).then(|| mean / bound),
         peak_memory_bytes: peak,
         planned_peak_bytes: planned,
+        profiled_seconds: profile.values().map(|c| c.seconds).sum(),
+        profile: profile_rows(profile, bandwidth),
     })
+}
+
+/// The profile's lines, slowest first.
+fn profile_rows(profile: Profile, bandwidth: f64) -> Vec<ProfileRow> {
+    let mut rows: Vec<ProfileRow> = profile
+        .into_iter()
+        .map(|(name, c)| ProfileRow {
+            name,
+            calls: c.calls,
+            seconds: c.seconds,
+            bytes: c.bytes,
+            fraction_of_copy_bandwidth: c.bytes as f64 / c.seconds.max(f64::MIN_POSITIVE) / bandwidth,
+        })
+        .collect();
+    rows.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then_with(|| a.name.cmp(&b.name)));
+    rows
 }
 
 /// Seconds of `gemms` replayed alone (the mean of up to three replays after one): the same
@@ -319,12 +393,54 @@ struct Log {
     gemm_bytes: u64,
 }
 
+/// One profile line's sums.
+#[derive(Default)]
+struct Calls {
+    calls: usize,
+    seconds: f64,
+    bytes: u64,
+}
+
+/// A profiled step: its calls by name.
+type Profile = std::collections::BTreeMap<String, Calls>;
+
 /// A backend that passes everything through and, while its log is on, keeps a copy of every
-/// matrix product and counts the bytes moved (on a graph of `edges` edges).
+/// matrix product and counts the bytes moved (on a graph of `edges` edges); while its profile is
+/// on, it synchronises before and after every call and times it.
 struct Recording {
     inner: Arc<dyn Backend>,
     log: Mutex<Option<Log>>,
+    profile: Mutex<Option<Profile>>,
     edges: usize,
+}
+
+impl Recording {
+    fn profiling(&self) -> bool {
+        self.profile.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// `call` timed alone (the device idle before, finished after) into the profile's line
+    /// `name` when profiling; else just `call`.
+    fn timed<R>(
+        &self,
+        name: impl FnOnce() -> String,
+        bytes: u64,
+        call: impl FnOnce() -> Result<R, BackendError>,
+    ) -> Result<R, BackendError> {
+        if !self.profiling() {
+            return call();
+        }
+        self.inner.synchronize()?;
+        let t = Instant::now();
+        let r = call()?;
+        self.inner.synchronize()?;
+        let dt = t.elapsed().as_secs_f64();
+        if let Some(p) = self.profile.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            let c = p.entry(name()).or_default();
+            (c.calls, c.seconds, c.bytes) = (c.calls + 1, c.seconds + dt, c.bytes + bytes);
+        }
+        Ok(r)
+    }
 }
 
 impl Backend for Recording {
@@ -338,30 +454,35 @@ impl Backend for Recording {
         self.inner.free(ptr)
     }
     fn upload(&self, dst: DevPtr, src: &[u8]) -> Result<(), BackendError> {
-        self.inner.upload(dst, src)
+        self.timed(|| "copies host to device".into(), src.len() as u64, || self.inner.upload(dst, src))
     }
     fn download(&self, src: DevPtr, dst: &mut [u8]) -> Result<(), BackendError> {
-        self.inner.download(src, dst)
+        let bytes = dst.len() as u64;
+        self.timed(|| "copies device to host".into(), bytes, || self.inner.download(src, dst))
     }
     fn zero(&self, ptr: DevPtr, bytes: usize) -> Result<(), BackendError> {
-        self.inner.zero(ptr, bytes)
+        self.timed(|| "memset".into(), bytes as u64, || self.inner.zero(ptr, bytes))
     }
     fn launch_checked(&self, kernel: usize, grid: u32, block: u32, args: &[Arg]) -> Result<(), BackendError> {
+        let sig = &crate::kernels::KERNELS[kernel];
+        let bytes = crate::traffic::kernel_bytes(sig, args, self.edges).unwrap_or(0);
         if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            let sig = &crate::kernels::KERNELS[kernel];
-            log.kernel_bytes += crate::traffic::kernel_bytes(sig, args, self.edges).unwrap_or(0);
+            log.kernel_bytes += bytes;
         }
-        self.inner.launch_checked(kernel, grid, block, args)
+        self.timed(|| sig.name.into(), bytes, || self.inner.launch_checked(kernel, grid, block, args))
     }
     fn gemm(&self, g: &Gemm) -> Result<(), BackendError> {
+        let bytes = crate::traffic::gemm_bytes(g);
         if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             log.gemms.push(*g);
-            log.gemm_bytes += crate::traffic::gemm_bytes(g);
+            log.gemm_bytes += bytes;
         }
-        self.inner.gemm(g)
+        let name = || format!("cuBLAS products ({})", if g.bf16 { "bf16" } else { "f32" });
+        self.timed(name, bytes, || self.inner.gemm(g))
     }
     fn copy(&self, dst: DevPtr, src: DevPtr, bytes: usize) -> Result<(), BackendError> {
-        self.inner.copy(dst, src, bytes)
+        // Read and written.
+        self.timed(|| "copies device to device".into(), 2 * bytes as u64, || self.inner.copy(dst, src, bytes))
     }
     fn synchronize(&self) -> Result<(), BackendError> {
         self.inner.synchronize()

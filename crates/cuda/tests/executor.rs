@@ -217,6 +217,18 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
     // Bytes moved: every E × H pass at least once (160 edges × 8 channels × 4 bytes).
     assert!(r.kernel_bytes_per_step > 10 * 160 * 8 * 4 && r.gemm_bytes_per_step > 0, "{r:?}");
     assert!(r.memory_bound_seconds > 0.0 && r.step_over_bound.unwrap() > 0.0, "{r:?}");
+    // The profiled step: every call in a line, slowest first, the bytes the traffic count's.
+    let line = |name: &str| r.profile.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{name}: {r:?}"));
+    assert_eq!(line("cuBLAS products (f32)").calls, r.gemm_calls_per_step);
+    let kernels: u64 = r.profile.iter().filter(|p| !p.name.contains(' ') && p.name != "memset").map(|p| p.bytes).sum();
+    assert_eq!(kernels, r.kernel_bytes_per_step, "{:?}", r.profile);
+    assert_eq!(line("cuBLAS products (f32)").bytes, r.gemm_bytes_per_step);
+    for name in ["mlp_layer_post", "bce_terms", "adamw_update", "copies host to device", "copies device to host"] {
+        assert!(line(name).calls > 0 && line(name).seconds > 0.0 && line(name).fraction_of_copy_bandwidth > 0.0);
+    }
+    assert!(r.profile.windows(2).all(|w| w[0].seconds >= w[1].seconds));
+    let total: f64 = r.profile.iter().map(|p| p.seconds).sum();
+    assert!((total - r.profiled_seconds).abs() < 1e-9 && r.to_string().contains("each call synchronised"));
     // Everything the step allocated is freed with it.
     assert_eq!(emu.memory().current, 0);
     // Checkpointed, nodes first, bf16: the replay runs on its own buffers (the step's
@@ -237,6 +249,7 @@ fn the_device_bench_times_a_step_and_replays_its_products() {
     assert_eq!(r.what, "inference");
     assert!(r.loss_first.is_none() && r.gemm_only_seconds.is_none());
     assert!(r.kernel_bytes_per_step > 0 && r.gemm_bytes_per_step > 0, "{r:?}");
+    assert!(r.profile.iter().any(|p| p.name == "mlp_layer_post") && r.profile.iter().all(|p| p.name != "bce_terms"));
 }
 
 #[test]
