@@ -62,48 +62,55 @@ KERNEL void mlp_layer_post(float* z, const float* __restrict__ bias,
 #define AGG_MAX 2
 #define AGG_STD 3
 
-/* One aggregation of edge rows x (E × h) over each node's edges (a CSR: offsets, edges in
- * increasing order), into columns col .. col+h of out (n rows, stride ld); a thread per node and
- * channel, each summing its own edges in order (no atomics). Mean: Σ/n (0 without edges); max:
- * the first largest, its edge in argmax (0xffffffff and 0 without edges); std: √(var + 1e-5)
- * with var = Σ(x − μ)²/n, its μ and σ in mean_out, std_out. */
+/* Every aggregation of `kinds` (kind of aggregation k in bits 4k.., `count` of them) of edge
+ * rows x (E × h) over each node's edges (a CSR: offsets, edges in increasing order), into
+ * columns col0 + k·h .. of out (n rows, stride ld); a thread per node and channel, each reading
+ * its own edges in order (no atomics): once for sum, mean and max together, once more for std.
+ * Mean: Σ/n (0 without edges); max: the first largest, its edge in argmax (0xffffffff and 0
+ * without edges); std: √(var + 1e-5) with var = Σ(x − μ)²/n, its μ and σ in mean_out, std_out. */
 KERNEL void aggregate_forward(const float* __restrict__ x, int h, const unsigned* __restrict__ offsets,
-                              const unsigned* __restrict__ edges, int n, int kind, float* __restrict__ out,
-                              int ld, int col, unsigned* __restrict__ argmax, float* __restrict__ mean_out,
-                              float* __restrict__ std_out) {
+                              const unsigned* __restrict__ edges, int n, int kinds, int count,
+                              float* __restrict__ out, int ld, int col0, unsigned* __restrict__ argmax,
+                              float* __restrict__ mean_out, float* __restrict__ std_out) {
     long i = thread_index();
     if (i >= (long)n * h) return;
     long node = i / h;
     int j = (int)(i % h);
-    unsigned lo = offsets[node], hi = offsets[node + 1];
+    int want_max = 0, want_std = 0;
+    for (int k = 0; k < count; k++) {
+        int kind = (kinds >> (4 * k)) & 15;
+        want_max |= kind == AGG_MAX;
+        want_std |= kind == AGG_STD;
+    }
+    unsigned lo = offsets[node], hi = offsets[node + 1], arg = 0xffffffffu;
     float inv = hi > lo ? 1.0f / (float)(hi - lo) : 0.0f;
-    float acc = 0.0f;
-    if (kind == AGG_MAX) {
-        unsigned arg = 0xffffffffu;
-        for (unsigned k = lo; k < hi; k++) {
-            unsigned e = edges[k];
-            float v = x[(long)e * h + j];
-            if (k == lo || v > acc) {
-                acc = v;
-                arg = e;
-            }
-        }
-        argmax[i] = arg;
-    } else {
-        for (unsigned k = lo; k < hi; k++) acc += x[(long)edges[k] * h + j];
-        if (kind == AGG_MEAN) acc *= inv;
-        if (kind == AGG_STD) {
-            float m = acc * inv, q = 0.0f;
-            for (unsigned k = lo; k < hi; k++) {
-                float c = x[(long)edges[k] * h + j] - m;
-                q += c * c;
-            }
-            acc = sqrtf(q * inv + 1e-5f);
-            mean_out[i] = m;
-            std_out[i] = acc;
+    float sum = 0.0f, mx = 0.0f;
+    for (unsigned k = lo; k < hi; k++) {
+        unsigned e = edges[k];
+        float v = x[(long)e * h + j];
+        sum += v;
+        if (want_max && (k == lo || v > mx)) {
+            mx = v;
+            arg = e;
         }
     }
-    out[node * ld + col + j] = acc;
+    float mean = sum * inv, sd = 0.0f;
+    if (want_std) {
+        float q = 0.0f;
+        for (unsigned k = lo; k < hi; k++) {
+            float c = x[(long)edges[k] * h + j] - mean;
+            q += c * c;
+        }
+        sd = sqrtf(q * inv + 1e-5f);
+        mean_out[i] = mean;
+        std_out[i] = sd;
+    }
+    if (want_max) argmax[i] = arg;
+    float* row = out + node * ld + col0 + j;
+    for (int k = 0; k < count; k++) {
+        int kind = (kinds >> (4 * k)) & 15;
+        row[k * h] = kind == AGG_SUM ? sum : kind == AGG_MEAN ? mean : kind == AGG_MAX ? mx : sd;
+    }
 }
 
 /* dst[:, col .. col+d] = src (rows × d) in a matrix of row stride ld; a thread per element. */

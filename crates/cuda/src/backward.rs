@@ -4,12 +4,11 @@
 //! first Linear's node side through CSR pulls, the aggregations' backward per edge.
 
 use trackgnn_engine::UpdateOrder;
-use trackgnn_engine::ops::Aggr;
 
 use crate::backend::{Arg, BackendError, DevPtr, Gemm, WARP, launch};
 use crate::graph::{DeviceCsr, DeviceGraph};
 use crate::layout::MlpLayout;
-use crate::model::{AggCache, DeviceCache, DeviceModel, Input, IterCache, MlpCache, Slot};
+use crate::model::{AggCache, DeviceCache, DeviceModel, Input, IterCache, MlpCache, Slot, aggregation_kinds};
 
 /// Where an MLP's backward puts the gradient with respect to its input.
 #[derive(Clone, Copy)]
@@ -95,16 +94,6 @@ impl Workspace {
 
 /// Rows per partial of the column sums (the kernels' `COLUMN_CHUNK`).
 pub(crate) const COLUMN_CHUNK: usize = 1024;
-
-/// The kernels' number of an aggregation.
-pub(crate) fn aggr_code(a: Aggr) -> i32 {
-    match a {
-        Aggr::Sum => 0,
-        Aggr::Mean => 1,
-        Aggr::Max => 2,
-        Aggr::Std => 3,
-    }
-}
 
 impl DeviceModel {
     /// out (d) += Σ over rows of a (rows × d), times b element-wise when given; fixed order.
@@ -468,7 +457,7 @@ impl DeviceModel {
                 Arg::int(hd),
             ],
         )?;
-        let kinds = aggs.iter().enumerate().fold(0, |acc, (j, &a)| acc | (aggr_code(a) << (4 * j)));
+        let kinds = aggregation_kinds(aggs);
         let groupings = [(&g.dst, &g.in_edges, hd, &agg.0), (&g.src, &g.out_edges, (1 + k) * hd, &agg.1)];
         for (node_of_edge, csr, col0, cache) in groupings {
             launch(

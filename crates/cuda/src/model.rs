@@ -11,6 +11,18 @@ use crate::backend::{Arg, Backend, BackendError, DevBuf, DevPtr, Gemm, WARP, lau
 use crate::graph::DeviceGraph;
 use crate::layout::{MlpLayout, ModelLayout};
 
+/// The kernels' code of a list of aggregations: the kind of aggregation k (numbered as the
+/// kernels' `AGG_*`) in bits 4k...
+pub(crate) fn aggregation_kinds(aggs: &[Aggr]) -> i32 {
+    let code = |a: Aggr| match a {
+        Aggr::Sum => 0,
+        Aggr::Mean => 1,
+        Aggr::Max => 2,
+        Aggr::Std => 3,
+    };
+    aggs.iter().enumerate().fold(0, |acc, (k, &a)| acc | (code(a) << (4 * k)))
+}
+
 /// A device buffer kept from call to call and reallocated only when its length changes.
 pub struct Slot<T>(Option<DevBuf<T>>);
 
@@ -490,34 +502,27 @@ impl DeviceModel {
             } else {
                 (0, 0)
             };
-            for (j, a) in aggs.iter().enumerate() {
-                let col = (1 + side * k + j) * hd;
-                let kind = match a {
-                    Aggr::Sum => 0,
-                    Aggr::Mean => 1,
-                    Aggr::Max => 2,
-                    Aggr::Std => 3,
-                };
-                launch(
-                    dev,
-                    "aggregate_forward",
-                    n * hd,
-                    &[
-                        Arg::Ptr(e_agg),
-                        Arg::int(hd),
-                        csr.offsets.arg(),
-                        csr.edges.arg(),
-                        Arg::int(n),
-                        Arg::I32(kind),
-                        Arg::Ptr(node_in),
-                        Arg::int(ld),
-                        Arg::int(col),
-                        Arg::Ptr(argmax),
-                        Arg::Ptr(mean),
-                        Arg::Ptr(std),
-                    ],
-                )?;
-            }
+            // Every aggregation of this side in one pass over its edges (two with std).
+            launch(
+                dev,
+                "aggregate_forward",
+                n * hd,
+                &[
+                    Arg::Ptr(e_agg),
+                    Arg::int(hd),
+                    csr.offsets.arg(),
+                    csr.edges.arg(),
+                    Arg::int(n),
+                    Arg::I32(aggregation_kinds(aggs)),
+                    Arg::int(k),
+                    Arg::Ptr(node_in),
+                    Arg::int(ld),
+                    Arg::int((1 + side * k) * hd),
+                    Arg::Ptr(argmax),
+                    Arg::Ptr(mean),
+                    Arg::Ptr(std),
+                ],
+            )?;
         }
         Ok(())
     }

@@ -45,14 +45,18 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
             z_read + gathers + kept + residual + 4 * rd + rstd
         }
         "aggregate_forward" => {
-            let (n, h) = (int("n"), int("h"));
-            // Std reads the edge rows twice (the mean, then the deviations) and keeps μ and σ.
-            let (passes, extra) = match int("kind") {
-                2 => (1, 4 * n * h),
-                3 => (2, 8 * n * h),
-                _ => (1, 0),
-            };
-            passes * 4 * e * h + 4 * e + 4 * n + 4 * n * h + extra
+            let (n, h, count) = (int("n"), int("h"), int("count"));
+            let kinds: Vec<u64> = (0..count.min(8)).map(|k| (int("kinds") >> (4 * k)) & 15).collect();
+            // The edge rows once for every kind (twice with std), each node's output columns,
+            // max's arg-max and std's μ and σ.
+            let (max, std) = (kinds.contains(&2), kinds.contains(&3));
+            let passes = if std { 2 } else { 1 };
+            passes * 4 * e * h
+                + 4 * e
+                + 4 * n
+                + count * 4 * n * h
+                + u64::from(max) * 4 * n * h
+                + u64::from(std) * 8 * n * h
         }
         "copy_columns" => 8 * int("rows") * int("d"),
         "to_bf16" => 6 * int("rows") * int("cols"),
