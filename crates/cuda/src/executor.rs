@@ -247,19 +247,18 @@ impl DeviceTargets {
     }
 }
 
-/// The auxiliary head's MSE of the predictions at `pred` (its gradient × `scale` into `dp`
+/// The auxiliary head's MSE of the predictions at `pred` (its gradient, scaled, into `grad`
 /// where given).
 fn aux_loss(
     dev: &Arc<dyn Backend>,
     pred: DevPtr,
     aux: &AuxTargets<'_>,
-    scale: f32,
-    dp: Option<DevPtr>,
+    grad: loss::GradOut,
     edges: usize,
 ) -> Result<f64, BackendError> {
     assert!(aux.log_pt.len() == edges && aux.weight.len() == edges, "auxiliary targets: one per edge");
     let (t, w) = (DevBuf::from_host(dev, aux.log_pt)?, DevBuf::from_host(dev, aux.weight)?);
-    loss::mse(dev, pred, &t, &w, aux.count, scale, dp, edges)
+    loss::mse(dev, pred, &t, &w, aux.count, grad, edges)
 }
 
 impl GnnExecutor for DeviceExecutor {
@@ -319,7 +318,7 @@ impl GnnExecutor for DeviceExecutor {
         let dl = self.ws.upstream[0].get(&self.dev, e).map_err(&fail)?.ptr();
         let t = DeviceTargets::upload(&self.dev, targets, e).map_err(&fail)?;
         let logits = self.cache.logits.ptr();
-        let loss = loss::bce(&self.dev, logits, &t.label, &t.weight, targets.pos_weight, scale, Some(dl), e);
+        let loss = loss::bce(&self.dev, logits, &t.label, &t.weight, targets.pos_weight, Some((dl, scale)), e);
         let loss = loss.map_err(&fail)?;
         drop(t);
         let (aux_loss, da) = match &targets.aux {
@@ -327,7 +326,7 @@ impl GnnExecutor for DeviceExecutor {
             Some(aux) => {
                 assert!(self.host.has_aux_head(), "loss_backward: auxiliary targets for a model without the head");
                 let da = self.ws.upstream[1].get(&self.dev, e).map_err(&fail)?.ptr();
-                (aux_loss(&self.dev, self.cache.aux.ptr(), aux, aux_scale, Some(da), e).map_err(&fail)?, Some(da))
+                (aux_loss(&self.dev, self.cache.aux.ptr(), aux, Some((da, aux_scale)), e).map_err(&fail)?, Some(da))
             }
         };
         self.backward_on_device(dl, da)?;
@@ -348,9 +347,9 @@ impl GnnExecutor for DeviceExecutor {
             let dev = &self.dev;
             let t = DeviceTargets::upload(dev, targets, e)?;
             let logits = cache.logits.ptr();
-            let loss = loss::bce(dev, logits, &t.label, &t.weight, targets.pos_weight, 1.0, None, e)?;
+            let loss = loss::bce(dev, logits, &t.label, &t.weight, targets.pos_weight, None, e)?;
             let aux_loss = match &targets.aux {
-                Some(aux) => aux_loss(dev, cache.aux.ptr(), aux, 1.0, None, e)?,
+                Some(aux) => aux_loss(dev, cache.aux.ptr(), aux, None, e)?,
                 None => 0.0,
             };
             let counts = loss::counts(dev, logits, &DevBuf::from_host(dev, y)?, &t.label, threshold, e)?;

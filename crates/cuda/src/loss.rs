@@ -28,74 +28,71 @@ fn sum_terms(dev: &Arc<dyn Backend>, terms: &DevBuf<f32>, n: usize) -> Result<f6
     Ok(partial.to_host()?.iter().sum())
 }
 
+/// Launches the per-edge loss `kernel` over `n` edges with the arguments `args` makes around the
+/// terms buffer it writes; returns the terms' sum.
+fn summed_terms(
+    dev: &Arc<dyn Backend>,
+    kernel: &str,
+    n: usize,
+    args: impl FnOnce(Arg) -> Vec<Arg>,
+) -> Result<f64, BackendError> {
+    let terms = DevBuf::<f32>::zeros(dev, n)?;
+    launch(dev.as_ref(), kernel, n, &args(terms.arg()))?;
+    sum_terms(dev, &terms, n)
+}
+
+/// Where a loss writes its gradient, and the factor it is scaled by.
+pub type GradOut = Option<(DevPtr, f32)>;
+
 /// The mean BCE over `n` edges of the logits at `logits`, `label` (1 = positive) and `weight`
-/// per edge, positives weighted `pos_weight` (the host's `bce_with_logits`); where `dx` is
-/// given, dL/dx × `scale` is written there.
-#[allow(clippy::too_many_arguments)]
+/// per edge, positives weighted `pos_weight` (the host's `bce_with_logits`); where `grad` is
+/// given, dL/dx × its scale is written there.
 pub fn bce(
     dev: &Arc<dyn Backend>,
     logits: DevPtr,
     label: &DevBuf<u8>,
     weight: &DevBuf<f32>,
     pos_weight: f64,
-    scale: f32,
-    dx: Option<DevPtr>,
+    grad: GradOut,
     n: usize,
 ) -> Result<f64, BackendError> {
     if n == 0 {
         return Ok(0.0);
     }
-    let terms = DevBuf::<f32>::zeros(dev, n)?;
+    let (dx, scale) = grad.unwrap_or((0, 1.0));
     let inv = 1.0f32 / n as f32;
-    let args = [
-        Arg::Ptr(logits),
-        label.arg(),
-        weight.arg(),
-        Arg::F32(pos_weight as f32),
-        Arg::F32(inv),
-        Arg::F32(scale),
-        terms.arg(),
-        Arg::Ptr(dx.unwrap_or(0)),
-        Arg::int(n),
-    ];
-    launch(dev.as_ref(), "bce_terms", n, &args)?;
-    Ok(sum_terms(dev, &terms, n)? / n as f64)
+    let sum = summed_terms(dev, "bce_terms", n, |terms| {
+        let (p, x) = (Arg::F32(pos_weight as f32), Arg::Ptr(logits));
+        vec![x, label.arg(), weight.arg(), p, Arg::F32(inv), Arg::F32(scale), terms, Arg::Ptr(dx), Arg::int(n)]
+    })?;
+    Ok(sum / n as f64)
 }
 
 /// The weighted MSE of the `n` predictions at `pred` against `target` over `count` counted
-/// edges (the host's `mse_over`); where `dp` is given, dL/dp × `scale` is written there (zeros
-/// when `count` is 0).
-#[allow(clippy::too_many_arguments)]
+/// edges (the host's `mse_over`); where `grad` is given, dL/dp × its scale is written there
+/// (zeros when `count` is 0).
 pub fn mse(
     dev: &Arc<dyn Backend>,
     pred: DevPtr,
     target: &DevBuf<f32>,
     weight: &DevBuf<f32>,
     count: usize,
-    scale: f32,
-    dp: Option<DevPtr>,
+    grad: GradOut,
     n: usize,
 ) -> Result<f64, BackendError> {
+    let (dp, scale) = grad.unwrap_or((0, 1.0));
     if count == 0 || n == 0 {
-        if let Some(dp) = dp {
+        if dp != 0 {
             dev.zero(dp, n * size_of::<f32>())?;
         }
         return Ok(0.0);
     }
-    let terms = DevBuf::<f32>::zeros(dev, n)?;
     let inv = 1.0f32 / count as f32;
-    let args = [
-        Arg::Ptr(pred),
-        target.arg(),
-        weight.arg(),
-        Arg::F32(inv),
-        Arg::F32(scale),
-        terms.arg(),
-        Arg::Ptr(dp.unwrap_or(0)),
-        Arg::int(n),
-    ];
-    launch(dev.as_ref(), "mse_terms", n, &args)?;
-    Ok(sum_terms(dev, &terms, n)? / count as f64)
+    let sum = summed_terms(dev, "mse_terms", n, |terms| {
+        let p = Arg::Ptr(pred);
+        vec![p, target.arg(), weight.arg(), Arg::F32(inv), Arg::F32(scale), terms, Arg::Ptr(dp), Arg::int(n)]
+    })?;
+    Ok(sum / count as f64)
 }
 
 /// The least float whose score is above `threshold` (`sigmoid(x as f64) > threshold`, the host's
@@ -251,7 +248,7 @@ mod tests {
                 DevBuf::from_host(&dev, &w).unwrap(),
             );
             let dx = DevBuf::<f32>::zeros(&dev, n).unwrap();
-            let loss = bce(&dev, xd.ptr(), &td, &wd, 2.5, 0.25, Some(dx.ptr()), n).unwrap();
+            let loss = bce(&dev, xd.ptr(), &td, &wd, 2.5, Some((dx.ptr(), 0.25)), n).unwrap();
             let mut want_dx = vec![0.0f32; n];
             let want = bce_with_logits(&xf, &target, Some(&w), 2.5, &mut want_dx);
             want_dx.iter_mut().for_each(|g| *g *= 0.25);
@@ -263,7 +260,7 @@ mod tests {
             let ptd = DevBuf::from_host(&dev, &pt).unwrap();
             let count = w.iter().filter(|&&v| v != 0.0).count();
             let dp = DevBuf::<f32>::zeros(&dev, n).unwrap();
-            let m = mse(&dev, xd.ptr(), &ptd, &wd, count, 0.5, Some(dp.ptr()), n).unwrap();
+            let m = mse(&dev, xd.ptr(), &ptd, &wd, count, Some((dp.ptr(), 0.5)), n).unwrap();
             let mut want_dp = vec![0.0f32; n];
             let want_m = mse_over(&xf, &pt, &w, count, &mut want_dp);
             assert!((m - want_m).abs() <= 1e-9 * want_m.abs().max(1.0), "{n}: mse {m} vs {want_m}");
