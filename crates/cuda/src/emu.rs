@@ -165,7 +165,6 @@ fn layout(bytes: usize) -> Result<Layout, BackendError> {
     Layout::from_size_align(bytes.max(1), ALIGN).map_err(|e| BackendError::Device(e.to_string()))
 }
 
-/// Elements spanned by `rows` rows of `cols` values at row stride `ld`.
 /// `v` rounded to bfloat16 (to nearest, ties to even), as the kernels' `bf16_round`.
 fn bf16_round(v: f32) -> f32 {
     let u = v.to_bits();

@@ -33,6 +33,8 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
     };
     let set = |name: &str| matches!(at(name), Some(Arg::Ptr(p)) if *p != 0);
     let saved = |flag: &str| if int(flag) != 0 { 2 } else { 4 };
+    // The aggregations' kernels: the kinds (the kernels' `AGG_*`) in `kinds`, 4 bits each.
+    let aggregations = || -> Vec<u64> { (0..int("count").min(8)).map(|k| (int("kinds") >> (4 * k)) & 15).collect() };
     let e = edges as u64;
     let bytes = match kernel.name {
         "mlp_layer_post" => {
@@ -45,8 +47,7 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
             z_read + gathers + kept + residual + 4 * rd + rstd
         }
         "aggregate_forward" => {
-            let (n, h, count) = (int("n"), int("h"), int("count"));
-            let kinds: Vec<u64> = (0..count.min(8)).map(|k| (int("kinds") >> (4 * k)) & 15).collect();
+            let (n, h, count, kinds) = (int("n"), int("h"), int("count"), aggregations());
             // The edge rows once for every kind (twice with std), each node's output columns,
             // max's arg-max and std's μ and σ.
             let (max, std) = (kinds.contains(&2), kinds.contains(&3));
@@ -80,7 +81,7 @@ pub fn kernel_bytes(kernel: &KernelSignature, args: &[Arg], edges: usize) -> Opt
         "csr_pull" => 4 * e * int("d") + 4 * e + 4 * int("n") + 4 * int("n") * int("d"),
         "aggregate_backward" => {
             let (e, h, count) = (int("e"), int("h"), int("count"));
-            let kinds: Vec<u64> = (0..count.min(8)).map(|k| (int("kinds") >> (4 * k)) & 15).collect();
+            let kinds = aggregations();
             // dx read and written, each edge's node, the node gradient rows it gathers, and
             // what max (the arg-max) and std (x, μ, σ) read per edge.
             let max = if kinds.contains(&2) { 4 * e * h } else { 0 };
