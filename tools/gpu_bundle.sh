@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds what tools/gpu_check.sh runs on a GPU machine, into one folder that travels (the device
 # tool's `carry`, or scp): the `trackgnn` binary and the `gpu_parity` checks, release builds with
-# the `cuda` feature, stripped, and a copy of the PyTorch + PyG reference benchmark.
+# the `cuda` feature, stripped, and a copy of the PyTorch + PyG reference of the engine benchmark
+# (tools/torch_reference/bench.py).
 #
 #   tools/gpu_bundle.sh [--mpi] [OUT_DIR]      (default: target/gpu-bundle)
 #
@@ -38,10 +39,5 @@ if ((mpi)); then
     for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$out/openmpi"; done
     rm -rf "$debs" "$out/openmpi/usr/share/doc" "$out/openmpi/usr/share/man"
 fi
-bench="$root/../shared/bench/torch_reference/bench.py"
-if [[ -f "$bench" ]]; then
-    install -m 0644 "$bench" "$out/bench.py"
-else
-    echo "gpu_bundle.sh: $bench not found: the PyTorch side of the speed checks will be skipped" >&2
-fi
+install -m 0644 "$root/tools/torch_reference/bench.py" "$out/bench.py"
 du -sh "$out"

@@ -7,13 +7,14 @@
 #
 #   OLD=path/to/trackgnn NEW=path/to/trackgnn WE=whole-event-work-dir tools/recipes/engine_cpu_ab.sh OUT_DIR
 #
-# TORCH: BENCH_SPEC's PyTorch reference (default ../shared/bench/torch_reference/run.sh). WE: a
-# directory where tools/recipes/whole_event.sh has run (runs/gnn_secondary, heldout).
+# TORCH: the PyTorch reference of the benchmark (default tools/torch_reference/run.sh;
+# docs/benchmarks.md). WE: a directory where tools/recipes/whole_event.sh has run
+# (runs/gnn_secondary, heldout).
 set -u
 out=${1:?usage: OLD=… NEW=… WE=… engine_cpu_ab.sh OUT_DIR}
 : "${OLD:?OLD: the first trackgnn binary}" "${NEW:?NEW: the second trackgnn binary}" "${WE:?WE: the whole-event work directory}"
 here=$(cd "$(dirname "$0")" && pwd)
-TORCH=${TORCH:-$here/../../../shared/bench/torch_reference/run.sh}
+TORCH=${TORCH:-$here/../torch_reference/run.sh}
 mkdir -p "$out" && cd "$out" || exit 2
 log() { echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg) $*"; }
 log start

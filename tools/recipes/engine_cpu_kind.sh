@@ -6,12 +6,13 @@
 #
 #   BIN=path/to/trackgnn tools/recipes/engine_cpu_kind.sh OUT_DIR
 #
-# TORCH: BENCH_SPEC's PyTorch reference (default ../shared/bench/torch_reference/run.sh).
+# TORCH: the PyTorch reference of the benchmark (default tools/torch_reference/run.sh;
+# docs/benchmarks.md).
 set -u
 out=${1:?usage: BIN=… engine_cpu_kind.sh OUT_DIR}
 : "${BIN:?BIN: the trackgnn binary}"
 here=$(cd "$(dirname "$0")" && pwd)
-TORCH=${TORCH:-$here/../../../shared/bench/torch_reference/run.sh}
+TORCH=${TORCH:-$here/../torch_reference/run.sh}
 mkdir -p "$out" && cd "$out" || exit 2
 log() { echo "== $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg) $*"; }
 log start "$(grep -m1 'model name' /proc/cpuinfo)" "$(grep -o 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"

@@ -80,7 +80,8 @@ fi
 # The trained runs committed beside the recipe (whole_event/trained/: weights, checkpoints
 # and logs of the full chain, no plots) seed a new work directory, so that the chain resumes
 # where they stopped instead of training for hours again; the absolute paths they record (the
-# work directory they were trained in) are rewritten to this one. Events, the map and the
+# work directory they were trained in, written as the placeholder in trained/workdir) are
+# rewritten to this one. Events, the map and the
 # graphs are rebuilt from their seeds: the same bytes, so the recorded hashes hold.
 trained="$cfg/trained"
 if [ $quick = 0 ] && [ -f "$trained/workdir" ]; then

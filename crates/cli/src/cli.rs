@@ -157,7 +157,7 @@ pub enum ResumeArg {
 pub enum BenchCommand {
     /// Event generation time and CSV write/read throughput.
     Io(bench_io::BenchIoArgs),
-    /// The training step of BENCH_SPEC.md (and the default model, and the unfused forward).
+    /// The training step of the benchmark specification (and the default model, the unfused forward).
     Engine(bench_engine::BenchEngineArgs),
     /// Memory and step time against graph size, with and without activation checkpointing.
     Memory(bench_memory::BenchMemoryArgs),

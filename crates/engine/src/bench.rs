@@ -1,6 +1,6 @@
 //! Measurements of the engine for `trackgnn bench engine` and `bench memory`: the training
-//! step of `BENCH_SPEC.md` on its graph ([`measure_step`]: time, GEMM share and paths, the
-//! GEMM-only replay), and the memory of a step on synthetic graphs of growing size
+//! step of the benchmark specification (docs/benchmarks.md) on its graph ([`measure_step`]: time,
+//! GEMM share and paths, the GEMM-only replay), and the memory of a step on synthetic graphs of growing size
 //! ([`measure_memory`], with the bytes-per-edge fits of [`MemoryStudy`]). Each returns typed
 //! figures whose JSON is the command's; the binary runs rows in child processes so each peak
 //! RSS is its own, and prints.
@@ -25,15 +25,16 @@ use crate::{Checkpointing, EdgeTargets, ForwardCache, GraphInput, InteractionGnn
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Variant {
-    /// BENCH_SPEC.md: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
+    /// The benchmark specification's: H=64, 4 separate iterations, ReLU, LayerNorm, residual, sum, Adam.
     BenchSpec,
     /// trackgnn's default model (H=128, 8 recurrent iterations, SiLU, sum/mean/max/std).
     Defaults,
     /// acorn's TrackML InteractionGNN exactly (`ModelConfig::acorn()`: the defaults with nodes
-    /// updated first, no residual, no output norm), as `bench.py --model acorn` runs it.
+    /// updated first, no residual, no output norm), as the PyTorch reference's `--model acorn`
+    /// runs it.
     Acorn,
     // Forward only. (The doc line below is also `bench engine --help`'s text.)
-    /// BENCH_SPEC.md's forward without the split Linear and tiles (explicit concatenation).
+    /// The benchmark model's forward without the split Linear and tiles (explicit concatenation).
     Unfused,
 }
 
@@ -59,14 +60,14 @@ impl Variant {
 }
 
 /// What `bench engine --device cuda:N` runs besides the models: the synthetic graph's size
-/// (`bench.py`'s `--nodes`, `--edges`) and inference instead of training steps.
+/// (the PyTorch reference's `--nodes`, `--edges`) and inference instead of training steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct DeviceBench {
-    /// GPU: nodes of the synthetic graph (bench.py's --nodes; the CPU runs BENCH_SPEC's 20000).
+    /// GPU: nodes of the synthetic graph (the PyTorch reference's --nodes; the CPU runs 20000).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 20_000))]
     pub nodes: usize,
-    /// GPU: edges of the synthetic graph (bench.py's --edges).
+    /// GPU: edges of the synthetic graph (as the PyTorch reference's --edges).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 160_000))]
     pub edges: usize,
     /// GPU: time inference (the forward alone, nothing kept) instead of training steps.
@@ -80,7 +81,8 @@ pub fn spec_graph() -> (GraphInput<f32>, Vec<u8>) {
 }
 
 /// The synthetic graph of BENCH_SPEC at other sizes: `N` nodes and `E` edges by the same
-/// formulas (`bench.py --nodes N --edges E` builds it too), edges sorted by destination.
+/// formulas (`tools/torch_reference/bench.py --nodes N --edges E` builds it too), edges sorted
+/// by destination.
 pub fn spec_graph_sized(n: usize, e: usize) -> (GraphInput<f32>, Vec<u8>) {
     let mut x = Vec::with_capacity(n * 3);
     for i in 0..n {

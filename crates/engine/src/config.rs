@@ -163,8 +163,8 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
-    /// The model of `../shared/bench/BENCH_SPEC.md`: hidden 64, 4 separate iterations, ReLU,
-    /// affine LayerNorm on every layer, residual, sum aggregation, classifier 3H → H → 1.
+    /// The model of the benchmark specification (docs/benchmarks.md): hidden 64, 4 separate
+    /// iterations, ReLU, affine LayerNorm on every layer, residual, sum aggregation, classifier 3H → H → 1.
     pub fn bench_spec() -> Self {
         ModelConfig {
             hidden: 64,

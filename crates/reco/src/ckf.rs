@@ -1,7 +1,7 @@
 //! Classical track finding with no GNN, as ACTS does it: triplet seeding on the pixel
 //! layers, a combinatorial Kalman filter (CKF) that follows each seed layer by layer through
 //! the detector and branches on every compatible hit, and greedy ambiguity resolution. It
-//! builds the tracks that the GNN chain's are set against (issue 40; MISSION.md item 12b),
+//! builds the tracks that the GNN chain's are set against (issue 40),
 //! beside the edge-based track builders of [`crate::tracks`].
 //!
 //! - [`seeding`]: [`find_seeds`] — triplets of pixel hits (bottom, middle, top) with ACTS's

@@ -6,7 +6,7 @@ use trackgnn_trackml::physics::material::MaterialModel;
 use crate::single::SingleParticles;
 
 /// Settings of the event generator. `Default` gives the TrackML-like configuration; only
-/// `pileup` usually changes (MISSION.md: small for quick runs, 200 for TrackML scale).
+/// `pileup` usually changes (small for quick runs, 200 for TrackML scale).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
@@ -50,7 +50,7 @@ pub struct SimConfig {
     pub kshort_per_kaon: f64,
     /// Λ + Λ̄ per proton + antiproton.
     pub lambda_per_proton: f64,
-    /// Beam-spot width in z \[mm\]: the LHC's σz ≈ 55 mm (MISSION.md). With it the particles'
+    /// Beam-spot width in z \[mm\]: the LHC's σz ≈ 55 mm. With it the particles'
     /// median |vz| is 43 mm (real 47 mm; secondaries, produced farther out, raise it above the
     /// 37 mm of the primaries alone). An earlier 48 mm made up for the conversion electrons
     /// the default now leaves out (see `photon_conversions`); without them it gives 38 mm.
@@ -90,7 +90,8 @@ pub struct SimConfig {
     pub beam_pipe: [f64; 2],
     /// Material of one module with its support, cooling and services, in radiation lengths
     /// (pixel, short strip, long strip), on top of the sensor's own silicon. Tuned with
-    /// `support_lambda` so the fraction of secondaries matches MISSION.md's realism table.
+    /// `support_lambda` so the fraction of secondaries matches the realism table
+    /// (docs/references.md).
     pub support_x0: [f64; 3],
     /// The same material in nuclear interaction lengths (pixel, short strip, long strip).
     pub support_lambda: [f64; 3],
@@ -111,7 +112,8 @@ pub struct SimConfig {
     pub photon_conversions: bool,
     /// Let charged pions and kaons decay in flight (π → μν, K → μν / ππ0). Off by default, as
     /// in the fast simulation that made the TrackML data set, whose particles are almost only
-    /// hadrons (MISSION.md: "a few electrons/muons"); K0_S and Λ decays are always on.
+    /// hadrons (electrons + muons 0.002 of them: docs/references.md); K0_S and Λ decays are
+    /// always on.
     pub charged_decays: bool,
     /// The single-particle mode: when set, every event is these particles alone (no hard
     /// scatter, no pile-up: `pileup`, `hard_scatter` and the spectra are not read). Default

@@ -5,7 +5,7 @@ use crate::units::{native_to_tesla, tesla_to_native};
 /// An axial field B_z(z) [GeV/(e·mm)] that depends on z only.
 ///
 /// The TrackML solenoid is ≈ 2.0 T for |z| < 0.5 m, ≈ 1.75 T at 1–1.5 m and falls to ≈ 0.5 T
-/// beyond 2 m (MISSION.md). We interpolate linearly in |z| through a table of (|z| \[mm\], B \[T\])
+/// beyond 2 m (docs/data.md). We interpolate linearly in |z| through a table of (|z| \[mm\], B \[T\])
 /// knots. Only B_z is modelled: the radial component of a real solenoid's fringe field bends
 /// tracks by far less than the silicon scatters them at these momenta, and leaving it out keeps
 /// the transverse motion an exact helix within each propagation step.

@@ -1,5 +1,5 @@
-//! `trackgnn bench engine`: the training step of `../shared/bench/BENCH_SPEC.md` (and of the
-//! default model, and the unfused forward), timed as the spec asks: mean and min over 10 steps
+//! `trackgnn bench engine`: the training step of the benchmark specification (docs/benchmarks.md;
+//! and of the default model, and the unfused forward), timed as the spec asks: mean and min over 10 steps
 //! after 2 warm-up steps, peak RSS, GFLOP/s and the share of time inside GEMM; per precision
 //! (f32, bf16), the kernel path each product ran on and the step's GEMM-only time (the same
 //! products alone, same shapes, same threads). The measurement: [`trackgnn_engine::bench`].

@@ -100,7 +100,7 @@ pub fn run(a: DemoArgs) -> Result<ExitCode> {
         Default::default(),
         &mut SingleProcess,
     )?;
-    step(4, "edge metrics of the trained model on the test events (the columns of MISSION.md's Table 1)", t0);
+    step(4, "edge metrics of the trained model on the test events (docs/metrics.md)", t0);
     let run = RunDir::open(p("run"))?;
     pool.install(|| {
         super::train::eval_run(

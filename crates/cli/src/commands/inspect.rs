@@ -1,4 +1,4 @@
-//! `trackgnn inspect`: realism statistics (beside MISSION.md's real TrackML values) and
+//! `trackgnn inspect`: realism statistics (beside the real TrackML values of docs/references.md) and
 //! consistency checks of one event or a directory of events ([`trackgnn_trackml::summary`]
 //! reads, compares and formats them; this command parses and prints).
 
@@ -27,7 +27,7 @@ pub struct InspectArgs {
     /// built-in TrackML geometry.
     #[arg(long, value_name = "FILE")]
     pub detector: Option<std::path::PathBuf>,
-    /// Another event directory (or event) to compare with, row by row, in place of MISSION.md's
+    /// Another event directory (or event) to compare with, row by row, in place of the reference's
     /// real TrackML values (e.g. real TrackML files); its geometry is its own `detectors.csv`,
     /// else `--detector`, else the built-in one.
     #[arg(long, value_name = "PATH")]

@@ -7,7 +7,7 @@
 //! cluster size). As experiments calibrate their cluster errors, [`MeasurementModel::calibrate`]
 //! measures them on simulated events: the RMS of hit − true crossing in each local
 //! coordinate, per kind. These are smaller than pitch/√12 where clusters of several cells
-//! interpolate (MISSION.md's realism table).
+//! interpolate (the realism table's residuals: docs/references.md).
 
 use nalgebra::Matrix2;
 use trackgnn_trackml::Event;

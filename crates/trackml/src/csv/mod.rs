@@ -1,8 +1,8 @@
 //! The TrackML CSV files: reading and writing, plain or gzip (`.csv.gz`).
 //!
 //! Per event, `eventNNNNNNNNN-{hits,truth,particles,cells}.csv`, and the detector description
-//! `detectors.csv` (see MISSION.md item 1 for the columns). Readers find columns **by header
-//! name**, so column order does not matter and unknown columns are ignored; they accept CRLF,
+//! `detectors.csv` (the columns: docs/data.md, "The TrackML files"). Readers find columns **by
+//! header name**, so column order does not matter and unknown columns are ignored; they accept CRLF,
 //! blank lines and a missing final newline, and recognise gzip by its magic bytes. Every error
 //! names the file, the 1-based line and the column.
 //!

@@ -1,4 +1,5 @@
-//! The TrackML detector built procedurally from the published layout (MISSION.md).
+//! The TrackML detector built procedurally from the published layout (docs/data.md, "The
+//! detector").
 //!
 //! 9 volumes, 48 layers, 18,728 modules. Barrel layers are staves of modules at a radius,
 //! tilted in phi (the normal within 7° of radial), alternating in radius between neighbouring
@@ -6,7 +7,7 @@
 //! overlap is why a particle often leaves two hits on one layer. Disks are rings of modules
 //! (v radial, w along z), alternating in z by ±2.5 mm (pixel) or ±4.5 mm (strips).
 //!
-//! MISSION.md gives one trapezoid for several strip-disk rings (short strips: half-widths
+//! The published layout gives one trapezoid for several strip-disk rings (short strips: half-widths
 //! 16.4–24.2 mm, the inner ring's); the outer rings take the shapes of the 2018 acts-framework's
 //! TrackML detector (`GenericDetectorML.ipp`): short strips 24.2–32.2 and 32.2–40.0 mm, long
 //! strips 66–72 mm, which cover each ring's circumference with a few percent to spare.

@@ -1,6 +1,6 @@
 //! A data set read and summarised for `trackgnn inspect`: the events a path names, their
 //! realism statistics and consistency checks ([`DataSet`]), and the report that sets them beside
-//! MISSION.md's real TrackML values or another data set ([`Inspection`]: its JSON is
+//! the realism table's real TrackML values or another data set ([`Inspection`]: its JSON is
 //! `inspect --json`, its [`Display`](fmt::Display) the text).
 
 use std::fmt;
@@ -99,14 +99,14 @@ impl DataSet {
     }
 }
 
-/// A data set against MISSION.md's real TrackML values, or against another data set.
+/// A data set against the realism table's real TrackML values, or against another data set.
 #[derive(Debug)]
 pub struct Inspection {
     /// The path asked for.
     pub path: PathBuf,
     /// The data set.
     pub data: DataSet,
-    /// Its rows of MISSION.md's table.
+    /// Its rows of the realism table.
     pub realism: Vec<ReferenceRow>,
     /// The other data set, its path, and the rows compared with it.
     pub against: Option<(PathBuf, DataSet, Vec<AgainstRow>)>,
@@ -145,7 +145,7 @@ struct AgainstJson<'a> {
 }
 
 impl Inspection {
-    /// Compares `data` with MISSION.md's table, and with `against` (its path and data) if given.
+    /// Compares `data` with the realism table, and with `against` (its path and data) if given.
     pub fn new(path: &Path, data: DataSet, against: Option<(PathBuf, DataSet)>) -> Inspection {
         let realism = compare_with_trackml(&data.stats);
         let against = against.map(|(p, o)| {
@@ -224,7 +224,7 @@ impl fmt::Display for Inspection {
             writeln!(
                 out,
                 "\n{:<52} {:>10} {:>10} {:>10}  agrees  {:>11}",
-                "realism (MISSION.md rows)", "this data", "other", "difference", "MISSION.md"
+                "realism (reference rows)", "this data", "other", "difference", "real TrackML"
             )?;
             for (r, m) in against.iter().zip(rows) {
                 writeln!(
@@ -245,7 +245,7 @@ impl fmt::Display for Inspection {
                 against.len()
             )?;
         } else {
-            writeln!(out, "\n{:<52} {:>10} {:>15}  agrees", "realism (MISSION.md table)", "this data", "real TrackML")?;
+            writeln!(out, "\n{:<52} {:>10} {:>15}  agrees", "realism (reference table)", "this data", "real TrackML")?;
             for r in rows {
                 writeln!(out, "{:<52} {:>10.4} {:>15}  {}", r.label, r.value, real_value(r), yes_no(r.agrees))?;
             }

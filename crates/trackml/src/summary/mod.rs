@@ -1,4 +1,4 @@
-//! Summaries of events for people and scripts: the realism statistics of MISSION.md's table and
+//! Summaries of events for people and scripts: the realism statistics of the reference table and
 //! consistency checks of truth against hits, particles and the geometry (`trackgnn inspect`).
 
 mod checks;

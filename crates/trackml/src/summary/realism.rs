@@ -1,4 +1,4 @@
-//! The quantities of MISSION.md's generator realism table, measured on events.
+//! The quantities of the generator's realism table (docs/references.md), measured on events.
 
 use std::collections::{BTreeMap, HashMap};
 

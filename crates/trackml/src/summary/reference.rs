@@ -1,5 +1,5 @@
-//! MISSION.md's generator realism table as data: every row with its real TrackML value, where
-//! its figure comes from in [`RealismStats`], and the comparison rule.
+//! The generator's realism table (docs/references.md) as data: every row with its real TrackML
+//! value, where its figure comes from in [`RealismStats`], and the comparison rule.
 //!
 //! Fractions agree within ±0.03 (absolute); other figures within ±15% (relative) of the value
 //! or of the quoted range.
@@ -100,7 +100,7 @@ impl Figure {
     }
 }
 
-/// One row of MISSION.md's realism table.
+/// One row of the realism table.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reference {
     /// Snake-case key (also the JSON key of the row).
@@ -127,7 +127,7 @@ const fn relative(key: &'static str, label: &'static str, figure: Figure, low: f
 
 use Figure::*;
 
-/// MISSION.md's "Generator realism targets", row by row, in its order: measured on a reduced
+/// The realism table of docs/references.md, row by row, in its order: measured on a reduced
 /// real TrackML event with the statistics of [`super::RealismAccumulator`].
 #[rustfmt::skip]
 pub const TRACKML_REFERENCE: &[Reference] = &[
@@ -193,7 +193,7 @@ pub struct ReferenceRow {
     pub agrees: bool,
 }
 
-/// Compares statistics with the real TrackML values of MISSION.md, one row per row of
+/// Compares statistics with the real TrackML values of the realism table, one row per row of
 /// [`TRACKML_REFERENCE`].
 pub fn compare_with_trackml(s: &RealismStats) -> Vec<ReferenceRow> {
     TRACKML_REFERENCE
